@@ -1,0 +1,69 @@
+# Queue Depth: set-up, book build and tests.
+#
+#   make book   set up (.venv, npm assets) and build the HTML book into _build/html/
+#   make test   set up if needed and run every test: unit tests, every chapter as an
+#               nbval test, and the strict book build (a warning or failing cell fails it)
+#
+# Everything comes from the package registries (PyPI, npm); nothing is downloaded at build time.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+NBDIR := .nbtest
+WIDGETS := static/widgets
+HTML_MANAGER := node_modules/@jupyter-widgets/html-manager/dist
+JOBS ?= 2
+
+.PHONY: setup assets book notebooks test unit nbtest build-check browser clean lock
+
+setup: $(VENV)/.installed assets
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Queue Depth)" > /dev/null
+	touch $@
+
+# Widget JavaScript served by the book itself (no CDN): html-manager and require.js from npm.
+assets: $(WIDGETS)/.copied
+
+$(WIDGETS)/.copied: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p $(WIDGETS)
+	cp node_modules/requirejs/require.js $(WIDGETS)/require.js
+	cp $(HTML_MANAGER)/embed-amd.js $(WIDGETS)/embed-amd.js
+	cp $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff $(HTML_MANAGER)/*.ttf $(WIDGETS)/
+	touch $@
+
+book: setup
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@echo "Book: $(CURDIR)/_build/html/index.html"
+
+# Chapters are MyST text notebooks; nbval needs .ipynb, so jupytext writes them (no outputs) to $(NBDIR).
+notebooks: setup
+	rm -rf $(NBDIR) && mkdir -p $(NBDIR)
+	for f in $$(grep -l "format_name: myst" book/*.md); do \
+	  $(BIN)/jupytext --quiet --to ipynb -o $(NBDIR)/$$(basename $${f%.md}).ipynb $$f; done
+
+unit: setup
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
+
+nbtest: notebooks
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env $(NBDIR)
+
+build-check: book
+
+test: setup notebooks
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)
+	$(MAKE) --no-print-directory book
+
+lock:
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v "^queue-depth-models" > requirements.lock.tmp
+	@echo "review requirements.lock.tmp and merge it into requirements.txt"
+
+clean:
+	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache
