@@ -29,7 +29,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # Widget JavaScript served by the book itself (no CDN): html-manager and require.js from npm.
-assets: $(WIDGETS)/.copied
+assets: $(WIDGETS)/.copied static/plotly/plotly.min.js
+
+# Plotly.js for the kernel-free live figures, from the pinned plotly Python package.
+static/plotly/plotly.min.js: $(VENV)/.installed
+	mkdir -p static/plotly
+	cp $$($(BIN)/python -c "import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), 'package_data', 'plotly.min.js'))") $@
 
 $(WIDGETS)/.copied: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error

@@ -6,7 +6,7 @@ positive real SymPy symbol; its unit is listed in :data:`UNITS` and on the book'
 Two kinds of objects live here:
 
 * **Symbolic results** (``qd_min_network_bound()``, ``qd_min_cpu_bound()``, ``backlog_min_nagle()``, ...).
-  Each is *derived* from a drain-time condition with :func:`sympy.solve`; none is typed in as the answer.
+  Each is *derived* from a drain-time condition with ``sympy.solve``; none is typed in as the answer.
   The condition is built from travel times around the ring (:func:`ring_time`), so the derivation is the
   same one the book walks through.
 * **Numeric functions** (``framing_efficiency``, ``wire_time``, ``iops_bound`` ...) that take plain floats
@@ -37,6 +37,7 @@ __all__ = [
     "mss", "framing_efficiency", "wire_time", "frames", "w1_lower_bound", "w2_lower_bound",
     "rtt_min", "tpt_min", "knee_qd", "iops_bound", "iops_bandwidth_cap", "qd_max_for_response_time",
     "responses_per_packet", "responses_per_packet_expr", "numeric",
+    "PLACEMENTS", "tpt_min_eight_stage_expr", "tpt_min_eight_stage",
 ]
 
 Number = Union[int, float]
@@ -94,7 +95,7 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
     "CK": ("s", "client kworker transmit processing per operation"),
 }
 
-#: Unit and meaning of every symbol, keyed by name: ``UNITS["SP"] == ("s", "server thread ...")``.
+#: Unit and meaning of every symbol, keyed by name, as in ``UNITS["SP"] == ("s", "server thread ...")``.
 UNITS: Mapping[str, tuple[str, str]] = dict(_SYMBOL_UNITS)
 
 
@@ -112,7 +113,7 @@ class _Symbols:
         return (getattr(self, n) for n in _SYMBOL_UNITS)
 
 
-#: The symbols: ``S.QD``, ``S.W2`` and so on.
+#: The symbols, as attributes ``S.QD``, ``S.W2`` and so on.
 S = _Symbols()
 
 #: The four-stage ring of the simplified model, in the order an operation meets the stages.
@@ -513,3 +514,37 @@ def responses_per_packet(iosize: int, mtu: int = 1500, header_bytes: int = ISCSI
     if size <= 0:
         raise ValueError("iosize + header_bytes must be positive")
     return mss(mtu) / size
+
+
+#: How the server's soft-interrupt (SI), thread (SP) and kworker (SK) stages share CPUs in the eight-stage
+#: ring: each group of stages runs serially on one CPU, so its times add up into one stage.
+PLACEMENTS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "separate": (("SI",), ("SP",), ("SK",)),          # three CPUs: each stage on its own
+    "sirq-same-cpu": (("SI", "SP"), ("SK",)),          # network soft interrupt pinned with the thread
+    "uniprocessor": (("SI", "SP", "SK"),),             # one server CPU does all three
+}
+
+
+def tpt_min_eight_stage_expr(placement: str = "separate") -> sp.Expr:
+    """``TPTmin`` of the eight-stage ring as a SymPy ``Max`` for a CPU placement of the server stages.
+
+    Stages that share a CPU run one after another, so they act as a single stage whose time is their sum
+    (Butterfield 2017, "Revised Identities").
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {sorted(PLACEMENTS)}, got {placement!r}")
+    groups = [sp.Add(*(S[n] for n in g)) for g in PLACEMENTS[placement]]
+    others = [S[n] for n in RING8 if n not in ("SI", "SP", "SK")]
+    return sp.Max(*others, *groups)
+
+
+def tpt_min_eight_stage(stage_times: Mapping[str, float], placement: str = "separate") -> float:
+    """Numeric ``TPTmin`` in seconds for the eight-stage ring (keys ``W1 SI SP SK W2 CI CP CK``)."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {sorted(PLACEMENTS)}, got {placement!r}")
+    missing = set(RING8) - set(stage_times)
+    if missing:
+        raise ValueError(f"stage_times: missing {sorted(missing)} (need all of {RING8})")
+    t = {n: _positive(f"stage_times[{n!r}]", stage_times[n]) for n in RING8}
+    server = [sum(t[n] for n in g) for g in PLACEMENTS[placement]]
+    return max([t[n] for n in RING8 if n not in ("SI", "SP", "SK")] + server)

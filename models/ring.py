@@ -5,7 +5,7 @@ same way: an input queue and one queue process that, once busy, takes each opera
 processing time, and that pays a *start latency* only when an operation reaches it while it is idle with an
 empty queue.  This module simulates exactly that ring, event by event, with no TCP at all.  It is the
 reference the book uses for Little's law and for the asymptotic bounds; the packet simulator in
-:mod:`models.sim` adds segments, ACKs and timers on top of the same picture.
+``models.sim`` adds segments, ACKs and timers on top of the same picture.
 
 Times are in seconds.
 
@@ -129,6 +129,9 @@ class Ring:
     def run(self, qd: int, ops: int = 2000, warmup: int | None = None) -> RingResult:
         """Simulate until ``ops`` operations have completed after ``warmup`` completions.
 
+        All operations start at time 0 in the first stage's queue, as if the client issued ``qd``
+        requests at once.
+
         Parameters
         ----------
         qd : int
@@ -137,9 +140,6 @@ class Ring:
             Completions to measure, at least 1.
         warmup : int, optional
             Completions to discard first; default ``4 * qd``.
-
-        All operations start at time 0 in the first stage's queue, as if the client issued ``qd``
-        requests at once.
         """
         if not isinstance(qd, (int,)) or isinstance(qd, bool) or qd < 1:
             raise ValueError(f"qd must be an integer of at least 1, got {qd!r}")

@@ -137,6 +137,19 @@ def test_bad_input_names_the_parameter(call, param):
         call()
 
 
+def test_eight_stage_placements():
+    t = dict(W1=1e-6, SI=4e-6, SP=9e-6, SK=3e-6, W2=5e-6, CI=2e-6, CP=6e-6, CK=1e-6)
+    assert A.tpt_min_eight_stage(t) == 9e-6
+    assert A.tpt_min_eight_stage(t, "sirq-same-cpu") == pytest.approx(13e-6)
+    assert A.tpt_min_eight_stage(t, "uniprocessor") == pytest.approx(16e-6)
+    expr = A.tpt_min_eight_stage_expr("sirq-same-cpu")
+    assert float(expr.subs({S[k]: v for k, v in t.items()})) == pytest.approx(13e-6)
+    with pytest.raises(ValueError, match="placement"):
+        A.tpt_min_eight_stage(t, "smp")
+    with pytest.raises(ValueError, match="stage_times"):
+        A.tpt_min_eight_stage({"W1": 1e-6})
+
+
 def test_units_cover_every_symbol():
     for sym in S:
         unit, meaning = A.UNITS[str(sym)]

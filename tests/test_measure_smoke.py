@@ -1,0 +1,95 @@
+"""Smoke test of the kernel harness on the host loopback (a few seconds, no privileges needed).
+
+Checks the rule the book leans on most: a response written as two send() calls with Nagle on waits for
+the client's delayed ACK (about 40 ms, rounded up to the next 4 ms jiffy at HZ=250) even on loopback,
+while MSG_MORE on the header sends header and data as one segment at once.  Skips, saying why, when
+there is no C compiler or no loopback TCP.
+"""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from models.measure import Link, LinkSpec, RunSpec, run_one
+from models.measure.build import BuildError, qdperf_binary
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _loopback_tcp_works() -> str | None:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+        return None
+    except OSError as exc:
+        return f"loopback TCP sockets unavailable: {exc}"
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Link:
+    why = _loopback_tcp_works()
+    if why:
+        pytest.skip(why)
+    try:
+        qdperf_binary()
+    except BuildError as exc:
+        pytest.skip(f"cannot compile the C harness: {exc}")
+    with Link(LinkSpec("loopback")) as link:
+        yield link
+
+
+def test_nagle_two_sends_stall_on_loopback(loopback: Link) -> None:
+    r = run_one(RunSpec("iscsi", "nagle", 1, 512, duration_s=0.5, warmup_s=0.2, capture=False), loopback)
+    c = r.client
+    assert c["window_ops"] >= 5
+    # delayed-ACK timer: 40 ms minimum, fires on a jiffy (4 ms at HZ=250, 10 ms at HZ=100): 36..60 ms
+    assert 36_000 <= c["lat_p50_us"] <= 60_000
+    assert c["stalled_ops"] == c["window_ops"]
+    assert c["iops"] < 30  # about 1 / 44 ms
+    # header and data left as separate segments
+    assert r.server["tcp_info"]["data_segs_out"] == 2 * r.server["ops"]
+
+
+def test_msg_more_header_does_not_stall(loopback: Link) -> None:
+    r = run_one(RunSpec("iscsi", "more", 1, 512, duration_s=0.3, warmup_s=0.1, capture=False), loopback)
+    c = r.client
+    assert c["stalled_ops"] == 0
+    assert c["lat_p50_us"] < 5_000  # microseconds on loopback; 5 ms leaves room for a loaded machine
+    assert c["iops"] > 200
+    assert r.server["tcp_info"]["data_segs_out"] == r.server["ops"]  # one segment per response
+
+
+def test_queue_depth_kept_and_busy_counts(loopback: Link) -> None:
+    r = run_one(RunSpec("iscsi", "nodelay", 4, 512, duration_s=0.3, warmup_s=0.05, capture=False), loopback)
+    s, c = r.server, r.client
+    # every request answered exactly once, in order (the client checks tags), none lost
+    assert c["issued"] == c["completed"] == s["ops"]
+    busy = {int(k): v for k, v in s["busy_hist"].items()}
+    assert sum(k * v for k, v in busy.items()) == s["ops"]  # busy counts add up to the operations
+    assert sum(busy.values()) == s["wakeups"]
+
+
+def test_count_limit_bounds_the_run(loopback: Link) -> None:
+    r = run_one(RunSpec("flory", "nodelay", 1, 100, duration_s=30, warmup_s=0, count=7, capture=False), loopback)
+    assert r.client["completed"] == 7 and r.client["end"] == "count"
+    assert r.wall_s < 10
+
+
+def test_cli_smoke_command() -> None:
+    import subprocess
+    import sys
+
+    why = _loopback_tcp_works()
+    if why:
+        pytest.skip(why)
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-m", "models.measure", "smoke", "--duration", "0.3"], cwd=root,
+                         capture_output=True, text=True, timeout=60)
+    if res.returncode == 2 and "compiler" in res.stderr:
+        pytest.skip(res.stderr.strip())
+    assert res.returncode == 0, res.stderr + res.stdout
+    out = json.loads(res.stdout)
+    assert out["ok"] and all(out["checks"].values())

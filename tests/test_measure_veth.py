@@ -1,0 +1,97 @@
+"""Root-only tests of the harness across a veth pair between two network namespaces it creates.
+
+Skipped for normal users and where namespaces cannot be created (e.g. an unprivileged container).
+Each test checks that nothing is left behind: no namespace or interface with the harness prefix.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from models.measure import Link, LinkSpec, RunSpec, run_one
+from models.measure.netns import PREFIX, live_namespaces
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.timeout(120)
+
+
+def _mine(pid: int) -> list[str]:
+    return [n for n in live_namespaces() if n.startswith(f"{PREFIX}{pid}-")]
+
+
+def _links(pid: int) -> list[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"qd{pid % 10_000_000}" in line]
+
+
+@pytest.fixture(scope="module")
+def can_netns() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("veth tests need root (network namespaces); run as root to include them")
+    probe = f"{PREFIX}{os.getpid()}-probe"
+    res = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot create network namespaces here: {res.stderr.strip()}")
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+
+
+def test_flory_mss_boundary_on_veth(can_netns: None) -> None:
+    with Link(LinkSpec("veth", mtu=1500)) as link:
+        assert len(_mine(os.getpid())) == 2
+        short = run_one(RunSpec("flory", "nagle", 1, 1447, duration_s=5, warmup_s=0, count=6), link)
+        full = run_one(RunSpec("flory", "nagle", 1, 1448, duration_s=5, warmup_s=0, count=6), link)
+    assert short.server["tcp_maxseg_bytes"] == 1448
+    # 1447: all but the first exchange (quick-ACK mode) wait for the delayed ACK; 1448: none does
+    assert short.client["stalled_ops"] >= 4
+    assert 36_000 <= short.client["lat_p50_us"] <= 60_000
+    assert full.client["stalled_ops"] == 0
+    if short.capture_summary is not None:
+        assert short.capture_summary["responses_split"] == short.capture_summary["responses"]
+    assert _mine(os.getpid()) == [] and _links(os.getpid()) == []
+
+
+def test_tbf_rate_limit_bounds_throughput(can_netns: None) -> None:
+    rate = 100_000_000  # bits per second
+    with Link(LinkSpec("veth", mtu=1500, rate_bits_per_s=rate)) as link:
+        r = run_one(RunSpec("iscsi", "nodelay", 16, 4096, duration_s=0.5, warmup_s=0.2, capture=False), link)
+        qdisc = subprocess.run(link.prefix("server") + ["tc", "qdisc", "show", "dev", link.server_iface],
+                               capture_output=True, text=True).stdout
+    assert "tbf" in qdisc
+    # payload bits per second cannot exceed the wire rate
+    payload_bps = r.client["iops"] * (48 + 4096) * 8  # bytes -> bits
+    assert payload_bps < rate
+    assert payload_bps > 0.5 * rate  # and QD 16 of 4 KiB keeps a 100 Mb/s wire busy
+    assert _mine(os.getpid()) == []
+
+
+def test_cleanup_after_exception(can_netns: None) -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        with Link(LinkSpec("veth", mtu=9000)) as link:
+            assert link.mtu == 9000
+            raise RuntimeError("boom")
+    assert _mine(os.getpid()) == [] and _links(os.getpid()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_cleanup_on_signal(can_netns: None, sig: signal.Signals) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "models.measure", "run", "--link", "veth", "--mtu", "1500",
+                             "--duration", "20", "--no-capture"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(_mine(proc.pid)) < 2:
+        time.sleep(0.05)
+    assert len(_mine(proc.pid)) == 2, "the harness should have created its namespaces"
+    time.sleep(0.5)  # let the run start
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert _mine(proc.pid) == [] and _links(proc.pid) == []
+    # no harness process survives: the C programs die with their parent (PR_SET_PDEATHSIG)
+    time.sleep(0.2)
+    left = subprocess.run(["pgrep", "-f", f"qdperf.*--connect {'10.213.0.1'}"], capture_output=True, text=True)
+    assert all(int(p) != proc.pid for p in left.stdout.split())
