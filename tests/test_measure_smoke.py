@@ -93,3 +93,25 @@ def test_cli_smoke_command() -> None:
     assert res.returncode == 0, res.stderr + res.stdout
     out = json.loads(res.stdout)
     assert out["ok"] and all(out["checks"].values())
+
+
+def test_sweep_writes_a_valid_dataset(loopback: Link, tmp_path: Path) -> None:
+    """Two runs through the sweep machinery; the tables load through the project's dataset validator."""
+    from models.measure.sweep import PlannedRun, run_sweep
+
+    lo = LinkSpec("loopback")
+    plan = [PlannedRun(lo, RunSpec("flory", "nodelay", 1, 1448, duration_s=0.2, warmup_s=0.05, capture=False), "flory"),
+            PlannedRun(lo, RunSpec("iscsi", "nodelay", 2, 512, duration_s=0.2, warmup_s=0.05, capture=False), "iscsi")]
+    written = run_sweep(plan, tmp_path, prefix="smoke6", command_line="pytest", progress=lambda m: None)
+    assert set(written) == {"flory", "iscsi_loop", "busy_counts"}
+    data = pytest.importorskip("models.data")
+    busy = data.load("smoke6_busy_counts", tmp_path)
+    assert list(busy["busy_count"]) == sorted(busy["busy_count"]) and busy["busy_count"].min() == 1
+    assert abs(busy["cycles_pct"].sum() - 100) < 1e-3
+    loop = data.load("smoke6_iscsi_loop", tmp_path)
+    assert loop.loc[0, "qd"] == 2 and loop.loc[0, "iops"] > 0
+    flory = data.load("smoke6_flory", tmp_path)
+    assert flory.loc[0, "payload_bytes"] == 1448
+    meta = json.loads((tmp_path / "smoke6_flory.json").read_text())["measurement"]
+    assert meta["kernel"]["release"] and "net.ipv4.tcp_autocorking" in meta["host_sysctls"]
+    assert meta["links"]["loopback"]["server"]["interfaces"]["lo"]["mtu"] > 0

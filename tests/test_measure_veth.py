@@ -87,11 +87,32 @@ def test_cleanup_on_signal(can_netns: None, sig: signal.Signals) -> None:
         time.sleep(0.05)
     assert len(_mine(proc.pid)) == 2, "the harness should have created its namespaces"
     time.sleep(0.5)  # let the run start
+    children = _descendants(proc.pid)
+    assert children, "the harness should be running its server and client"
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert _mine(proc.pid) == [] and _links(proc.pid) == []
-    # no harness process survives: the C programs die with their parent (PR_SET_PDEATHSIG)
-    time.sleep(0.2)
-    left = subprocess.run(["pgrep", "-f", f"qdperf.*--connect {'10.213.0.1'}"], capture_output=True, text=True)
-    assert all(int(p) != proc.pid for p in left.stdout.split())
+    # no child survives: the runner kills them, and the C programs die with their parent (PR_SET_PDEATHSIG)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(Path(f"/proc/{c}").exists() for c in children):
+        time.sleep(0.05)
+    assert [c for c in children if Path(f"/proc/{c}").exists()] == []
+
+
+def _descendants(pid: int) -> list[int]:
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out

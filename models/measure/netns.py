@@ -1,0 +1,294 @@
+"""Where the server and client run: host loopback, a private loopback, or a veth pair between namespaces.
+
+Three kinds of :class:`Link`, all context managers:
+
+``loopback`` (``isolate=False``)
+    The host's ``lo`` at 127.0.0.1.  Needs no privileges.  Kernel counters (``/proc/net/netstat``) are
+    shared with every other program on the host, so counter deltas are only indicative.
+``loopback`` (``isolate=True``, root only)
+    ``lo`` inside a fresh network namespace: same interface (MTU 65536), but its own TCP sysctls and
+    counters.
+``veth``  (root only)
+    Two fresh namespaces, server and client, joined by a veth pair with private addresses
+    (10.213.0.1 and 10.213.0.2, which exist only inside those namespaces), a chosen MTU, an optional
+    ``tbf`` rate limit on both egress sides (to emulate a 1 Gb/s wire), and optionally TSO/GSO/GRO off.
+
+Everything created is removed on exit, on an exception, on Ctrl-C (SIGINT), SIGTERM and SIGHUP (see
+:func:`install_signal_handlers`), and at interpreter exit; deleting a namespace deletes its veth end and
+qdiscs with it.  Names carry the creating process id (``qdm<pid>-<n>s``), so :func:`cleanup_stale` can
+remove leftovers of a process that was killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Optional
+
+__all__ = ["LinkSpec", "Link", "is_root", "install_signal_handlers", "cleanup_stale", "live_namespaces",
+           "PREFIX"]
+
+#: Prefix of every namespace and interface name this module creates.
+PREFIX = "qdm"
+SERVER_ADDR = "10.213.0.1"
+CLIENT_ADDR = "10.213.0.2"
+_counter = itertools.count()
+_live: dict[str, "Link"] = {}
+
+
+def is_root() -> bool:
+    """True when the process may create namespaces (effective uid 0)."""
+    return os.geteuid() == 0
+
+
+def _ip() -> str:
+    ip = shutil.which("ip")
+    if ip is None:
+        raise RuntimeError("the 'ip' command (iproute2) is needed for namespaces; apt-get install iproute2")
+    return ip
+
+
+def _run(argv: list[str], timeout: float = 20.0) -> str:
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({res.returncode}): {res.stderr.strip()}")
+    return res.stdout
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """What kind of path the TCP connection takes.
+
+    Parameters
+    ----------
+    kind
+        ``"loopback"`` or ``"veth"``.
+    mtu
+        Veth MTU in bytes (68..65535); ignored for loopback, whose MTU is the kernel's (65536).
+    rate_bits_per_s
+        Token-bucket rate limit on both veth egress sides, bits per second (``None``: no limit).
+    isolate
+        Loopback only: run inside a private namespace (needs root) to isolate sysctls and counters.
+    offloads
+        Veth only: ``"default"`` keeps the driver's TSO/GSO/GRO, ``"off"`` switches them off so every
+        packet on the wire is one TCP segment (as in Butterfield 2017's runs).
+    """
+
+    kind: str = "loopback"
+    mtu: Optional[int] = None
+    rate_bits_per_s: Optional[int] = None
+    isolate: bool = False
+    offloads: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("loopback", "veth"):
+            raise ValueError(f"kind must be 'loopback' or 'veth', got {self.kind!r}")
+        if self.kind == "veth":
+            if self.mtu is None or not 68 <= int(self.mtu) <= 65535:
+                raise ValueError(f"mtu must be 68..65535 bytes for a veth link, got {self.mtu!r}")
+        elif self.mtu is not None:
+            raise ValueError(f"mtu cannot be set for loopback (the kernel fixes it), got {self.mtu!r}")
+        if self.rate_bits_per_s is not None:
+            if self.kind != "veth":
+                raise ValueError("rate_bits_per_s needs kind='veth' (tbf on loopback would slow the host)")
+            if not self.rate_bits_per_s >= 1_000_000:
+                raise ValueError(f"rate_bits_per_s must be at least 1e6 bits/s, got {self.rate_bits_per_s!r}")
+        if self.offloads not in ("default", "off"):
+            raise ValueError(f"offloads must be 'default' or 'off', got {self.offloads!r}")
+        if self.offloads == "off" and self.kind != "veth":
+            raise ValueError("offloads='off' needs kind='veth' (the host's lo is not ours to change)")
+
+    @property
+    def needs_root(self) -> bool:
+        """Whether this link creates namespaces."""
+        return self.kind == "veth" or self.isolate
+
+    @property
+    def label(self) -> str:
+        """Short text such as ``veth-1500-1g`` used in tables and file names."""
+        if self.kind == "loopback":
+            return "loopback"
+        rate = "" if self.rate_bits_per_s is None else f"-{self.rate_bits_per_s / 1e9:g}g"
+        off = "-nooffload" if self.offloads == "off" else ""
+        return f"veth-{self.mtu}{rate}{off}"
+
+
+class Link:
+    """An active link: addresses, the command prefixes that run a program on each side, and metadata.
+
+    Use as a context manager; :meth:`close` is idempotent and also runs at interpreter exit.
+    """
+
+    def __init__(self, spec: LinkSpec) -> None:
+        self.spec = spec
+        self.server_ns: Optional[str] = None
+        self.client_ns: Optional[str] = None
+        self.server_iface = "lo"
+        self.client_iface = "lo"
+        self.server_addr = "127.0.0.1"
+        self.client_addr = "127.0.0.1"
+        self._created: list[str] = []
+        self._closed = False
+        self.key = f"{PREFIX}{os.getpid()}-{next(_counter)}"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> "Link":
+        if self.spec.needs_root and not is_root():
+            raise PermissionError(f"link {self.spec.label!r} creates network namespaces and needs root "
+                                  "(run as root, or use the host loopback)")
+        _live[self.key] = self
+        try:
+            if self.spec.kind == "loopback" and self.spec.isolate:
+                self._make_ns(f"{self.key}l")
+                self.server_ns = self.client_ns = f"{self.key}l"
+                _run([_ip(), "-n", self.server_ns, "link", "set", "lo", "up"])
+            elif self.spec.kind == "veth":
+                self._make_veth()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _make_ns(self, name: str) -> None:
+        _run([_ip(), "netns", "add", name])
+        self._created.append(name)
+
+    def _make_veth(self) -> None:
+        spec = self.spec
+        ip = _ip()
+        s_ns, c_ns = f"{self.key}s", f"{self.key}c"
+        self._make_ns(s_ns)
+        self._make_ns(c_ns)
+        self.server_ns, self.client_ns = s_ns, c_ns
+        # interface names: at most 15 characters
+        n = self.key.split("-")[1]
+        s_if, c_if = f"qd{os.getpid() % 10_000_000}s{n}"[:15], f"qd{os.getpid() % 10_000_000}c{n}"[:15]
+        self.server_iface, self.client_iface = s_if, c_if
+        self.server_addr, self.client_addr = SERVER_ADDR, CLIENT_ADDR
+        _run([ip, "link", "add", s_if, "netns", s_ns, "type", "veth", "peer", "name", c_if, "netns", c_ns])
+        for ns, iface, addr in ((s_ns, s_if, SERVER_ADDR), (c_ns, c_if, CLIENT_ADDR)):
+            _run([ip, "-n", ns, "link", "set", "lo", "up"])
+            _run([ip, "-n", ns, "link", "set", iface, "mtu", str(spec.mtu)])
+            _run([ip, "-n", ns, "addr", "add", f"{addr}/30", "dev", iface])
+            _run([ip, "-n", ns, "link", "set", iface, "up"])
+            if spec.offloads == "off":
+                _run([ip, "netns", "exec", ns, sys.executable, "-c",
+                      f"from models.measure.sysinfo import set_offloads; set_offloads({iface!r}, False)"])
+            if spec.rate_bits_per_s is not None:
+                tc = shutil.which("tc")
+                if tc is None:
+                    raise RuntimeError("the 'tc' command (iproute2) is needed for a rate limit")
+                # bucket of two full frames (bytes), so per-frame serialization is emulated closely
+                burst = 2 * (int(spec.mtu) + 14)
+                _run([ip, "netns", "exec", ns, tc, "qdisc", "add", "dev", iface, "root", "tbf",
+                      "rate", f"{int(spec.rate_bits_per_s)}bit", "burst", str(burst), "latency", "50ms"])
+
+    def close(self) -> None:
+        """Delete every namespace this link created (their veths and qdiscs go with them)."""
+        if self._closed:
+            return
+        self._closed = True
+        errors = []
+        for name in reversed(self._created):
+            res = subprocess.run(["ip", "netns", "del", name], capture_output=True, text=True, timeout=20)
+            if res.returncode != 0 and name in live_namespaces():
+                errors.append(f"{name}: {res.stderr.strip()}")
+        self._created.clear()
+        _live.pop(self.key, None)
+        if errors:
+            raise RuntimeError("could not delete namespaces: " + "; ".join(errors))
+
+    # -- use ----------------------------------------------------------------------------------------
+    def prefix(self, side: str) -> list[str]:
+        """Command prefix that runs a program on ``side`` (``"server"`` or ``"client"``)."""
+        if side not in ("server", "client"):
+            raise ValueError(f"side must be 'server' or 'client', got {side!r}")
+        ns = self.server_ns if side == "server" else self.client_ns
+        return [] if ns is None else [_ip(), "netns", "exec", ns]
+
+    def iface(self, side: str) -> str:
+        """Interface the ``side`` sends on (``lo`` for loopback)."""
+        return self.server_iface if side == "server" else self.client_iface
+
+    def describe(self) -> dict[str, Any]:
+        """Sysctls and interface details seen from each side (runs :mod:`models.measure.sysinfo` there)."""
+        out: dict[str, Any] = {"label": self.spec.label, "kind": self.spec.kind, "isolated_netns":
+                               self.server_ns is not None, "rate_bits_per_s": self.spec.rate_bits_per_s,
+                               "offloads_setting": self.spec.offloads,
+                               "server_addr": self.server_addr, "client_addr": self.client_addr}
+        for side in ("server", "client"):
+            argv = self.prefix(side) + [sys.executable, "-m", "models.measure.sysinfo", self.iface(side)]
+            env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+            out[side] = json.loads(res.stdout) if res.returncode == 0 else {"error": res.stderr.strip()}
+            if self.spec.kind == "loopback":
+                break  # one namespace: the client sees the same thing
+        return out
+
+    @property
+    def mtu(self) -> int:
+        """MTU of the server's interface, bytes."""
+        try:
+            argv = self.prefix("server") + ["cat", f"/sys/class/net/{self.server_iface}/mtu"]
+            return int(_run(argv))
+        except (RuntimeError, ValueError):
+            return int(self.spec.mtu or 65536)
+
+
+# -- cleanup on signals, at exit, and after SIGKILL -----------------------------------------------
+
+
+def _close_all() -> None:
+    for link in list(_live.values()):
+        try:
+            link.close()
+        except Exception as exc:  # noqa: BLE001 - report and keep cleaning the others
+            print(f"models.measure: cleanup: {exc}", file=sys.stderr)
+
+
+atexit.register(_close_all)
+
+
+def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
+    # Turn the signal into an exception so every `with Link(...)` and `finally:` runs.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def install_signal_handlers() -> None:
+    """Make SIGTERM and SIGHUP behave like Ctrl-C (KeyboardInterrupt), so cleanup code runs."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+def live_namespaces() -> list[str]:
+    """Names of every network namespace on the host that this module's prefix could have created."""
+    res = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20)
+    names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+    return [n for n in names if n.startswith(PREFIX)]
+
+
+def cleanup_stale() -> list[str]:
+    """Delete namespaces left by harness processes that no longer exist; return their names."""
+    removed = []
+    for name in live_namespaces():
+        digits = name[len(PREFIX):].split("-")[0]
+        if not digits.isdigit():
+            continue
+        pid = int(digits)
+        if pid == os.getpid() or Path(f"/proc/{pid}").exists():
+            continue
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
+        removed.append(name)
+    return removed

@@ -1,0 +1,245 @@
+"""Run one bounded client/server exchange over a :class:`~models.measure.netns.Link`.
+
+:class:`RunSpec` says what to run (Flory's exchange or the iSCSI-like loop, socket mode, queue depth,
+payload size, limits); :func:`run_one` starts ``qdperf server`` on the server side, optionally a capture,
+then ``qdperf client`` on the client side, and returns a :class:`RunResult` holding both sides' JSON
+reports and the capture summary.  Every child process is bounded by its own ``--time-limit``, killed by
+the kernel if this process dies (``PR_SET_PDEATHSIG``), and killed here on any error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from . import build, capture
+from .netns import Link
+
+__all__ = ["PROTOCOLS", "SOCK_MODES", "RunSpec", "RunResult", "run_one", "HarnessError"]
+
+#: Bytes per request and per response header for each protocol.
+PROTOCOLS = {"flory": 8, "iscsi": 48}
+#: Server socket modes (see ``csrc/qdperf.c``); the first four are the book's, ``more_all`` is the misuse.
+SOCK_MODES = ("nagle", "nodelay", "more", "more_nodelay", "more_all")
+CLIENT_SOCK_MODES = ("nagle", "nodelay")
+
+
+class HarnessError(RuntimeError):
+    """A run failed: a process reported an error, hung past its limit, or printed no report."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One measurement.
+
+    Parameters
+    ----------
+    proto
+        ``"flory"`` (8-byte request, 8-byte descriptor + payload) or ``"iscsi"`` (48 + 48 + payload).
+    sock
+        Server socket mode: ``nagle``, ``nodelay``, ``more``, ``more_nodelay`` or ``more_all``.
+    qd
+        Requests the client keeps outstanding (1..4096).
+    payload_bytes
+        Bytes of data after each response header (Flory's N, iSCSI's IOSIZE), 0..4 MiB.
+    duration_s
+        Measurement window after the warm-up, seconds.
+    warmup_s
+        Operations completing in the first ``warmup_s`` seconds are not counted.
+    count
+        Upper bound on operations (the client stops at whichever limit comes first).
+    cc
+        Congestion control set per socket with ``TCP_CONGESTION`` (``None``: the namespace default).
+    client_sock
+        Client socket mode: ``nagle`` (default socket) or ``nodelay``.
+    capture
+        ``True`` capture with tcpdump (fail if impossible), ``False`` never, ``None`` if available.
+    """
+
+    proto: str = "iscsi"
+    sock: str = "nagle"
+    qd: int = 1
+    payload_bytes: int = 512
+    duration_s: float = 2.0
+    warmup_s: float = 0.3
+    count: int = 10_000_000
+    cc: Optional[str] = None
+    client_sock: str = "nagle"
+    capture: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        if self.proto not in PROTOCOLS:
+            raise ValueError(f"proto must be one of {sorted(PROTOCOLS)}, got {self.proto!r}")
+        if self.sock not in SOCK_MODES:
+            raise ValueError(f"sock must be one of {SOCK_MODES}, got {self.sock!r}")
+        if self.client_sock not in CLIENT_SOCK_MODES:
+            raise ValueError(f"client_sock must be one of {CLIENT_SOCK_MODES}, got {self.client_sock!r}")
+        if not isinstance(self.qd, int) or not 1 <= self.qd <= 4096:
+            raise ValueError(f"qd must be an integer 1..4096, got {self.qd!r}")
+        if not isinstance(self.payload_bytes, int) or not 0 <= self.payload_bytes <= 4 * 1024 * 1024:
+            raise ValueError(f"payload_bytes must be an integer 0..4194304, got {self.payload_bytes!r}")
+        if not 0 < self.duration_s <= 600:
+            raise ValueError(f"duration_s must be in (0, 600] seconds, got {self.duration_s!r}")
+        if not 0 <= self.warmup_s <= 60:
+            raise ValueError(f"warmup_s must be in [0, 60] seconds, got {self.warmup_s!r}")
+        if not isinstance(self.count, int) or self.count < 1:
+            raise ValueError(f"count must be a positive integer, got {self.count!r}")
+        if self.cc is not None and (not self.cc.isidentifier() or len(self.cc) > 15):
+            raise ValueError(f"cc must be a congestion control name such as 'cubic', got {self.cc!r}")
+
+    @property
+    def header_bytes(self) -> int:
+        """Request and response-header size of the protocol, bytes."""
+        return PROTOCOLS[self.proto]
+
+    @property
+    def response_bytes(self) -> int:
+        """Bytes per response: header plus payload."""
+        return self.header_bytes + self.payload_bytes
+
+    @property
+    def time_limit_s(self) -> float:
+        """Hard limit for each process: warm-up + window + 10 s for connection set-up and the drain."""
+        return self.warmup_s + self.duration_s + 10.0
+
+
+@dataclass
+class RunResult:
+    """Both sides' reports, the capture summary (or ``None``) and how the run was observed."""
+
+    spec: RunSpec
+    link_label: str
+    client: dict[str, Any]
+    server: dict[str, Any]
+    capture_tool: str
+    capture_note: str
+    capture_summary: Optional[dict[str, Any]] = None
+    load_before: list[float] = field(default_factory=list)
+    load_after: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["spec"] = asdict(self.spec)
+        return d
+
+
+def _read_port(proc: subprocess.Popen, timeout_s: float) -> int:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    line = ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.05)
+        if ready:
+            line = proc.stdout.readline()
+            break
+        if proc.poll() is not None:
+            break
+    if not line.startswith("PORT "):
+        rest = proc.stdout.read() if proc.poll() is not None else ""
+        raise HarnessError(f"server did not report its port: {line!r}{rest!r}")
+    return int(line.split()[1])
+
+
+def _last_json(text: str, who: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise HarnessError(f"{who} printed no JSON report: {text[-500:]!r}")
+
+
+def _kill(proc: Optional[subprocess.Popen]) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def run_one(spec: RunSpec, link: Link, workdir: Optional[Path] = None, keep_pcap: Optional[Path] = None) -> RunResult:
+    """Run ``spec`` once over an entered ``link`` and return both sides' reports.
+
+    Parameters
+    ----------
+    spec
+        What to run.
+    link
+        An active :class:`~models.measure.netns.Link` (inside its ``with`` block).
+    workdir
+        Where temporary capture files go (default: a fresh temporary folder, removed afterwards).
+    keep_pcap
+        If given and a capture is taken, copy the pcap file here.
+
+    Raises
+    ------
+    HarnessError
+        A process failed, printed no report, or ran past its time limit.
+    """
+    binary = build.qdperf_binary()
+    limit = spec.time_limit_s
+    cc = ["--cc", spec.cc] if spec.cc else []
+    common = ["--proto", spec.proto, "--time-limit", f"{limit:g}", *cc]
+    server = client = None
+    tmp = tempfile.TemporaryDirectory(prefix="qdm-") if workdir is None else None
+    work = Path(tmp.name) if tmp is not None else Path(workdir)  # type: ignore[arg-type]
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    t0 = time.monotonic()
+    cap_tool, cap_note, cap_summary = "none", "", None
+    try:
+        server = subprocess.Popen(
+            link.prefix("server") + [str(binary), "server", "--listen", link.server_addr, "--port", "0",
+                                     "--sock", spec.sock, *common],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        port = _read_port(server, 10.0)
+        cap: Optional[capture.Capture] = None
+        if spec.capture is not False:
+            try:
+                cap = capture.Capture(link.prefix("server"), link.iface("server"), port,
+                                      work / f"run-{port}.pcap", max_packets=2_000_000, max_seconds=limit + 5)
+                cap.__enter__()
+                cap_tool = "tcpdump"
+            except capture.CaptureUnavailable as exc:
+                if spec.capture:
+                    raise HarnessError(f"capture requested but unavailable: {exc}") from None
+                cap, cap_note = None, str(exc)
+        try:
+            client = subprocess.Popen(
+                link.prefix("client") + [str(binary), "client", "--connect", link.server_addr, "--port", str(port),
+                                         "--qd", str(spec.qd), "--iosize", str(spec.payload_bytes),
+                                         "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
+                                         "--count", str(spec.count), "--client-sock", spec.client_sock, *common],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                c_out, c_err = client.communicate(timeout=limit + 5)
+                s_out, s_err = server.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                raise HarnessError(f"run exceeded its time limit of {limit:g} s: {spec}") from None
+        finally:
+            if cap is not None:
+                cap.__exit__(None, None, None)
+        c_rep = _last_json(c_out, f"client ({c_err.strip()})")
+        s_rep = _last_json(s_out, f"server ({s_err.strip()})")
+        for who, rep in (("client", c_rep), ("server", s_rep)):
+            if rep.get("error"):
+                raise HarnessError(f"{who} failed: {rep['error']} ({spec})")
+        if cap is not None:
+            segs = cap.segments()
+            cap_summary = capture.analyze(segs, port, spec.header_bytes, spec.response_bytes)
+            if keep_pcap is not None:
+                Path(keep_pcap).write_bytes(cap.path.read_bytes())
+    finally:
+        _kill(client)
+        _kill(server)
+        if tmp is not None:
+            tmp.cleanup()
+    return RunResult(spec=spec, link_label=link.spec.label, client=c_rep, server=s_rep, capture_tool=cap_tool,
+                     capture_note=cap_note, capture_summary=cap_summary, load_before=load_before,
+                     load_after=[round(x, 2) for x in os.getloadavg()], wall_s=round(time.monotonic() - t0, 3))
