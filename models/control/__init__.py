@@ -7,10 +7,10 @@
 * :mod:`models.control.loop` -- the sampled closed loop tying them together.
 """
 
-from .ewma import Ewma, ewma
+from .ewma import Ewma
 from .pid import VelocityPID, throttle_steps
 from .plant import SharedDiskPlant, calibrate
 from .throttle import DelayThrottle, rate_under_delay
 
-__all__ = ["Ewma", "ewma", "VelocityPID", "throttle_steps", "SharedDiskPlant", "calibrate", "DelayThrottle",
+__all__ = ["Ewma", "VelocityPID", "throttle_steps", "SharedDiskPlant", "calibrate", "DelayThrottle",
            "rate_under_delay"]
