@@ -77,6 +77,8 @@ class Simulation:
     def check_invariants(self, now: float) -> None:
         """Raise ``AssertionError`` if any invariant fails (called after every event with ``check=True``)."""
         cl, sv = self.client, self.server
+        heap = self.loop.heap
+        assert not heap or heap[0][0] >= now, "an event was scheduled in the past"
         for ep, peer in ((self.client_ep, self.server_ep), (self.server_ep, self.client_ep)):
             # acknowledged <= received by the peer <= sent <= written
             assert ep.snd_una <= peer.rcv_nxt <= ep.snd_nxt <= ep.write_seq, (

@@ -19,6 +19,7 @@ The link keeps the times its own transmit path is busy, for the utilization figu
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 
 from models.analytic import FRAME_OVERHEAD_BYTES
 
@@ -66,7 +67,7 @@ class Link:
 
     __slots__ = ("loop", "sec_per_byte", "tx_latency", "rx_latency", "prop", "softirq", "deliver",
                  "free_at", "rx_wake_end", "softirq_free", "busy_time", "softirq_busy", "frames",
-                 "data_frames", "payload_bytes", "in_nic")
+                 "data_frames", "payload_bytes", "in_nic", "nic_total", "batch", "batch_time")
 
     def __init__(self, loop, bandwidth_bps: float, tx_latency_s: float, rx_latency_s: float,
                  propagation_s: float, softirq_s: float, deliver) -> None:
@@ -86,6 +87,9 @@ class Link:
         self.data_frames = 0
         self.payload_bytes = 0
         self.in_nic: deque = deque()  # (tx completion time, payload bytes) of data frames not yet completed
+        self.nic_total = 0          # payload bytes in in_nic
+        self.batch = None           # segments queued for one delivery event (same delivery time)
+        self.batch_time = -1.0
 
     def send(self, now: float, seg: Segment) -> float:
         """Hand ``seg`` to the transmit path at ``now``; schedule its delivery; return its TX completion."""
@@ -103,6 +107,7 @@ class Link:
             self.data_frames += 1
             self.payload_bytes += length
             self.in_nic.append((done, length))
+            self.nic_total += length
         arrive = done + self.prop
         if arrive < self.rx_wake_end:               # a wake-up is under way: ride along with it
             seen = self.rx_wake_end
@@ -118,14 +123,28 @@ class Link:
             self.softirq_busy += self.softirq
         else:
             ready = seen
-        self.loop.schedule(ready, self.deliver, seg)
+        if ready == self.batch_time and self.batch is not None:   # same instant: one event delivers both
+            self.batch.append(seg)
+        else:
+            self.batch = [seg]
+            self.batch_time = ready
+            loop = self.loop
+            heappush(loop.heap, (ready, next(loop.counter), self._deliver_batch, self.batch))
         return done
+
+    def _deliver_batch(self, now: float, batch: list) -> None:
+        if batch is self.batch:
+            self.batch = None
+            self.batch_time = -1.0
+        deliver = self.deliver
+        for seg in batch:
+            deliver(now, seg)
 
     def nic_bytes(self, now: float) -> tuple[int, int, float]:
         """Data frames still in the transmit path at ``now``: (count, payload bytes, first completion time)."""
         q = self.in_nic
         while q and q[0][0] <= now:
-            q.popleft()
+            self.nic_total -= q.popleft()[1]
         if not q:
             return 0, 0, 0.0
-        return len(q), sum(b for _, b in q), q[0][0]
+        return len(q), self.nic_total, q[0][0]

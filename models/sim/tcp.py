@@ -135,6 +135,7 @@ class Endpoint:
         self.pushed = 0           # bit 1: ICSK_ACK_PUSHED, bit 2: ICSK_ACK_PUSHED2
         self.dack_token = 0
         self.dack_jiffy = -1      # tick at which the pending delayed-ACK timer fires (-1: none)
+        self.dack_event_jiffy = -1  # tick of the timer event queued in the loop (-1: none)
         self.quick = 0
         self.pingpong = 0
         self.ato_ticks = 0        # 0 until the first data arrives
@@ -186,7 +187,8 @@ class Endpoint:
             tail = q[-1]
             if not more:
                 tail.psh = True
-            if self.autocork and tail.end - tail.start < mss and self.snd_una != self.snd_nxt:
+            if (self.autocork and tail.end - tail.start < mss and self.snd_una != self.snd_nxt
+                    and self.link.free_at > now):
                 n, nbytes_nic, first_done = self.link.nic_bytes(now)
                 if n and (n * SKB_OVERHEAD_BYTES + nbytes_nic + 1 > SKB_OVERHEAD_BYTES + tail.end - tail.start):
                     self.tsq_throttled = True
@@ -236,9 +238,16 @@ class Endpoint:
         if self.probe_armed:                                           # the RTO timer replaces the probe
             self.probe_armed = False
             self.probe_token += 1
-        self._ack_sent()
+        # the segment carries the ACK (tcp_event_ack_sent, inlined _ack_sent)
+        self.rcv_wup = self.rcv_nxt
+        if self.ack_owed:
+            if self.quick:
+                self.quick -= 1
+            self.ack_owed = False
+        self.pushed = 0
+        self.dack_jiffy = -1
         # tcp_event_data_sent: a reply within ato of the last data received means interactive
-        if self.ato_ticks and self.jiffies(now) - self.lrcv_jiffy < self.ato_ticks:
+        if self.ato_ticks and int((now + self.phase) / self.tick) - self.lrcv_jiffy < self.ato_ticks:
             self.pingpong += 1
         self.data_segments += 1
         self.tx_cpu += self.tx_cost
@@ -265,9 +274,7 @@ class Endpoint:
                 self.quick -= 1
             self.ack_owed = False
         self.pushed = 0
-        if self.dack_jiffy >= 0:
-            self.dack_jiffy = -1
-            self.dack_token += 1
+        self.dack_jiffy = -1          # cancel the timer (its queued event, if any, will find nothing to do)
 
     def _on_probe(self, now: float, token: int) -> None:
         """Probe timer: send the head buffer whatever Nagle or cork say (``tcp_write_wakeup``)."""
@@ -341,7 +348,7 @@ class Endpoint:
 
     def _data_recv(self, now: float) -> None:
         """``tcp_event_data_recv``: quick-ACK budget and ``lrcvtime``."""
-        j = self.jiffies(now)
+        j = int((now + self.phase) / self.tick)
         if not self.ato_ticks:                                         # first data
             self._incr_quickack()
             self.ato_ticks = self.delack_ticks
@@ -358,7 +365,7 @@ class Endpoint:
     def _send_delayed_ack(self, now: float) -> None:
         """``tcp_send_delayed_ack``."""
         ato = self.ato_ticks or self.delack_ticks
-        j = self.jiffies(now)
+        j = int((now + self.phase) / self.tick)
         timeout = j + ato
         if self.dack_jiffy >= 0:
             if self.dack_jiffy <= j + (ato >> 2):                      # pending timer almost due
@@ -367,16 +374,28 @@ class Endpoint:
             if timeout >= self.dack_jiffy:
                 return                                                 # keep the earlier timeout
         self.dack_jiffy = timeout
-        self.dack_token += 1
-        self.loop.schedule(self.jiffy_time(timeout), self._on_delack, self.dack_token)
+        # One heap event per endpoint at most: an event already queued at or before the new timeout
+        # re-examines the timer when it runs (a cancelled timer costs nothing more).
+        if self.dack_event_jiffy < 0 or self.dack_event_jiffy > timeout:
+            self.dack_event_jiffy = timeout
+            self.dack_token += 1
+            self.loop.schedule(timeout * self.tick - self.phase, self._on_delack, self.dack_token)
 
     def _on_delack(self, now: float, token: int) -> None:
         """``tcp_delack_timer_handler``."""
         if token != self.dack_token:
             return
+        self.dack_event_jiffy = -1
+        if self.dack_jiffy < 0:                                        # cancelled meanwhile
+            return
+        if self.dack_jiffy * self.tick - self.phase > now:             # re-armed later: wait for it
+            self.dack_event_jiffy = self.dack_jiffy
+            self.dack_token += 1
+            self.loop.schedule(self.dack_jiffy * self.tick - self.phase, self._on_delack, self.dack_token)
+            return
         self.dack_jiffy = -1
         if self.ack_owed:
-            if self.in_pingpong():
+            if self.pingpong >= self.profile.pingpong_threshold:
                 self.pingpong = 0
             self.delayed_acks += 1
             self._send_ack(now)
