@@ -24,7 +24,7 @@ from typing import Any, Optional
 from . import build, netns, sysinfo
 from .capture import summarise_spreads
 from .netns import Link, LinkSpec, is_root
-from .runner import CLIENT_SOCK_MODES, PROTOCOLS, SOCK_MODES, RunSpec, run_one
+from .runner import CLIENT_SOCK_MODES, PROTOCOLS, SOCK_MODES, HarnessError, RunSpec, run_one
 
 __all__ = ["main", "smoke"]
 
@@ -215,7 +215,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; namespaces removed", file=sys.stderr)
         return 130
-    except (build.BuildError, PermissionError, ValueError) as exc:
+    except (build.BuildError, HarnessError, PermissionError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

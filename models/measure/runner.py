@@ -144,6 +144,8 @@ def _read_port(proc: subprocess.Popen, timeout_s: float) -> int:
             break
     if not line.startswith("PORT "):
         rest = proc.stdout.read() if proc.poll() is not None else ""
+        if line.startswith("{"):  # the server's own error report, e.g. a congestion control not allowed
+            raise HarnessError(f"server failed: {json.loads(line).get('error')}")
         raise HarnessError(f"server did not report its port: {line!r}{rest!r}")
     return int(line.split()[1])
 

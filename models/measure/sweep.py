@@ -197,7 +197,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             _f("client_pure_acks_per_op", "number", "segments", "client segments without data per operation "
                "(TCP_INFO segs_out - data_segs_out, whole run, includes SYN and FIN)", minimum=0),
             _f("client_delayed_acks_per_op", "number", "ACKs", "delayed ACKs sent per operation in the client's "
-               "namespace (TcpExtDelayedACKs; empty when the namespace is the host's)", required=False,
+               "namespace (TcpExtDelayedACKs; on a private loopback the namespace holds both ends; empty when the "
+               "namespace is the host's)", required=False,
                minimum=0),
             _f("mean_busy_count", "number", "operations", "server requests handled per wake-up (ops / wake-ups)",
                minimum=0),
@@ -215,7 +216,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                enum=["nagle", "nodelay", "more", "more_nodelay", "more_all"]),
             _f("qd", "integer", "operations", "queue depth", minimum=1),
             _f("iosize_bytes", "integer", "bytes", "data bytes per response", minimum=0),
-            _f("busy_count", "integer", "operations", "requests handled between two sleeps of the server", minimum=1),
+            _f("busy_count", "integer", "operations", "requests handled between two sleeps of the server "
+               "(1..QD, then one row for QD+1 or more)", minimum=1),
+            _f("or_more", "boolean", None, "true on the last row of a run: cycles that handled busy_count or more "
+               "requests (possible when successor requests arrive before the server sleeps)"),
             _f("cycles", "integer", "cycles", "busy cycles (wake-up to sleep) ending with this busy count", minimum=0),
             _f("cycles_pct", "number", "%", "share of the run's busy cycles (cycles with at least one request)",
                minimum=0, maximum=100),
@@ -290,10 +294,12 @@ def rows_for(table: str, res: RunResult, link: Link) -> list[dict[str, Any]]:
     if table == "busy_counts":
         busy = {int(k): v for k, v in s["busy_hist"].items() if int(k) > 0}
         total = sum(busy.values())
-        top = max([res.spec.qd, *busy.keys()])
-        return [dict(base, sock_mode=res.spec.sock, qd=res.spec.qd, iosize_bytes=res.spec.payload_bytes,
-                     busy_count=k, cycles=busy.get(k, 0),
-                     cycles_pct=100.0 * busy.get(k, 0) / total if total else 0.0) for k in range(1, top + 1)]
+        qd = res.spec.qd
+        counts = {k: busy.get(k, 0) for k in range(1, qd + 1)}
+        counts[qd + 1] = sum(v for k, v in busy.items() if k > qd)
+        return [dict(base, sock_mode=res.spec.sock, qd=qd, iosize_bytes=res.spec.payload_bytes, busy_count=k,
+                     or_more=k > qd, cycles=n, cycles_pct=100.0 * n / total if total else 0.0)
+                for k, n in counts.items()]
     raise ValueError(f"table must be flory, iscsi_loop or busy_counts, got {table!r}")
 
 
