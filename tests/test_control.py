@@ -296,3 +296,14 @@ def test_loop_bad_input():
         run_closed_loop(p, [1, 2], 15e-3, seed=-1)
     with pytest.raises(ValueError, match="transient_s"):
         settled(run_closed_loop(p, [1, 2], 15e-3), 0)
+
+
+def test_simulator_cross_check_matches_the_model():
+    from models.control.simcheck import simulated_read_rate
+    rtt0 = 65536 / (22 * MiB)
+    for d in (0.0, 4.6e-3):
+        assert simulated_read_rate(d, rtt0, ops=20) == pytest.approx(TH.rate_under_delay(65536, rtt0, d), rel=1e-6)
+    with pytest.raises(ValueError, match="rtt0_s"):
+        simulated_read_rate(0.0, 1e-6, ops=20)
+    with pytest.raises(ValueError, match="delay_s"):
+        simulated_read_rate(-1.0, rtt0)
