@@ -4,7 +4,9 @@ A frame handed to the link goes through three FIFO steps, each computed in close
 sent (frames of one direction are sent in time order, so no event is needed until delivery):
 
 1. **Transmit path** (NIC).  A frame reaching an idle path waits the sender's transmit start latency
-   (``CT`` or ``ST``); one reaching a busy path queues behind the frames already there.  It then occupies
+   (``CT`` or ``ST``); one reaching a busy path queues behind the frames already there.  A frame handed
+   over at the very instant the previous one completes (data released by that TX completion) continues
+   the series and pays no new start latency.  It then occupies
    the wire for ``(payload + 52 + 38) * 8 / bandwidth`` seconds (:data:`models.analytic.FRAME_OVERHEAD_BYTES`).
    Its *TX completion* (when the kernel frees it, which releases autocorked data) is the end of that time.
 2. **Cable**: the propagation delay.
@@ -94,7 +96,7 @@ class Link:
     def send(self, now: float, seg: Segment) -> float:
         """Hand ``seg`` to the transmit path at ``now``; schedule its delivery; return its TX completion."""
         length = seg.end - seg.seq
-        if self.free_at <= now:                     # idle transmit path: pay the start latency
+        if self.free_at < now:                      # idle transmit path: pay the start latency
             start = now + self.tx_latency
         else:                                       # busy: queue behind the frames already there
             start = self.free_at
