@@ -127,7 +127,9 @@ class Simulation:
             pure_acks={d: e.pure_acks for d, e in zip(_DIRS, eps)},
             delayed_acks={d: e.delayed_acks for d, e in zip(_DIRS, eps)},
             probes={d: e.probes for d, e in zip(_DIRS, eps)},
-            link_utilization={d: l.busy_time / span for d, l in zip(_DIRS, links)},
+            # wire time already committed to frames still serializing after the end does not count
+            link_utilization={d: min(1.0, max(0.0, l.busy_time - max(0.0, l.free_at - end)) / span)
+                              for d, l in zip(_DIRS, links)},
             cpu_utilization={
                 "client": cl.cpu_time / span, "server": self.server.cpu_time / span,
                 # receive soft interrupt of a host = the softirq stage of the link arriving at it
