@@ -41,7 +41,10 @@ $(WIDGETS)/.copied: package.json package-lock.json
 	mkdir -p $(WIDGETS)
 	cp node_modules/requirejs/require.js $(WIDGETS)/require.js
 	cp $(HTML_MANAGER)/embed-amd.js $(WIDGETS)/embed-amd.js
-	cp $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff $(HTML_MANAGER)/*.ttf $(WIDGETS)/
+	# embed-amd.js asks for its icon fonts at @jupyter-widgets/html-manager/dist/ relative to the page, and
+	# every chapter is in book/: html_extra_path copies static/extra/ to the root of _build/html.
+	mkdir -p static/extra/book/@jupyter-widgets/html-manager/dist
+	cp $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff $(HTML_MANAGER)/*.ttf static/extra/book/@jupyter-widgets/html-manager/dist/
 	touch $@
 
 book: setup
@@ -71,4 +74,4 @@ lock:
 	@echo "review requirements.lock.tmp and merge it into requirements.txt"
 
 clean:
-	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache
+	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache static/widgets static/plotly static/extra

@@ -1,0 +1,119 @@
+"""Every page of the built book, loaded in headless Chromium as a reader would meet it.
+
+For each page in ``_toc.yml``: no JavaScript errors, no failed requests, no request leaving localhost (the
+book must read offline), math typeset where there is math, every figure drawn, and, in every numbered
+chapter, a main figure that responds to its slider with no Python kernel.  A screenshot of each page is
+saved under ``_build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toc_pages() -> list[tuple[str, bool]]:
+    """(docname, is_numbered_chapter) for every page of the table of contents."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [(toc["root"], False)]
+    for part in toc.get("parts", []):
+        for ch in part.get("chapters", []):
+            pages.append((ch["file"], bool(part.get("numbered"))))
+    return pages
+
+
+PAGES = _toc_pages()
+
+
+def _visit(browser, url: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    host = urlparse(url).netloc
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+
+    def on_request(r):
+        u = urlparse(r.url)
+        if u.scheme in ("http", "https", "ws", "wss") and u.netloc != host:
+            problems.append(f"request leaves the book: {r.url}")
+
+    def on_response(r):
+        if urlparse(r.url).netloc == host and r.status >= 400:
+            problems.append(f"HTTP {r.status}: {r.url}")
+
+    page.on("request", on_request)
+    page.on("response", on_response)
+    page.goto(url, wait_until="networkidle")
+    return page, problems
+
+
+@pytest.mark.parametrize("docname, numbered", PAGES, ids=[p for p, _ in PAGES])
+def test_page(browser, book_url, screenshots, docname, numbered):
+    page, problems = _visit(browser, f"{book_url}/{docname}.html")
+    try:
+        # Math: every display/inline math node is typeset by the book's own MathJax.
+        n_math = page.locator("div.math, span.math").count()
+        if n_math:
+            page.wait_for_selector("mjx-container", timeout=15_000)
+            assert page.locator("mjx-container").count() >= n_math
+
+        # Figures: every image has loaded with a real size.
+        broken = page.evaluate(
+            "Array.from(document.querySelectorAll('article img')).filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.src)")
+        assert broken == [], f"images not drawn: {broken}"
+
+        # Live figures: each draws an SVG plot.
+        live = page.locator(".qd-live-figure")
+        for i in range(live.count()):
+            fig = live.nth(i)
+            fig.locator("svg.main-svg").first.wait_for(timeout=15_000)
+
+        if numbered:
+            assert live.count() >= 1, "a numbered chapter needs an interactive main figure"
+            fig = live.first
+            before_frame = fig.get_attribute("data-frame")
+            before_svg = fig.locator(".qd-live-plot").inner_html()
+            slider = fig.locator("input[type=range]").first
+            slider.focus()
+            key = "ArrowLeft" if slider.input_value() == slider.get_attribute("max") else "ArrowRight"
+            page.keyboard.press(key)
+            page.wait_for_function(
+                "([id, f]) => document.getElementById(id).getAttribute('data-frame') !== f",
+                arg=[fig.get_attribute("id"), before_frame], timeout=5_000)
+            page.wait_for_timeout(300)
+            after_svg = fig.locator(".qd-live-plot").inner_html()
+            assert after_svg != before_svg, "moving the slider did not change the figure"
+
+        page.screenshot(path=str(screenshots / f"{docname.replace('/', '_')}.png"), full_page=True)
+        assert problems == [], "\n".join(problems)
+    finally:
+        page.close()
+
+
+def test_launch_and_download_buttons(browser, book_url):
+    """Chapters offer Binder and an .ipynb download, and the files those links name exist."""
+    for docname, numbered in PAGES:
+        if not numbered:
+            continue
+        page, problems = _visit(browser, f"{book_url}/{docname}.html")
+        try:
+            hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+            binder = [h for h in hrefs if h.startswith("https://mybinder.org/v2/gh/")]
+            assert binder, f"{docname}: no Binder launch button"
+            path_in_repo = binder[0].split("urlpath=lab/tree/")[1]
+            assert (ROOT / path_in_repo).is_file(), f"Binder link names {path_in_repo}, not in the repository"
+            ipynb = [h for h in hrefs if h.endswith(".ipynb")]
+            assert ipynb, f"{docname}: no .ipynb download"
+            resp = page.request.get(f"{book_url}/{docname.rsplit('/', 1)[0]}/{ipynb[0]}")
+            assert resp.ok and resp.json()["cells"], f"{docname}: the .ipynb download is not a notebook"
+        finally:
+            page.close()
+    for needed in ("binder/requirements.txt", "binder/postBuild", "requirements.txt", "pyproject.toml"):
+        assert (ROOT / needed).is_file(), f"Binder needs {needed}"
