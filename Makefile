@@ -66,8 +66,13 @@ nbtest: notebooks
 build-check: book
 
 test: setup notebooks
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)
+	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)
 	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory browser
+
+# Every page in headless Chromium (skipped, with the reason printed, when no Chromium is installed).
+browser:
+	$(BIN)/python -m pytest -rs -p no:cacheprovider browser_tests
 
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v "^queue-depth-models" > requirements.lock.tmp
