@@ -80,7 +80,7 @@ class Link:
         self.prop = propagation_s
         self.softirq = softirq_s
         self.deliver = deliver
-        self.free_at = 0.0          # when the transmit path finishes everything queued so far
+        self.free_at = -1.0         # when the transmit path finishes everything queued so far (-1: never used)
         self.rx_wake_end = -1.0     # end of the receive path's current wake-up
         self.softirq_free = 0.0     # when the receiver's soft interrupt is free
         self.busy_time = 0.0        # seconds of wire occupancy (serialization)
