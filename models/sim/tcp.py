@@ -171,17 +171,19 @@ class Endpoint:
         remaining = nbytes
         while remaining:
             tail = q[-1] if q else None
-            if tail is not None and tail.end - tail.start < mss:       # coalesce into the unsent tail
-                copy = min(remaining, mss - (tail.end - tail.start))
+            room = mss - tail.end + tail.start if tail is not None else 0
+            if room > 0:                                               # coalesce into the unsent tail
+                copy = remaining if remaining < room else room
                 tail.end += copy
             else:                                                      # start a new buffer
-                copy = min(remaining, mss)
+                copy = remaining if remaining < mss else mss
                 tail = _Skb(self.write_seq, self.write_seq + copy)
                 q.append(tail)
             self.write_seq += copy
             remaining -= copy
-            if tail.end - tail.start == mss and q[0] is tail:         # full head buffer: tcp_push_one
-                self._xmit(now, PUSH)
+            if copy == room or copy == mss:                            # the buffer is now full
+                if q[0] is tail:                                       # full head buffer: tcp_push_one
+                    self._xmit(now, PUSH)
         # tcp_push: mark PSH unless MSG_MORE, then push (or autocork)
         if q:
             tail = q[-1]
