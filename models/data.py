@@ -220,8 +220,12 @@ def describe(name: str, directory: Optional[Path | str] = None) -> dict:
 
 def citation(name: str, directory: Optional[Path | str] = None) -> str:
     """Short citation of a dataset's sources: ``"Butterfield (2017)"``."""
-    desc = describe(name, directory)
-    return "; ".join(f"{s['author']} ({s['year']})" for s in desc["sources"])
+    return _citation(describe(name, directory))
+
+
+def _citation(desc: dict) -> str:
+    """Each distinct author and year of the sources, in order."""
+    return "; ".join(dict.fromkeys(f"{s['author']} ({s['year']})" for s in desc["sources"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -375,11 +379,11 @@ def load(name: str, directory: Optional[Path | str] = None) -> pd.DataFrame:
     csv_path = data_dir(directory) / desc["path"]
     actual = sha256_of(csv_path)
     if actual != desc["hash"]:
-        raise DatasetError(csv_path, f"sha256 {actual} does not match the descriptor's {desc['hash']} "
+        raise DatasetError(csv_path, f"content hash {actual} does not match the descriptor's {desc['hash']} "
                                      f"(if the edit was intended: python -m models.data rehash {name})")
     df = _read_table(desc, csv_path)
     df.attrs.update(name=name, title=desc["title"],
-                    citation="; ".join(f"{s['author']} ({s['year']})" for s in desc["sources"]),
+                    citation=_citation(desc),
                     units={f["name"]: f.get("unit", "") for f in desc["schema"]["fields"]})
     return df
 
