@@ -1,8 +1,9 @@
 """Every page of the built book, loaded in headless Chromium as a reader would meet it.
 
 For each page in ``_toc.yml``: no JavaScript errors, no failed requests, no request leaving localhost (the
-book must read offline), math typeset where there is math, every figure drawn, and, in every numbered
-chapter, a main figure that responds to its slider with no Python kernel.  A screenshot of each page is
+book must read offline), math typeset where there is math, every figure drawn, saved ipywidgets drawn from
+their state, and, in every numbered chapter, a main figure that responds to its slider with no Python
+kernel.  A screenshot of each page is
 saved under ``_build/screenshots/``.
 """
 
@@ -74,6 +75,12 @@ def test_page(browser, book_url, screenshots, docname, numbered):
         for i in range(live.count()):
             fig = live.nth(i)
             fig.locator("svg.main-svg").first.wait_for(timeout=15_000)
+
+        # ipywidgets saved with the page are drawn from their saved state by the book's own widget manager.
+        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        if views:
+            page.wait_for_selector(".jupyter-widgets", timeout=15_000)
+            assert page.locator(".widget-slider, .widget-hslider, .widget-dropdown, .widget-toggle-buttons").count() > 0
 
         if numbered:
             assert live.count() >= 1, "a numbered chapter needs an interactive main figure"
