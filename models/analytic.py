@@ -27,6 +27,10 @@ from typing import Union
 import numpy as np
 import sympy as sp
 
+from .checks import finite as _finite
+from .checks import non_negative as _non_negative
+from .checks import positive as _positive
+
 __all__ = [
     "TCPIP_BYTES", "MAC_BYTES", "FRAME_OVERHEAD_BYTES", "ISCSI_HEADER_BYTES", "UNITS", "S",
     "RING4", "RING8", "ring_time", "rtt_min_expr", "iops_identity",
@@ -320,30 +324,6 @@ def numeric(expr: sp.Expr):
 # --------------------------------------------------------------------------------------------------
 # Input checks
 # --------------------------------------------------------------------------------------------------
-
-
-def _finite(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _positive(name: str, value: float) -> float:
-    v = _finite(name, value)
-    if v <= 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
-    return v
-
-
-def _non_negative(name: str, value: float) -> float:
-    v = _finite(name, value)
-    if v < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    return v
 
 
 def _check_mtu(mtu: float) -> int:

@@ -26,6 +26,9 @@ import sympy as sp
 
 from models.analytic import S, iops_identity
 
+from .checks import non_negative as _nonneg
+from .checks import positive as _pos
+
 __all__ = [
     "T3_BPS", "MAX_UNSCALED_WINDOW_BYTES", "W", "C", "window_bound_expr", "bdp_expr", "crossover_rtt_expr",
     "message_window_exprs", "window_bound_Bps", "throughput_bound_Bps", "bdp_bytes", "crossover_rtt_s",
@@ -70,26 +73,6 @@ def message_window_exprs() -> dict:
     n1, n2, r1, r2 = sp.symbols("n1 n2 RTT1 RTT2", positive=True)
     sol = sp.solve([sp.Eq(n1 * _m, C * (r1 + _L)), sp.Eq(n2 * _m, C * (r2 + _L))], [_m, _L], dict=True)[0]
     return {"m": sp.simplify(sol[_m]), "L": sp.simplify(sol[_L]), "symbols": (n1, n2, r1, r2)}
-
-
-def _pos(name: str, v: float) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {v!r}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name} must be positive and finite, got {v!r}")
-    return x
-
-
-def _nonneg(name: str, v: float) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {v!r}") from None
-    if not (math.isfinite(x) and x >= 0):
-        raise ValueError(f"{name} must be finite and not negative, got {v!r}")
-    return x
 
 
 def window_bound_Bps(window_bytes: float, rtt_s: float) -> float:

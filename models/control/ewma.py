@@ -19,7 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 import sympy as sp
 
-from ._checks import finite, fraction, positive
+from ..checks import finite, fraction, positive
 
 __all__ = ["Ewma", "ewma", "time_constant_s", "ramp_lag_samples", "step_response_expr", "ramp_lag_expr"]
 

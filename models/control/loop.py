@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._checks import positive, whole
+from ..checks import positive, whole
 from .ewma import Ewma
 from .pid import VelocityPID, throttle_steps
 from .plant import SharedDiskPlant

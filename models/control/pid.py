@@ -32,7 +32,7 @@ import math
 
 import sympy as sp
 
-from ._checks import finite, non_negative, positive
+from ..checks import finite, non_negative, positive
 
 __all__ = ["VelocityPID", "throttle_steps", "positional_expr", "velocity_increment_expr",
            "listing_increment_expr", "steady_error_expr", "FORMS"]

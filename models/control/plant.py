@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import brentq, fsolve
 
-from ._checks import non_negative, positive, whole
+from ..checks import non_negative, positive, whole
 
 __all__ = ["PlantState", "SharedDiskPlant", "mva_closed", "calibrate"]
 

@@ -12,7 +12,7 @@ solicitations that the simulator does not model.
 
 from __future__ import annotations
 
-from ._checks import non_negative, positive, whole
+from ..checks import non_negative, positive, whole
 
 __all__ = ["simulated_read_rate"]
 

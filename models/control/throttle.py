@@ -25,7 +25,7 @@ import sympy as sp
 
 from models.analytic import S, iops_identity
 
-from ._checks import non_negative, positive, whole
+from ..checks import non_negative, positive, whole
 
 __all__ = [
     "d", "k", "RTT0", "RATE", "rate_under_delay_expr", "transfer_time_expr",

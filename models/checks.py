@@ -1,4 +1,4 @@
-"""Input checks shared by the control modules: each raises ``ValueError`` naming the parameter and value."""
+"""Input checks shared by the models: each raises ``ValueError`` naming the parameter and its bad value."""
 
 from __future__ import annotations
 
