@@ -326,3 +326,63 @@ def test_round_trip(tmp_path, ints, floats, words, flags):
     got = data.load("rt", d)
     pd.testing.assert_frame_equal(got, frame)
     assert all(math.isfinite(v) for v in got.x_us)
+
+
+# ---- the chapters' comparisons built on these datasets (back-tests) -----------------------------------
+
+
+def test_chapter_comparisons_on_bundled_data_pass():
+    from models.validation import assert_all_pass, run
+    for name in ("ch7.eight_stages", "ch8.latency_budget"):
+        rows = run(name)
+        assert len(rows) >= 8, name
+        assert_all_pass(rows)
+
+
+def test_eight_stage_identities_and_clocks():
+    import sympy as sp
+    from models.analytic import S
+    from models.validation import eight_stages as E
+    ids = E.latency_identities()
+    m = E.MEASURED
+    assert sp.simplify(ids["CT+SR+ST+CR"] - (m["C2-C1"] - m["S2-S1"] - S.W1 - S.W2)) == 0
+    assert sp.simplify(sum(ids.values()) - E.start_latency_total()) == 0
+    assert E.clock_free("C1", "C2") and E.clock_free("S1", "S2") and not E.clock_free("C1", "S1")
+    b = E.breakdown()
+    parts = b["client_cpu"] + b["client_latency"] + b["server_cpu"] + b["server_latency"] + b["wire"] + b["tx_rx_latency"]
+    assert parts == pytest.approx(b["RTT"], abs=1e-11)
+    assert b["client_cpu"] == pytest.approx(8.6e-6) and b["server_cpu"] == pytest.approx(15.9e-6)
+
+
+def test_a_wrong_transcription_would_fail_the_comparisons(tmp_path, monkeypatch):
+    """Change the CPU-bound IOPS in a copy of the data folder: the chapter 7 check must fail."""
+    from models.validation import eight_stages as E
+    for p in data.DATA_DIR.glob("butterfield2017_*"):
+        shutil.copy(p, tmp_path / p.name)
+    csv_path = tmp_path / "butterfield2017_cpu_bound_iops.csv"
+    csv_path.write_text(csv_path.read_text().replace("63000", "53000"))
+    data.rehash("butterfield2017_cpu_bound_iops", tmp_path)
+    monkeypatch.setenv("QUEUE_DEPTH_DATA", str(tmp_path))
+    bad = [r for r in E.eight_stage_comparisons() if not r.passed]
+    assert [r.quantity for r in bad] == ["CPU-bound TPT (1/IOPS) vs server stages SI+SP+SK"]
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"), (dict(rtt_s=1e-4, pages=0, qd=2), "pages"),
+    (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd"), (dict(rtt_s=float("nan"), pages=32, qd=2), "rtt_s"),
+])
+def test_page_time_rejects_bad_input(kwargs, word):
+    from models.validation import latency_budget as L
+    with pytest.raises(ValueError, match=word):
+        L.page_time(**kwargs)
+
+
+def test_page_time_is_littles_law():
+    from models.validation import latency_budget as L
+    assert L.page_time(210e-6, 32, 2) == pytest.approx(210e-6 / 64)
+    assert L.pages_per_request(131072) == 32
+    with pytest.raises(ValueError, match="request_bytes"):
+        L.pages_per_request(5000)
+    wf = L.layer_waterfall()
+    parts = wf[wf.bar == "part"]
+    assert (parts.start_us.diff().dropna() > 0).all()
