@@ -49,6 +49,7 @@ $(WIDGETS)/.copied: package.json package-lock.json
 
 book: setup
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	$(BIN)/python tools/html_report.py _build/html
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 # Chapters are MyST text notebooks; nbval needs .ipynb, so jupytext writes them (no outputs) to $(NBDIR).
