@@ -16,9 +16,9 @@ WIDGETS := static/widgets
 HTML_MANAGER := node_modules/@jupyter-widgets/html-manager/dist
 JOBS ?= 2
 
-.PHONY: setup assets book notebooks test unit nbtest build-check browser clean lock
+.PHONY: setup assets measure-build book notebooks test unit nbtest build-check browser clean lock
 
-setup: $(VENV)/.installed assets
+setup: $(VENV)/.installed assets measure-build
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Queue Depth)" > /dev/null
 	touch $@
+
+# The kernel harness's C client/server, compiled with gcc into _build/measure/ (rebuilt when its source changes).
+measure-build: $(VENV)/.installed
+	$(BIN)/python -c "from models.measure.build import qdperf_binary; qdperf_binary()"
 
 # Widget JavaScript served by the book itself (no CDN): html-manager and require.js from npm.
 assets: $(WIDGETS)/.copied static/plotly/plotly.min.js
