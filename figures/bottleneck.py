@@ -130,17 +130,14 @@ def iops_live_figure(max_qd: int = 24, ops: int = 150):
     Every curve is a run of :class:`models.ring.Ring` (``ops`` completions per queue depth) made when the
     page is built.
     """
-    from .live import LiveFigure
+    from .live import LiveFigure, iops_qd_layout
 
     axes = {"IOSIZE (bytes)": [512, 1024, 2048, 4096, 8192],
             "SP (µs)": [5.0, 10.0, 15.9, 25.0, 40.0],
             "SL (µs)": [0.0, 16.7, 50.0, 100.0],
             "CL (µs)": [0.0, 23.7, 50.0, 100.0]}
     names = dict(zip(axes, ["iosize", "sp_us", "sl_us", "cl_us"]))
-    layout = {"xaxis": {"title": {"text": "queue depth QD"}, "range": [0, max_qd + 1]},
-              "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
-              "legend": {"x": 0.55, "y": 0.05, "font": {"size": 11}},
-              "margin": {"t": 40, "r": 10, "b": 45, "l": 55}}
+    layout = iops_qd_layout(max_qd + 1, legend_x=0.55)
     return LiveFigure(
         "ch3-iops-qd", axes,
         lambda iosize, sp_us, sl_us, cl_us: _frame(iosize, sp_us, 8.0, sl_us, cl_us, range(1, max_qd + 1), ops),

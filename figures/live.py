@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["LiveFigure"]
+__all__ = ["LiveFigure", "iops_qd_layout"]
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
 
@@ -171,3 +171,11 @@ class LiveFigure:
         """Display in a notebook (and so in the built page)."""
         from IPython.display import HTML, display
         display(HTML(self.to_html()))
+
+
+def iops_qd_layout(max_qd: float, legend_x: float = 0.5) -> dict:
+    """The Plotly layout shared by the book's IOPS-against-queue-depth figures (y in thousand IOPS)."""
+    return {"xaxis": {"title": {"text": "queue depth QD"}, "range": [0, max_qd]},
+            "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
+            "legend": {"x": legend_x, "y": 0.05, "font": {"size": 11}},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 55}}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from models.sim import simulate
 from models.validation.simulator import busy_count_scenario
 
-from .live import LiveFigure
+from .live import LiveFigure, iops_qd_layout
 
 __all__ = ["QDS", "CPU_PER_OP_US", "nagle_iops", "nagle_live_figure"]
 
@@ -66,10 +66,7 @@ def nagle_live_figure(ops: int = 400) -> LiveFigure:
     n = 5 * 4 * 2
     return LiveFigure(
         "ch4-nagle-qd", axes, lambda sk, sl, ac: _frame(sk, sl, ac, ops),
-        layout={"xaxis": {"title": {"text": "queue depth QD"}, "range": [0, QDS[-1] + 2]},
-                "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
-                "legend": {"x": 0.45, "y": 0.05, "font": {"size": 11}},
-                "margin": {"t": 40, "r": 10, "b": 45, "l": 55}},
+        layout=iops_qd_layout(QDS[-1] + 2, legend_x=0.45),
         arg_names=dict(zip(axes, ["sk", "sl", "ac"])),
         defaults={"per-segment CPU SK (µs)": 4.0, "server wake-up SL (µs)": 16.7, "autocorking": "off"},
         digits=4,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from models import analytic as A
 from models.sim import Scenario, simulate
 
-from .live import LiveFigure
+from .live import LiveFigure, iops_qd_layout
 
 __all__ = ["QDS", "bound_scenario", "thresholds", "bound_live_figure"]
 
@@ -85,10 +85,7 @@ def bound_live_figure(ops: int = 300) -> LiveFigure:
     n = 5 * 3 * 2
     return LiveFigure(
         "ch6-bound-qd", axes, lambda data, sp_us, nodelay: _frame(data, sp_us, nodelay, ops),
-        layout={"xaxis": {"title": {"text": "queue depth QD"}, "range": [0, QDS[-1] + 1]},
-                "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
-                "legend": {"x": 0.4, "y": 0.05, "font": {"size": 11}},
-                "margin": {"t": 40, "r": 10, "b": 45, "l": 55}},
+        layout=iops_qd_layout(QDS[-1] + 1, legend_x=0.4),
         arg_names=dict(zip(axes, ["data", "sp_us", "nodelay"])),
         defaults={"data (bytes)": 512, "SP (µs)": 15.9, "TCP_NODELAY": "both"},
         digits=4,
