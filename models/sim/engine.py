@@ -33,11 +33,13 @@ class Simulation:
         phase = sc.tick_phase_s if sc.tick_phase_s is not None else float(self.rng.uniform(0, profile.tick_s))
         self.tick_phase_s = phase
         loop = self.loop = EventLoop()
-        c = self.client_ep = Endpoint(0, loop, profile, sc.mss, sc.nodelay_on("client"), sc.autocork_on, phase, sc.ck_s)
-        s = self.server_ep = Endpoint(1, loop, profile, sc.mss, sc.nodelay_on("server"), sc.autocork_on, phase, sc.sk_s)
+        c = self.client_ep = Endpoint(0, loop, profile, sc.mss, sc.nodelay_on("client"), sc.autocork_on, phase, sc.ck_s,
+                                      sc.kernel_timers)
+        s = self.server_ep = Endpoint(1, loop, profile, sc.mss, sc.nodelay_on("server"), sc.autocork_on, phase, sc.sk_s,
+                                      sc.kernel_timers)
         # request direction: client transmit path, server receive path
-        c.link = Link(loop, sc.bandwidth_bps, sc.ct_s, sc.sr_s, sc.latency_s, sc.si_s, s.receive)
-        s.link = Link(loop, sc.bandwidth_bps, sc.st_s, sc.cr_s, sc.latency_s, sc.ci_s, c.receive)
+        c.link = Link(loop, sc.bandwidth_bps, sc.ct_s, sc.sr_s, sc.latency_s, sc.si_s, s.receive, sc.bucket_bytes)
+        s.link = Link(loop, sc.bandwidth_bps, sc.st_s, sc.cr_s, sc.latency_s, sc.ci_s, c.receive, sc.bucket_bytes)
         factors = self._factor_source() if sc.jitter else None
         target = sc.warmup + sc.ops
         self.server = ServerThread(loop, s, sc.sp_s, sc.sl_s, sc.flush_on_idle_on("server"), factors,

@@ -13,6 +13,22 @@ Two profiles exist:
     Today's defaults: ``net.ipv4.tcp_autocorking=1``; loopback MTU 65536; HZ=250 (Debian's and this
     machine's ``CONFIG_HZ``; several distributions use 1000, pass ``hz=1000`` to compare).
 
+Timer details.  By default the simulator fires a timer armed ``n`` ticks ahead on the ``n``-th tick
+boundary and arms the probe timer ``TCP_RTO_MIN`` ahead: the 40 ms and 200 ms of the textbook model
+(Butterfield 2017's ``25 x QD`` and ``5 IOPS``).  A measured 6.x kernel differs in two documented ways,
+recorded here and applied when a scenario sets ``kernel_timers=True``:
+
+* ``timer_roundup_ticks``: since Linux 4.8 the timer wheel never fires early; ``calc_index`` in
+  ``kernel/time/timer.c`` rounds every expiry up by one tick of its level (``expires = (expires >>
+  LVL_SHIFT(lvl)) + 1``), so a level-0 timer (under 64 ticks ahead: every TCP timer here) fires one tick
+  after it is due.  At HZ=250 the 10-tick delayed ACK fires 40-44 ms after it is armed.  The 2.4 wheel
+  ran a timer on the tick it was due (Flory's 36.4 ms stall is shorter than 40 ms), hence 0 there.
+* ``probe_rto_srtt``: the probe timer's base is ``max(icsk_rto, TCP_RTO_MIN)`` (``tcp_probe0_base`` in
+  ``include/net/tcp.h``), and ``icsk_rto = usecs_to_jiffies(srtt + rttvar)`` (``__tcp_set_rto``) with
+  ``rttvar`` never below ``TCP_RTO_MIN`` (``tcp_rtt_estimator`` in ``net/ipv4/tcp_input.c`` floors
+  ``mdev_max_us`` at ``tcp_rto_min_us``).  Any positive smoothed RTT therefore adds a tick after rounding
+  up: 51 ticks at HZ=250, and 52 with the wheel's round-up, the 208 ms this machine measures.
+
 Times are in seconds; ``hz`` is in ticks per second.
 """
 
@@ -61,6 +77,12 @@ class KernelProfile:
         Data replies sent within ``ato`` of a receive before the socket counts as interactive
         (``inet_csk_in_pingpong_mode``). 1 in 2.4 and in 6.x (``tcp_pingpong_thresh`` defaults to 1;
         4.19-5.16 used 3) [r14].
+    timer_roundup_ticks : int
+        Ticks after its expiry that a timer runs (``calc_index`` in ``kernel/time/timer.c``): 0 in 2.4,
+        1 since 4.8.  Applied only with ``Scenario(kernel_timers=True)``.
+    probe_rto_srtt : bool
+        Whether the probe timer's base is ``srtt + TCP_RTO_MIN`` rounded up to a tick (``tcp_probe0_base``,
+        ``__tcp_set_rto``) rather than ``TCP_RTO_MIN``.  Applied only with ``kernel_timers=True``.
     """
 
     name: str
@@ -73,6 +95,8 @@ class KernelProfile:
     autocork: bool
     loopback_mtu: int
     pingpong_threshold: int
+    timer_roundup_ticks: int = 0
+    probe_rto_srtt: bool = False
 
     @property
     def tick_s(self) -> float:
@@ -104,6 +128,7 @@ PROFILES: dict[str, KernelProfile] = {
     "linux-6": KernelProfile(
         name="linux-6", hz=250, delack_min_s=0.040, rto_min_s=0.200, max_quickacks=16,
         rcv_wnd_bytes=65160, initial_rcv_mss=536, autocork=True, loopback_mtu=65536, pingpong_threshold=1,
+        timer_roundup_ticks=1, probe_rto_srtt=True,
     ),
 }
 

@@ -16,6 +16,13 @@ sent (frames of one direction are sent in time order, so no event is needed unti
    interrupt spends ``si`` seconds on it (FIFO) before TCP processes it.
 
 The link keeps the times its own transmit path is busy, for the utilization figure.
+
+**Rate limiter instead of a wire.**  With ``bucket_bytes`` the transmit path is a token bucket, as the
+Linux ``tbf`` qdisc on a veth pair (``net/sched/sch_tbf.c``): tokens accrue at ``bandwidth`` up to
+``bucket_bytes``; a frame leaves, with no serialization time, as soon as the bucket holds its length
+(``payload + 52 + 14`` bytes: TCP/IP headers and the Ethernet header, ``qdisc_pkt_len``), frames leaving
+in order.  A burst of frames that fits in the bucket passes at once; a sustained stream is held to the
+rate.  The frame's TX completion is its departure.
 """
 
 from __future__ import annotations
@@ -23,9 +30,13 @@ from __future__ import annotations
 from collections import deque
 from heapq import heappush
 
-from models.analytic import FRAME_OVERHEAD_BYTES
+from models.analytic import FRAME_OVERHEAD_BYTES, TCPIP_BYTES
 
-__all__ = ["Link", "Segment"]
+__all__ = ["Link", "Segment", "BUCKET_OVERHEAD_BYTES"]
+
+#: Bytes a token bucket charges for a frame beyond its payload: TCP/IP headers with timestamps (52) and the
+#: Ethernet header (14), the length ``tbf`` sees (``qdisc_pkt_len``).
+BUCKET_OVERHEAD_BYTES = TCPIP_BYTES + 14
 
 
 class Segment:
@@ -65,14 +76,18 @@ class Link:
         Receiver soft-interrupt CPU time per segment, seconds.
     deliver : callable
         ``deliver(time, segment)``: the receiving TCP endpoint's input routine.
+    bucket_bytes : int or None
+        Token-bucket depth in bytes (a ``tbf`` rate limiter, see the module docstring); ``None`` for a wire
+        that serializes every frame at ``bandwidth_bps``.
     """
 
     __slots__ = ("loop", "sec_per_byte", "tx_latency", "rx_latency", "prop", "softirq", "deliver",
                  "free_at", "rx_wake_end", "softirq_free", "busy_time", "softirq_busy", "frames",
-                 "data_frames", "payload_bytes", "in_nic", "nic_total", "batch", "batch_time")
+                 "data_frames", "payload_bytes", "in_nic", "nic_total", "batch", "batch_time",
+                 "bucket", "tokens", "tokens_at")
 
     def __init__(self, loop, bandwidth_bps: float, tx_latency_s: float, rx_latency_s: float,
-                 propagation_s: float, softirq_s: float, deliver) -> None:
+                 propagation_s: float, softirq_s: float, deliver, bucket_bytes=None) -> None:
         self.loop = loop
         self.sec_per_byte = 8.0 / bandwidth_bps  # bytes -> bits (x8), bits / (bits per second) = seconds
         self.tx_latency = tx_latency_s
@@ -92,6 +107,9 @@ class Link:
         self.nic_total = 0          # payload bytes in in_nic
         self.batch = None           # segments queued for one delivery event (same delivery time)
         self.batch_time = -1.0
+        self.bucket = bucket_bytes  # token-bucket depth in bytes (None: a serializing wire)
+        self.tokens = float(bucket_bytes or 0)  # bytes in the bucket at time tokens_at (it starts full)
+        self.tokens_at = 0.0
 
     def send(self, now: float, seg: Segment) -> float:
         """Hand ``seg`` to the transmit path at ``now``; schedule its delivery; return its TX completion."""
@@ -100,8 +118,21 @@ class Link:
             start = now + self.tx_latency
         else:                                       # busy: queue behind the frames already there
             start = self.free_at
-        wire = (length + FRAME_OVERHEAD_BYTES) * self.sec_per_byte
-        done = start + wire
+        if self.bucket is None:
+            wire = (length + FRAME_OVERHEAD_BYTES) * self.sec_per_byte
+            done = start + wire
+        else:                                       # token bucket: leave once the bucket holds the frame
+            size = length + BUCKET_OVERHEAD_BYTES
+            tokens = self.tokens + (start - self.tokens_at) / self.sec_per_byte   # seconds -> bytes at the rate
+            if tokens > self.bucket:
+                tokens = self.bucket
+            if tokens < size:
+                start += (size - tokens) * self.sec_per_byte                      # wait for the missing bytes
+                tokens = size
+            self.tokens = tokens - size
+            self.tokens_at = start
+            wire = size * self.sec_per_byte         # the share of the rate this frame uses
+            done = start
         self.free_at = done
         self.busy_time += wire
         self.frames += 1

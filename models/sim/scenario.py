@@ -67,6 +67,11 @@ class Scenario:
         Link rate, bits per second, both directions.
     latency_s : float
         One-way propagation delay, seconds, outside the hosts' stages.
+    bucket_bytes : int or None
+        Make each direction a token-bucket rate limiter (Linux ``tbf``) instead of a serializing wire:
+        tokens accrue at ``bandwidth_bps`` up to this many bytes and a frame leaves at once when the bucket
+        holds it (:mod:`models.sim.link`).  ``None`` (default): a wire.  It must hold a full frame
+        (``mtu + 14`` bytes).  The harness's rate-limited veth uses ``2 * (mtu + 14)``.
     sp_s, cp_s : float
         Per-operation processing time of the server and client application threads, seconds.
     sl_s, cl_s : float
@@ -94,6 +99,12 @@ class Scenario:
         Kernel profile (:mod:`models.sim.kernels`).
     hz : int or None
         Override the profile's timer ticks per second.
+    kernel_timers : bool
+        Apply the profile's timer details (:mod:`models.sim.kernels`): the timer wheel's one-tick round-up
+        and the probe timer's ``srtt + TCP_RTO_MIN`` base.  Default ``False``: a timer armed ``n`` ticks
+        ahead fires on the ``n``-th tick boundary and the probe waits ``TCP_RTO_MIN``, the textbook 40 ms
+        and 200 ms.  ``True`` with ``linux-6`` reproduces a measured 6.x kernel at HZ=250: delayed ACKs
+        40-44 ms after they are armed, the MSG_MORE probe 52 ticks (208 ms) (chapter 9).
     tick_phase_s : float or None
         Where in its tick the simulation starts, seconds in ``[0, 1/hz)``; ``None`` draws it from the
         seed (a connection starts at an arbitrary point of the kernel's tick).
@@ -124,6 +135,7 @@ class Scenario:
     mtu: int = 1500
     bandwidth_bps: float = 1e9
     latency_s: float = 0.0
+    bucket_bytes: Optional[int] = None
     sp_s: float = 15.9e-6
     cp_s: float = 8.6e-6
     sl_s: float = 16.7e-6
@@ -143,6 +155,7 @@ class Scenario:
     autocork: Optional[bool] = None
     kernel: str = "linux-6"
     hz: Optional[int] = None
+    kernel_timers: bool = False
     tick_phase_s: Optional[float] = None
     ops: int = 2000
     warmup_ops: Optional[int] = None
@@ -172,6 +185,11 @@ class Scenario:
                              f"headers, got {self.mtu!r}")
         if self.bandwidth_bps is None or not (math.isfinite(float(self.bandwidth_bps)) and self.bandwidth_bps > 0):
             raise ValueError(f"bandwidth_bps must be a positive number of bits per second, got {self.bandwidth_bps!r}")
+        if self.bucket_bytes is not None:
+            if isinstance(self.bucket_bytes, bool) or not isinstance(self.bucket_bytes, int) \
+                    or self.bucket_bytes < self.mtu + 14:
+                raise ValueError(f"bucket_bytes must be a whole number of bytes holding one full frame "
+                                 f"(>= mtu + 14 = {self.mtu + 14}), got {self.bucket_bytes!r}")
         for name in ("setup_sp_s", "latency_s", "sp_s", "cp_s", "sl_s", "cl_s", "ct_s", "sr_s", "st_s", "cr_s",
                      "si_s", "ci_s", "sk_s", "ck_s"):
             v = self.__dict__[name]
@@ -197,6 +215,8 @@ class Scenario:
             raise ValueError(f"jitter must be in [0, 1), got {self.jitter!r}")
         if self.trace_at not in ("client", "server"):
             raise ValueError(f"trace_at must be 'client' or 'server', got {self.trace_at!r}")
+        if not isinstance(self.kernel_timers, bool):
+            raise ValueError(f"kernel_timers must be True or False, got {self.kernel_timers!r}")
         if self.autocork is not None and not isinstance(self.autocork, bool):
             raise ValueError(f"autocork must be True, False or None, got {self.autocork!r}")
 

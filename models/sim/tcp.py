@@ -44,7 +44,12 @@ Receiver
   (receive buffers are far from full).
 
 Timers run on the kernel's tick: a timer armed ``n`` ticks ahead fires on the ``n``-th tick boundary
-after the current tick began, so a 40 ms delayed ACK at HZ=100 fires 30-40 ms after it was armed.
+after the current tick began, so a 40 ms delayed ACK at HZ=100 fires 30-40 ms after it was armed.  With
+``kernel_timers`` (6.x): the timer wheel fires ``timer_roundup_ticks`` later (``calc_index``,
+``kernel/time/timer.c``), and the probe timer waits ``max(RTO, TCP_RTO_MIN)`` with
+``RTO = srtt + TCP_RTO_MIN`` rounded up to a tick (``tcp_probe0_base``, ``__tcp_set_rto``); the smoothed
+RTT is the kernel's ``srtt = 7/8 srtt + 1/8 sample`` over samples from the oldest newly acknowledged
+segment (``tcp_rtt_estimator``, ``tcp_clean_rtx_queue``).
 """
 
 from __future__ import annotations
@@ -99,10 +104,12 @@ class Endpoint:
         Where in its tick the simulation starts, seconds.
     tx_cost_s : float
         CPU seconds per data segment sent (SK or CK).
+    kernel_timers : bool
+        Apply the profile's timer round-up and RTO-based probe (see the module docstring).
     """
 
     def __init__(self, side: int, loop, profile, mss: int, nodelay: bool, autocork: bool,
-                 tick_phase_s: float, tx_cost_s: float = 0.0) -> None:
+                 tick_phase_s: float, tx_cost_s: float = 0.0, kernel_timers: bool = False) -> None:
         self.side = side
         self.loop = loop
         self.profile = profile
@@ -113,6 +120,10 @@ class Endpoint:
         self.phase = tick_phase_s
         self.delack_ticks = profile.delack_ticks
         self.rto_ticks = profile.rto_min_ticks
+        self.roundup = profile.timer_roundup_ticks if kernel_timers else 0   # ticks a timer runs late
+        self.rto_srtt = kernel_timers and profile.probe_rto_srtt
+        self.srtt_us = 0          # smoothed RTT, whole microseconds as the kernel keeps it (0: no sample)
+        self.sent_times: deque = deque()   # (end sequence, time sent) of unacknowledged data segments
         self.tx_cost = tx_cost_s
         self.link = None          # outgoing Link, set by the engine
         self.app = None           # this host's AppThread, set by the engine
@@ -229,8 +240,29 @@ class Endpoint:
         if q and self.snd_una == self.snd_nxt and not self.probe_armed:       # tcp_check_probe_timer
             self.probe_armed = True
             self.probe_token += 1
-            fire = self.jiffy_time(self.jiffies(now) + self.rto_ticks)
+            fire = self.jiffy_time(self.jiffies(now) + self._probe_ticks() + self.roundup)
             self.loop.schedule(fire, self._on_probe, self.probe_token)
+
+    def _probe_ticks(self) -> int:
+        """Ticks the probe timer is armed ahead: ``TCP_RTO_MIN``, or ``max(RTO, TCP_RTO_MIN)`` (kernel timers)."""
+        if not self.rto_srtt or not self.srtt_us:
+            return self.rto_ticks
+        rto_us = self.srtt_us + round(self.profile.rto_min_s * 1e6)      # seconds -> microseconds
+        hz = round(1.0 / self.tick)
+        return max(self.rto_ticks, -(-rto_us * hz // 1_000_000))       # usecs_to_jiffies rounds up
+
+    def _rtt_sample(self, now: float, ack: int) -> None:
+        """Take the RTT of the oldest segment ``ack`` covers and update ``srtt_us`` (``tcp_rtt_estimator``)."""
+        q = self.sent_times
+        first = None
+        while q and q[0][0] <= ack:
+            t = q.popleft()[1]
+            if first is None:
+                first = t
+        if first is None:
+            return
+        m = max(1, round((now - first) * 1e6))                          # seconds -> microseconds
+        self.srtt_us = m if not self.srtt_us else self.srtt_us + (m - self.srtt_us) // 8
 
     def _send_data(self, now: float, skb: _Skb) -> None:
         seg = Segment(self.side, skb.start, skb.end, self.rcv_nxt, skb.psh)
@@ -252,6 +284,8 @@ class Endpoint:
         if self.ato_ticks and int((now + self.phase) / self.tick) - self.lrcv_jiffy < self.ato_ticks:
             self.pingpong += 1
         self.data_segments += 1
+        if self.rto_srtt:
+            self.sent_times.append((skb.end, now))
         self.tx_cpu += self.tx_cost
         if self.in_send:
             self.thread_tx_segments += 1
@@ -312,6 +346,8 @@ class Endpoint:
                 raise AssertionError(f"peer acknowledged {seg.ack} beyond snd_nxt {self.snd_nxt}")
             self.snd_una = seg.ack
             advanced = True
+            if self.rto_srtt:
+                self._rtt_sample(now, seg.ack)
         length = seg.end - seg.seq
         if length:
             if seg.seq != self.rcv_nxt:
@@ -381,19 +417,21 @@ class Endpoint:
         if self.dack_event_jiffy < 0 or self.dack_event_jiffy > timeout:
             self.dack_event_jiffy = timeout
             self.dack_token += 1
-            self.loop.schedule(timeout * self.tick - self.phase, self._on_delack, self.dack_token)
+            self.loop.schedule((timeout + self.roundup) * self.tick - self.phase, self._on_delack, self.dack_token)
 
     def _on_delack(self, now: float, token: int) -> None:
         """``tcp_delack_timer_handler``."""
         if token != self.dack_token:
             return
+        fired = self.dack_event_jiffy                                  # the expiry this event was armed for
         self.dack_event_jiffy = -1
         if self.dack_jiffy < 0:                                        # cancelled meanwhile
             return
-        if self.dack_jiffy * self.tick - self.phase > now:             # re-armed later: wait for it
+        if self.dack_jiffy > fired:                                    # re-armed later: wait for it
             self.dack_event_jiffy = self.dack_jiffy
             self.dack_token += 1
-            self.loop.schedule(self.dack_jiffy * self.tick - self.phase, self._on_delack, self.dack_token)
+            self.loop.schedule((self.dack_jiffy + self.roundup) * self.tick - self.phase, self._on_delack,
+                               self.dack_token)
             return
         self.dack_jiffy = -1
         if self.ack_owed:
