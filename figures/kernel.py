@@ -14,7 +14,6 @@ from typing import Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 from models.sim import get_profile
 from models.validation import kernel as K
