@@ -16,7 +16,7 @@ WIDGETS := static/widgets
 HTML_MANAGER := node_modules/@jupyter-widgets/html-manager/dist
 JOBS ?= 2
 
-.PHONY: setup assets measure-build book notebooks test unit nbtest build-check browser clean lock
+.PHONY: setup assets measure-build book notebooks test unit nbtest browser clean lock
 
 setup: $(VENV)/.installed assets measure-build
 
@@ -67,8 +67,6 @@ unit: setup
 
 nbtest: notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env $(NBDIR)
-
-build-check: book
 
 test: setup notebooks
 	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)

@@ -28,8 +28,9 @@ def iops_curve(times: Mapping[str, float], latencies: Mapping[str, float], qds: 
                ops: int = 800) -> np.ndarray:
     """Simulated IOPS of the four-stage ring at each queue depth (see :class:`models.ring.Ring`)."""
     ring = Ring.from_times(times, latencies)
-    # Measure whole rounds (a multiple of QD completions): in the periodic steady state of a deterministic
-    # ring that removes the window-edge error of a partial round.
+    # Measure whole rounds (a multiple of QD completions). This lowers the window-edge error on average
+    # (about 0.5 % to 0.3 % at 150 operations) but does not remove it: the steady-state pattern of a ring
+    # with start latencies need not repeat every QD completions. Little's window allowance still bounds it.
     return np.array([ring.run(int(q), ops=-(-ops // int(q)) * int(q)).iops for q in qds])
 
 
