@@ -47,14 +47,15 @@ __all__ = [
 Number = Union[int, float]
 ArrayLike = Union[Number, np.ndarray, Iterable[Number]]
 
-#: TCP (20) + IPv4 (20) headers plus the 12-byte timestamps option, in bytes per segment.
-TCPIP_BYTES = 52
-#: Ethernet preamble + start-of-frame (8) + MAC header (14) + CRC (4) + inter-frame gap (12), in bytes.
-MAC_BYTES = 38
-#: Everything a segment pays on the wire besides its TCP payload, in bytes.
-FRAME_OVERHEAD_BYTES = TCPIP_BYTES + MAC_BYTES
-#: An iSCSI basic header segment (a read request, or a read response header), in bytes.
-ISCSI_HEADER_BYTES = 48
+# The wire facts (header bytes, the MSS rule) live in models.framing; they
+# are re-exported here because the derivations speak of them.
+from .framing import (  # noqa: E402
+    FRAME_OVERHEAD_BYTES,
+    IPV4_MAX_PACKET,
+    ISCSI_HEADER_BYTES,
+    MAC_BYTES,
+    TCPIP_BYTES,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Symbols
@@ -365,8 +366,8 @@ def _maybe_scalar(arr: np.ndarray, like: ArrayLike):
 
 
 def mss(mtu: int = 1500) -> int:
-    """TCP payload bytes per full segment: ``MTU - 52`` (IPv4 + TCP + timestamps). 1448 at MTU 1500."""
-    return _check_mtu(mtu) - TCPIP_BYTES
+    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52`` (:func:`models.framing.mss`)."""
+    return min(_check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
 
 
 def framing_efficiency(mtu: int = 1500) -> float:

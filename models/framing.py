@@ -1,0 +1,84 @@
+"""Bytes on the wire: header sizes and the MSS rule, defined once.
+
+Every other module (the analytic results, the packet simulator, the
+kernel comparisons, the figures) takes these facts from here.  Standard
+library only, so the same values are used in the reader's browser.
+
+>>> mss(1500), mss(9000), mss(65536)
+(1448, 8948, 65483)
+>>> frame_bytes(1448), bucket_bytes(1448)
+(1538, 1514)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TCPIP_BYTES",
+    "MAC_BYTES",
+    "ETH_HEADER_BYTES",
+    "FRAME_OVERHEAD_BYTES",
+    "BUCKET_OVERHEAD_BYTES",
+    "ISCSI_HEADER_BYTES",
+    "IPV4_MAX_PACKET",
+    "mss",
+    "frame_bytes",
+    "bucket_bytes",
+]
+
+#: IPv4 (20) + TCP (20) headers plus the 12-byte timestamps option, bytes
+#: per segment (``tcp_sync_mss``, linux-tcp-rules [r1]).
+TCPIP_BYTES = 52
+#: Ethernet preamble + start-of-frame (8) + MAC header (14) + CRC (4) +
+#: inter-frame gap (12): bytes a frame occupies on the wire beyond its IP
+#: packet.
+MAC_BYTES = 38
+#: The Ethernet (MAC) header alone, bytes: what the ``tbf`` qdisc counts
+#: beyond the IP packet (``qdisc_pkt_len``).
+ETH_HEADER_BYTES = 14
+#: Everything a segment pays on a serializing wire besides its payload.
+FRAME_OVERHEAD_BYTES = TCPIP_BYTES + MAC_BYTES
+#: What a token bucket (``tbf``) charges a segment beyond its payload.
+BUCKET_OVERHEAD_BYTES = TCPIP_BYTES + ETH_HEADER_BYTES
+#: An iSCSI basic header segment (a read request or a read response
+#: header), bytes (RFC 7143, section 11.2).
+ISCSI_HEADER_BYTES = 48
+#: The largest IPv4 packet, bytes: the 16-bit total-length field.  Linux
+#: loopback has MTU 65536, but its MSS is computed from this cap.
+IPV4_MAX_PACKET = 65535
+
+
+def _whole_mtu(mtu: object) -> int:
+    if (
+        isinstance(mtu, bool)
+        or not isinstance(mtu, (int, float))
+        or mtu != mtu
+        or mtu != int(mtu)
+    ):
+        raise ValueError(f"mtu must be a whole number of bytes, got {mtu!r}")
+    m = int(mtu)
+    if m <= TCPIP_BYTES:
+        raise ValueError(
+            f"mtu must exceed the {TCPIP_BYTES} bytes of TCP/IP headers, "
+            f"got {mtu!r}"
+        )
+    return m
+
+
+def mss(mtu: int = 1500) -> int:
+    """TCP payload bytes per full segment at this IP MTU, bytes.
+
+    ``min(MTU, 65535) - 52``: IPv4 + TCP + timestamps come off the MTU,
+    and an IPv4 packet never exceeds 65,535 bytes, so loopback's MTU of
+    65,536 gives 65,483 (measured on Linux 6.18, chapter 9).
+    """
+    return min(_whole_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
+
+
+def frame_bytes(payload_bytes: int) -> int:
+    """Bytes one segment occupies on a serializing Ethernet wire."""
+    return payload_bytes + FRAME_OVERHEAD_BYTES
+
+
+def bucket_bytes(payload_bytes: int) -> int:
+    """Bytes a ``tbf`` token bucket charges for one segment."""
+    return payload_bytes + BUCKET_OVERHEAD_BYTES
