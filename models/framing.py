@@ -8,6 +8,8 @@ library only, so the same values are used in the reader's browser.
 (1448, 8948, 65483)
 >>> frame_bytes(1448), bucket_bytes(1448)
 (1538, 1514)
+>>> frames(560), wire_time(560, 1e9)
+(1, 5.2e-06)
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ __all__ = [
     "mss",
     "frame_bytes",
     "bucket_bytes",
+    "frames",
+    "wire_time",
 ]
 
 #: IPv4 (20) + TCP (20) headers plus the 12-byte timestamps option, bytes
@@ -82,3 +86,34 @@ def frame_bytes(payload_bytes: int) -> int:
 def bucket_bytes(payload_bytes: int) -> int:
     """Bytes a ``tbf`` token bucket charges for one segment."""
     return payload_bytes + BUCKET_OVERHEAD_BYTES
+
+
+def frames(payload_bytes: int, mtu: int = 1500) -> int:
+    """Segments a message of ``payload_bytes`` needs at this MTU (at
+    least one: an empty message is one bare ACK)."""
+    if (isinstance(payload_bytes, bool)
+            or not isinstance(payload_bytes, (int, float))
+            or payload_bytes != payload_bytes or payload_bytes < 0
+            or payload_bytes != int(payload_bytes)):
+        raise ValueError(
+            "payload_bytes must be a whole, non-negative number of bytes, "
+            f"got {payload_bytes!r}")
+    return max(1, -(-int(payload_bytes) // mss(mtu)))
+
+
+def wire_time(payload_bytes: int, bandwidth_bps: float,
+              mtu: int = 1500) -> float:
+    """Seconds a message of ``payload_bytes`` occupies a wire.
+
+    The message is cut into segments of at most :func:`mss` bytes, each
+    paying :data:`FRAME_OVERHEAD_BYTES` of headers and framing.
+    """
+    if (isinstance(bandwidth_bps, bool)
+            or not isinstance(bandwidth_bps, (int, float))
+            or not bandwidth_bps > 0 or bandwidth_bps == float("inf")):
+        raise ValueError(
+            "bandwidth_bps must be a positive number of bits per second, "
+            f"got {bandwidth_bps!r}")
+    n = frames(payload_bytes, mtu)
+    total = int(payload_bytes) + n * FRAME_OVERHEAD_BYTES
+    return total * 8 / bandwidth_bps  # bytes -> bits, bits / (bits/s) = s

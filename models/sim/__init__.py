@@ -1,25 +1,42 @@
-"""A counting-level discrete-event simulator of one TCP connection carrying a closed loop of operations.
+"""A counting-level discrete-event simulator of one TCP connection
+carrying a closed loop of operations.
 
-It follows every request, response, segment and ACK between an initiator (client) and a server, with
-the application threads of Butterfield (2017)'s pipeline and the Linux TCP rules of
-``/work/shared/reference/linux-tcp-rules.md`` (Nagle with Minshall's check, TCP_NODELAY, MSG_MORE, the
-200 ms probe, autocorking, delayed ACKs with quick-ACK and pingpong modes).
+It follows every ``send()``, segment and ACK between an initiator
+(client) and a server, with the application threads of Butterfield
+(2017)'s pipeline and the Linux TCP rules of
+``/work/shared/reference/linux-tcp-rules.md`` as pluggable rule classes
+(:mod:`models.sim.rules`) chosen by a kernel profile
+(:mod:`models.sim.kernels`).  Standard library only: the same code runs
+in CPython and in the reader's browser.
 
 >>> from models.sim import Scenario, simulate
->>> r = simulate(Scenario(qd=1, nodelay="server", ops=200))
+>>> r = simulate(Scenario(server={"nodelay": True}, run={"ops": 200}))
 >>> r.iops > 3000
 True
 
-Modules: :mod:`~models.sim.kernels` (kernel constants with sources), :mod:`~models.sim.scenario`
-(parameters and defaults), :mod:`~models.sim.events` (event loop), :mod:`~models.sim.link` (wire and host
-paths), :mod:`~models.sim.tcp` (TCP rules), :mod:`~models.sim.app` (threads), :mod:`~models.sim.engine`
-(assembly), :mod:`~models.sim.result` (output), :mod:`~models.sim.cli` (command line).
+Modules: :mod:`~models.sim.scenario` (the parts and their defaults),
+:mod:`~models.sim.params` (field declarations), :mod:`~models.sim.kernels`
+(profiles), :mod:`~models.sim.rules` (the TCP rules),
+:mod:`~models.sim.sender`, :mod:`~models.sim.receiver`,
+:mod:`~models.sim.endpoint`, :mod:`~models.sim.link` (one direction of
+the path), :mod:`~models.sim.app` (threads), :mod:`~models.sim.events`
+(event loop), :mod:`~models.sim.cycles` (fast-forward over exact
+repeats), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,
+:mod:`~models.sim.rng` (NumPy's generator in pure Python),
+:mod:`~models.sim.cli`.
 """
 
 from models.sim.engine import Simulation, run, simulate
-from models.sim.kernels import PROFILES, KernelProfile, get_profile
-from models.sim.result import Result, TraceRecord, format_trace
-from models.sim.scenario import SIDES, Scenario
+from models.sim.kernels import (PROFILES, KernelProfile, get_profile,
+                                register_profile)
+from models.sim.result import (DirectionStats, HostStats, Result,
+                               TraceRecord, format_trace)
+from models.sim.scenario import (BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER,
+                                 PARTS, Host, Kernel, Link, Run, Scenario,
+                                 Workload)
 
-__all__ = ["Scenario", "Result", "TraceRecord", "Simulation", "simulate", "run", "format_trace",
-           "KernelProfile", "PROFILES", "get_profile", "SIDES"]
+__all__ = ["Scenario", "Workload", "Link", "Host", "Kernel", "Run",
+           "PARTS", "BUTTERFIELD_SERVER", "BUTTERFIELD_CLIENT", "Result",
+           "DirectionStats", "HostStats", "TraceRecord", "Simulation",
+           "simulate", "run", "format_trace", "KernelProfile", "PROFILES",
+           "get_profile", "register_profile"]

@@ -1,64 +1,82 @@
-"""Application threads: the server's session thread and the client (initiator) thread.
+"""Application threads: the server's session thread and the initiator.
 
-Each thread follows Butterfield (2017)'s queue process: when it is idle and data arrives in its socket,
-it wakes after its start latency (``SL`` or ``CL``); once busy it reads everything queued, processes each
-*complete* message in turn (``SP`` or ``CP`` each; a message is complete when all its bytes arrived: the
-reader parses the stream by the known message lengths), writes the reply's ``send()`` calls at the end of
-each operation, and looks again; it goes idle only when no complete message is left.  The number of
-operations handled in each busy period is recorded (``busy_counts``).
+Each thread follows Butterfield (2017)'s queue process: idle, it wakes
+``wake`` after data arrives in its socket; busy, it reads everything
+queued, processes each *complete* message in turn (``proc`` each; a
+message is complete when all its bytes arrived: the reader knows the
+message lengths), writes the next message of that operation at the end
+of the processing, and looks again; it goes idle only when no complete
+message is left.  Messages handled per busy period are counted
+(``busy_counts``).
+
+An operation is an exchange of *legs* (:attr:`Workload.exchange`): leg
+0 from the client, leg 1 from the server, and so on; the last leg ends
+at the client, which completes the operation and issues the next, so
+exactly ``qd`` operations are always outstanding.  A read is two legs
+(request, response); an iSCSI write with R2T is four or more.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable, Optional
 
 __all__ = ["AppThread", "ServerThread", "ClientThread"]
 
 
 class AppThread:
-    """Common part of both threads.
+    """What both threads share.
 
     Parameters
     ----------
     loop : EventLoop
-    endpoint : Endpoint
+    ep : Endpoint
         This host's TCP endpoint.
-    proc_s : float
-        Processing time per operation, seconds.
-    wake_s : float
-        Wake-up latency after going idle, seconds.
-    flush_on_idle : bool
-        Push held data out before sleeping.
-    factors : callable or None
-        Returns the next jitter factor (``None``: no jitter).
+    proc : int
+        Processing time per message, fs.
+    wake : int
+        Wake-up latency after idling, fs.
+    tx_cpu : int
+        CPU per data segment this thread's own ``send()`` transmits, fs.
+    host : Host
+        The scenario part (socket options of the writes).
+    factor : callable or None
+        The next jitter factor (``None``: deterministic).
     """
 
-    def __init__(self, loop, endpoint, proc_s: float, wake_s: float, flush_on_idle: bool, factors=None) -> None:
+    def __init__(self, loop, ep, proc: int, wake: int, tx_cpu: int,
+                 host, factor: Optional[Callable[[], float]]) -> None:
         self.loop = loop
-        self.ep = endpoint
-        self.proc = proc_s
-        self.wake = wake_s
-        self.flush_on_idle = flush_on_idle
-        self.factors = factors
-        self.peer = None                 # the other host's thread (it learns our message boundaries)
-        self.expect: deque = deque()     # (end sequence number, op id, processing time) of incoming messages
+        self.ep = ep
+        self.proc = proc
+        self.wake = wake
+        self.tx_cpu = tx_cpu
+        self.msg_more = host.msg_more
+        self.msg_more_last = host.msg_more_last
+        self.cork = host.cork
+        self.flush_on_idle = host.flush_on_idle
+        self.factor = factor
+        self.peer: "AppThread" = None  # type: ignore[assignment]
+        # (end sequence, op, leg, processing fs) of incoming messages
+        self.expect: deque = deque()
         self.busy = False
         self.waking = False
-        self.busy_start = 0.0
-        self.count = 0                   # operations handled in the current busy period
-        self.busy_counts: dict[int, int] = {}
-        self.empty_wakeups = 0           # wake-ups that found no complete message
-        self.busy_time = 0.0             # seconds busy (processing, including wake-to-idle bookkeeping)
-        self.cpu_time = 0.0              # seconds of processing and transmit CPU
+        self.busy_start = 0
+        self.count = 0            # messages handled in this busy period
+        self.busy_counts: dict = {}
+        self.empty_wakeups = 0
         self.wakeups = 0
+        self.busy_fs = 0          # fs busy (processing and between)
+        self.cpu_fs = 0           # fs of processing and own-send CPU
+        self.thread_segments = 0  # data segments sent by own send()s
 
-    # called by the TCP endpoint when data arrives
-    def on_data(self, now: float) -> None:
+    def on_data(self, now: int) -> None:
+        """Data arrived in the socket (the endpoint calls this)."""
         if not self.busy and not self.waking:
             self.waking = True
-            self.loop.schedule(now + self.wake, self._wake, None)
+            self.loop.schedule(now + self.wake, self._wake)
 
-    def _wake(self, now: float, _arg) -> None:
+    def _wake(self, now: int, _arg: object) -> None:
         self.waking = False
         self.busy = True
         self.wakeups += 1
@@ -66,126 +84,149 @@ class AppThread:
         self.count = 0
         self._step(now, None)
 
-    def _step(self, now: float, _arg) -> None:
-        """Read what is queued; start the next complete message or go idle."""
-        ep = self.ep
-        if ep.rcv_nxt != ep.copied_seq:
-            ep.app_read(now)
+    def _step(self, now: int, _arg: object) -> None:
+        """Read what is queued; start the next message or go idle."""
+        rcv = self.ep.receiver
+        if rcv.rcv_nxt != rcv.copied_seq:
+            rcv.read(now)
         expect = self.expect
-        if expect and expect[0][0] <= ep.copied_seq:
+        if expect and expect[0][0] <= rcv.copied_seq:
             item = expect.popleft()
             self.count += 1
-            proc = item[2]
-            if self.factors is not None:
-                proc *= self.factors()
-            self.cpu_time += proc
-            self.loop.schedule(now + proc, self._done, item[1])
+            proc = item[3]
+            if self.factor is not None:
+                proc = round(proc * self.factor())
+            self.cpu_fs += proc
+            self.loop.schedule(now + proc, self._done, item)
             return
-        # idle
         if self.flush_on_idle:
-            ep.flush(now)
+            self.ep.sender.flush(now)
         self.busy = False
-        self.busy_time += now - self.busy_start
+        self.busy_fs += now - self.busy_start
         if self.count:
-            self.busy_counts[self.count] = self.busy_counts.get(self.count, 0) + 1
+            self.busy_counts[self.count] = (
+                self.busy_counts.get(self.count, 0) + 1)
         else:
             self.empty_wakeups += 1
 
-    def _done(self, now: float, op: int) -> None:
-        before = self.ep.thread_tx_segments
-        self.finish(now, op)
-        extra = (self.ep.thread_tx_segments - before) * self.ep.tx_cost   # transmit CPU in our send() calls
+    def _done(self, now: int, item: tuple) -> None:
+        sent = self.finish(now, item[1], item[2])
+        self.thread_segments += sent
+        extra = sent * self.tx_cpu          # CPU of our own send() calls
         if extra:
-            self.cpu_time += extra
-            self.loop.schedule(now + extra, self._step, None)
+            self.cpu_fs += extra
+            self.loop.schedule(now + extra, self._step)
         else:
             self._step(now, None)
 
-    def finish(self, now: float, op: int) -> None:  # pragma: no cover - overridden
+    def finish(self, now: int, op: int, leg: int) -> int:
+        """Message ``leg`` of operation ``op`` is processed; returns the
+        data segments the thread's writes sent."""
         raise NotImplementedError
 
-    def send_message(self, now: float, writes: tuple, more_fragments: bool, more_last: bool,
-                     op: int, peer_proc: float) -> None:
-        """Write one message as ``send()`` calls and tell the peer where it ends."""
-        ep = self.ep
+    def send_message(self, now: int, writes: tuple, op: int, leg: int,
+                     peer_proc: int) -> int:
+        """Write one message as ``send()`` calls; tell the peer where it
+        ends.  Returns the data segments sent."""
+        tx = self.ep.sender
+        sent = tx.set_cork(now, True) if self.cork else 0
         last = len(writes) - 1
         for i, size in enumerate(writes):
-            more = more_last if i == last else more_fragments
-            ep.write(now, size, more)
-        self.peer.expect.append((ep.write_seq, op, peer_proc))
+            more = self.msg_more_last if i == last else self.msg_more
+            sent += tx.write(now, size, more)
+        self.peer.expect.append((tx.write_seq, op, leg, peer_proc))
+        if self.cork:
+            sent += tx.set_cork(now, False)
+        return sent
 
 
 class ServerThread(AppThread):
-    """The server's session thread: each request's response is written after ``SP``."""
+    """The server: each message from the client is answered, after
+    ``proc``, by the operation's next leg."""
 
-    def __init__(self, *args, response_writes: tuple, setup_response_writes: tuple, msg_more: bool,
-                 msg_more_last: bool, client_proc: float, **kw) -> None:
+    def __init__(self, *args, legs: tuple, setup_legs: tuple,
+                 client_proc: int, **kw) -> None:
         super().__init__(*args, **kw)
-        self.response_writes = response_writes
-        self.setup_response_writes = setup_response_writes
-        self.msg_more = msg_more
-        self.msg_more_last = msg_more_last
+        self.legs = legs
+        self.setup_legs = setup_legs
         self.client_proc = client_proc
-        self.next_op = -1 if setup_response_writes else 0   # requests must arrive in order, once each
-        self.served = 0
+        self.served = 0           # messages answered
+        self.next_op = -1 if setup_legs else 0
+        self.open_legs: dict = {}  # op -> next leg expected, multi-leg
 
-    def finish(self, now: float, op: int) -> None:
-        if op != self.next_op:
-            raise AssertionError(f"server processed op {op}, expected op {self.next_op}")
-        self.next_op += 1
+    def finish(self, now: int, op: int, leg: int) -> int:
+        legs = self.setup_legs if op < 0 else self.legs
+        if leg == 0:                        # a new operation begins
+            if op != self.next_op:
+                raise AssertionError(
+                    f"server processed op {op}, expected op "
+                    f"{self.next_op}")
+            self.next_op += 1
+        elif self.open_legs.pop(op, None) != leg:
+            raise AssertionError(
+                f"server processed leg {leg} of op {op} out of turn")
+        if leg + 2 < len(legs):
+            self.open_legs[op] = leg + 2
         self.served += 1
-        writes = self.setup_response_writes if op < 0 else self.response_writes
-        self.send_message(now, writes, self.msg_more, self.msg_more and self.msg_more_last, op, self.client_proc)
+        return self.send_message(now, legs[leg + 1], op, leg + 1,
+                                 self.client_proc)
 
 
 class ClientThread(AppThread):
-    """The initiator: keeps ``qd`` operations outstanding; each response completes one and issues the next."""
+    """The initiator: keeps ``qd`` operations outstanding."""
 
-    def __init__(self, *args, qd: int, request_writes: tuple, setup_request_writes: tuple, msg_more: bool,
-                 msg_more_last: bool, server_proc: float, setup_server_proc: float, target: int, **kw) -> None:
+    def __init__(self, *args, qd: int, legs: tuple, setup_legs: tuple,
+                 server_proc: int, setup_server_proc: int, target: int,
+                 **kw) -> None:
         super().__init__(*args, **kw)
         self.qd = qd
-        self.request_writes = request_writes
-        self.setup_request_writes = setup_request_writes
-        self.msg_more = msg_more
-        self.msg_more_last = msg_more_last
+        self.legs = legs
+        self.setup_legs = setup_legs
         self.server_proc = server_proc
         self.setup_server_proc = setup_server_proc
-        self.target = target             # completions after which the run stops
+        self.target = target      # completions after which the run stops
+        self.pause_every = 0      # pause the loop every n completions
+        self.pause_in = 0
         self.issued = 0
         self.completed = 0
-        self.issue_time: list[float] = []
-        self.done_time: list[float] = []
-        self.rtts: list[float] = []
-        self.seen: set = set()
+        self.issue_time: dict = {}   # op -> fs, operations in flight
+        self.done_time: list = []    # fs, per completion
+        self.rtts: list = []         # fs, per completion
 
-    def start(self, now: float, _arg=None) -> None:
-        """At time 0: the setup exchange if any, else the first ``qd`` requests."""
-        if self.setup_request_writes:
-            self.send_message(now, self.setup_request_writes, self.msg_more, self.msg_more and self.msg_more_last,
-                              -1, self.setup_server_proc)
+    def start(self, now: int, _arg: object = None) -> None:
+        """At time 0: the setup exchange if any, else ``qd`` requests."""
+        if self.setup_legs:
+            sent = self.send_message(now, self.setup_legs[0], -1, 0,
+                                     self.setup_server_proc)
         else:
-            for _ in range(self.qd):
-                self._issue(now)
+            sent = sum(self._issue(now) for _ in range(self.qd))
+        self.thread_segments += sent
 
-    def _issue(self, now: float) -> None:
+    def _issue(self, now: int) -> int:
         op = self.issued
         self.issued += 1
-        self.issue_time.append(now)
-        self.send_message(now, self.request_writes, self.msg_more, self.msg_more and self.msg_more_last,
-                          op, self.server_proc)
+        self.issue_time[op] = now
+        return self.send_message(now, self.legs[0], op, 0, self.server_proc)
 
-    def finish(self, now: float, op: int) -> None:
-        if op < 0:                                   # the setup reply: start the loop
-            for _ in range(self.qd):
-                self._issue(now)
-            return
-        if op in self.seen:
+    def finish(self, now: int, op: int, leg: int) -> int:
+        legs = self.setup_legs if op < 0 else self.legs
+        if leg + 1 < len(legs):             # more legs: answer the server
+            return self.send_message(now, legs[leg + 1], op, leg + 1,
+                                     self.server_proc)
+        if op < 0:                          # the setup reply: start
+            return sum(self._issue(now) for _ in range(self.qd))
+        start = self.issue_time.pop(op, None)
+        if start is None:
             raise AssertionError(f"operation {op} completed twice")
-        self.seen.add(op)
         self.completed += 1
         self.done_time.append(now)
-        self.rtts.append(now - self.issue_time[op])
-        self._issue(now)                             # the successor keeps qd in flight
+        self.rtts.append(now - start)
+        sent = self._issue(now)             # the successor keeps qd
         if self.completed >= self.target:
             self.loop.stop()
+        elif self.pause_every:              # let the cycle detector look
+            self.pause_in -= 1
+            if self.pause_in <= 0:
+                self.pause_in = self.pause_every
+                self.loop.stop()
+        return sent

@@ -1,169 +1,225 @@
-"""Wire the components of one scenario together, run the event loop and collect the result."""
+"""Build one scenario's components, run the event loop, collect the
+result.
+
+The wiring, as in ns.py: each endpoint's outgoing :class:`Channel`
+delivers to the peer endpoint's ``receive`` (its ``out``); each endpoint
+calls its host's thread when data arrives.  Nothing reaches into another
+component: statistics are read through each component's attributes
+once the run is over.
+"""
 
 from __future__ import annotations
 
 import time as _time
 from typing import Optional
 
-import numpy as np
-
 from models.sim.app import ClientThread, ServerThread
-from models.sim.events import EventLoop
-from models.sim.link import Link
-from models.sim.result import Result, TraceRecord
+from models.sim.endpoint import Endpoint
+from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
+from models.sim.link import Channel
+from models.sim.result import (DIRECTIONS, DirectionStats, HostStats,
+                               Result, TraceRecord)
+from models.sim.rng import PCG64
 from models.sim.scenario import Scenario
-from models.sim.tcp import Endpoint
 
-__all__ = ["simulate", "run", "Simulation"]
-
-_DIRS = ("C>S", "S>C")
+__all__ = ["Simulation", "simulate", "run"]
 
 
 class Simulation:
-    """The built model of one scenario: two endpoints, two links, two threads and the event loop.
-
-    Use :func:`simulate` unless you want to step the loop yourself.
-    """
+    """The built model of one scenario; use :func:`simulate` unless you
+    want to step it yourself."""
 
     def __init__(self, scenario: Scenario) -> None:
-        sc = scenario
-        self.scenario = sc
-        self.rng = np.random.default_rng(sc.seed)
+        if not isinstance(scenario, Scenario):
+            raise ValueError(
+                f"scenario must be a Scenario, got {scenario!r}")
+        sc = self.scenario = scenario
         profile = sc.profile
-        phase = sc.tick_phase_s if sc.tick_phase_s is not None else float(self.rng.uniform(0, profile.tick_s))
-        self.tick_phase_s = phase
+        rng = self.rng = PCG64(sc.run.seed)
+        tick = -(-FS // profile.hz)                   # fs per tick
+        phase_s = sc.kernel.tick_phase_s
+        if phase_s is None:
+            phase_s = rng.uniform(0.0, profile.tick_s)
+        self.tick_phase_s = phase_s
+        phase = min(seconds_to_fs(phase_s), tick - 1)
+        self.clock = profile.clock(profile.hz, phase)
         loop = self.loop = EventLoop()
-        c = self.client_ep = Endpoint(0, loop, profile, sc.mss, sc.nodelay_on("client"), sc.autocork_on, phase, sc.ck_s,
-                                      sc.kernel_timers)
-        s = self.server_ep = Endpoint(1, loop, profile, sc.mss, sc.nodelay_on("server"), sc.autocork_on, phase, sc.sk_s,
-                                      sc.kernel_timers)
+        link, c, s = sc.link, sc.client, sc.server
+        rate = round(link.bandwidth_bps)              # whole bits/s
+        fs = seconds_to_fs
         # request direction: client transmit path, server receive path
-        c.link = Link(loop, sc.bandwidth_bps, sc.ct_s, sc.sr_s, sc.latency_s, sc.si_s, s.receive, sc.bucket_bytes)
-        s.link = Link(loop, sc.bandwidth_bps, sc.st_s, sc.cr_s, sc.latency_s, sc.ci_s, c.receive, sc.bucket_bytes)
-        factors = self._factor_source() if sc.jitter else None
-        target = sc.warmup + sc.ops
-        self.server = ServerThread(loop, s, sc.sp_s, sc.sl_s, sc.flush_on_idle_on("server"), factors,
-                                   response_writes=sc.response_writes,
-                                   setup_response_writes=sc.setup_response_writes,
-                                   msg_more=sc.msg_more_on("server"), msg_more_last=sc.msg_more_last,
-                                   client_proc=sc.cp_s)
-        self.client = ClientThread(loop, c, sc.cp_s, sc.cl_s, sc.flush_on_idle_on("client"), factors,
-                                   qd=sc.qd, request_writes=sc.request_writes,
-                                   setup_request_writes=sc.setup_request_writes,
-                                   msg_more=sc.msg_more_on("client"), msg_more_last=sc.msg_more_last,
-                                   server_proc=sc.sp_s, setup_server_proc=sc.setup_sp_s, target=target)
+        self.c2s = Channel(loop, rate, fs(c.tx_latency_s),
+                           fs(s.rx_latency_s), fs(link.latency_s),
+                           fs(s.softirq_s), link.bucket_bytes)
+        self.s2c = Channel(loop, rate, fs(s.tx_latency_s),
+                           fs(c.rx_latency_s), fs(link.latency_s),
+                           fs(c.softirq_s), link.bucket_bytes)
+        mss = link.mss
+        self.client_ep = Endpoint(0, loop, self.clock, profile, mss,
+                                  c.nodelay, self.c2s)
+        self.server_ep = Endpoint(1, loop, self.clock, profile, mss,
+                                  s.nodelay, self.s2c)
+        self.c2s.out = self.server_ep.receive
+        self.s2c.out = self.client_ep.receive
+        factor = None
+        if sc.run.jitter:
+            spread = sc.run.jitter
+
+            def factor() -> float:
+                return rng.uniform(1 - spread, 1 + spread)
+
+        wl = sc.workload
+        legs = wl.exchange
+        setup = ((wl.setup_request_writes, wl.setup_response_writes)
+                 if wl.setup_request_writes else ())
+        self.server = ServerThread(
+            loop, self.server_ep, fs(s.proc_s), fs(s.wake_s),
+            fs(s.tx_cpu_s), s, factor, legs=legs, setup_legs=setup,
+            client_proc=fs(c.proc_s))
+        self.client = ClientThread(
+            loop, self.client_ep, fs(c.proc_s), fs(c.wake_s),
+            fs(c.tx_cpu_s), c, factor, qd=wl.qd, legs=legs,
+            setup_legs=setup, server_proc=fs(s.proc_s),
+            setup_server_proc=fs(wl.setup_proc_s),
+            target=sc.warmup + sc.run.ops)
         self.server.peer, self.client.peer = self.client, self.server
-        c.app, s.app = self.client, self.server
+        self.client_ep.app, self.server_ep.app = self.client, self.server
         self.trace: Optional[list] = None
-        if sc.trace:
+        if sc.run.trace:
             self.trace = []
-            (c if sc.trace_at == "client" else s).trace = self.trace
-        if sc.check:
+            ep = self.client_ep if sc.run.trace_at == "client" else (
+                self.server_ep)
+            ep.trace = self.trace
+        if sc.run.check:
             loop.after_event = self.check_invariants
-        loop.schedule(0.0, self.client.start, None)
+        loop.schedule(0, self.client.start)
+        self.skipped_ops = 0
+        self.cycle_ops = 0
 
-    def _factor_source(self):
-        """A callable returning jitter factors, drawn in blocks from the seeded generator."""
-        rng, spread = self.rng, self.scenario.jitter
-        state = {"buf": np.empty(0), "i": 0}
-
-        def nxt() -> float:
-            if state["i"] >= len(state["buf"]):
-                state["buf"] = rng.uniform(1 - spread, 1 + spread, 4096)
-                state["i"] = 0
-            state["i"] += 1
-            return float(state["buf"][state["i"] - 1])
-
-        return nxt
-
-    def check_invariants(self, now: float) -> None:
-        """Raise ``AssertionError`` if any invariant fails (called after every event with ``check=True``)."""
-        cl, sv = self.client, self.server
-        heap = self.loop.heap
-        assert not heap or heap[0][0] >= now, "an event was scheduled in the past"
-        for ep, peer in ((self.client_ep, self.server_ep), (self.server_ep, self.client_ep)):
+    def check_invariants(self, now: int) -> None:
+        """``AssertionError`` if an invariant fails (after every event
+        when ``run.check``)."""
+        for ep, peer in ((self.client_ep, self.server_ep),
+                         (self.server_ep, self.client_ep)):
+            tx, rx = ep.sender, peer.receiver
             # acknowledged <= received by the peer <= sent <= written
-            assert ep.snd_una <= peer.rcv_nxt <= ep.snd_nxt <= ep.write_seq, (
-                ep.side, ep.snd_una, peer.rcv_nxt, ep.snd_nxt, ep.write_seq)
-            assert peer.copied_seq <= peer.rcv_nxt
-            unsent = sum(b.end - b.start for b in ep.queue)
-            assert ep.snd_nxt + unsent == ep.write_seq, "send queue does not account for every byte"
-        started = cl.issued > 0
-        if started:
-            assert cl.issued - cl.completed == cl.qd, f"{cl.issued - cl.completed} operations in flight, qd {cl.qd}"
-        assert sv.served <= cl.issued + (1 if self.scenario.setup_request_writes else 0)
+            assert tx.snd_una <= rx.rcv_nxt <= tx.snd_nxt <= tx.write_seq, (
+                ep.side, tx.snd_una, rx.rcv_nxt, tx.snd_nxt, tx.write_seq)
+            assert rx.copied_seq <= rx.rcv_nxt
+            unsent = sum(b.end - b.start for b in tx.queue)
+            assert tx.snd_nxt + unsent == tx.write_seq, (
+                "the send queue does not account for every byte")
+        cl = self.client
+        if cl.issued:
+            assert cl.issued - cl.completed == cl.qd, (
+                f"{cl.issued - cl.completed} operations in flight, "
+                f"qd {cl.qd}")
+            assert len(cl.issue_time) == cl.qd
+        assert self.server.next_op <= cl.issued
 
     def run(self) -> Result:
-        """Run to the scenario's number of operations and return the :class:`Result`."""
-        sc = self.scenario
+        """Run to the scenario's number of operations."""
         t0 = _time.perf_counter()
-        self.loop.run()
-        wall = _time.perf_counter() - t0
         cl = self.client
+        skipper = None
+        if self.fast_forward_possible():
+            from models.sim.cycles import CycleSkipper
+            skipper = CycleSkipper(self)
+            cl.pause_every = 1
+        loop = self.loop
+        while True:
+            loop.run()
+            if cl.completed >= cl.target or not loop.pending_any():
+                break
+            if skipper is not None and not skipper.observe():
+                cl.pause_every = 0
+                skipper = None
+        if self.scenario.run.check:
+            self.check_invariants(loop.now)
+        return self._result(_time.perf_counter() - t0)
+
+    def fast_forward_possible(self) -> bool:
+        """Whether the run is deterministic enough to jump over repeats:
+        no jitter, no trace."""
+        r = self.scenario.run
+        return r.fast_forward and not r.jitter and not r.trace
+
+    def _result(self, wall: float) -> Result:
+        sc = self.scenario
+        cl, sv = self.client, self.server
         end = self.loop.now
         w = sc.warmup
-        done = np.asarray(cl.done_time)
+        done = cl.done_time
         measured = len(done) - w
         if measured > 0 and w > 0:
             span = done[-1] - done[w - 1]
-            iops = measured / span if span > 0 else float("inf")
+            iops = measured * FS / span if span > 0 else float("inf")
         elif measured > 0:
-            iops = measured / done[-1] if done[-1] > 0 else float("inf")
+            iops = measured * FS / done[-1] if done[-1] > 0 else (
+                float("inf"))
         else:
             iops = 0.0
-        rtts = np.asarray(cl.rtts[w:])
-        eps = (self.client_ep, self.server_ep)
-        links = (self.client_ep.link, self.server_ep.link)
-        span = end if end > 0 else float("nan")
+        span = end if end > 0 else 0
+        directions = {}
+        for d, ep, ch in zip(DIRECTIONS, (self.client_ep, self.server_ep),
+                             (self.c2s, self.s2c)):
+            tx = ep.sender
+            directions[d] = DirectionStats(
+                frames=ch.frames, data_segments=tx.data_segments,
+                pure_acks=ep.pure_acks,
+                delayed_acks=ep.receiver.ack.delayed_acks,
+                probes=tx.probes, bytes_sent=tx.snd_nxt - 1,
+                bytes_acked=tx.snd_una - 1,
+                link_utilization=ch.utilization(span))
+        hosts = {}
+        for name, th, ep, inbound, host in (
+                ("client", cl, self.client_ep, self.s2c, sc.client),
+                ("server", sv, self.server_ep, self.c2s, sc.server)):
+            # transmit CPU not spent inside the thread's own send() calls
+            # runs in soft interrupt (ACK-clocked, TX-completion pushes)
+            tx_cpu_fs = seconds_to_fs(host.tx_cpu_s)
+            other_tx = (ep.sender.data_segments - th.thread_segments) * (
+                tx_cpu_fs)
+            soft = inbound.softirq_busy + other_tx
+            hosts[name] = HostStats(
+                busy_counts=dict(sorted(th.busy_counts.items())),
+                open_busy=th.count if th.busy else 0,
+                cpu_utilization=th.cpu_fs / span if span else float("nan"),
+                softirq_utilization=soft / span if span else float("nan"),
+                wakeups=th.wakeups, empty_wakeups=th.empty_wakeups)
         trace = []
         if self.trace is not None:
-            entries = sorted(self.trace, key=lambda e: e[0])
-            for t, seg in entries:
-                trace.append(TraceRecord(t, "C > S" if seg.src == 0 else "S > C", "P." if seg.psh else ".",
-                                         seg.seq, seg.end, seg.ack, seg.end - seg.seq))
+            for t, seg in sorted(self.trace, key=lambda e: e[0]):
+                trace.append(TraceRecord(
+                    fs_to_seconds(t), "C > S" if seg.src == 0 else "S > C",
+                    "P." if seg.psh else ".", seg.seq, seg.end, seg.ack,
+                    seg.end - seg.seq))
         return Result(
-            scenario=sc, iops=float(iops), ops=max(measured, 0), rtts_s=rtts, sim_time_s=end,
-            packets=sum(l.frames for l in links),
-            packets_by_direction={d: l.frames for d, l in zip(_DIRS, links)},
-            data_segments={d: e.data_segments for d, e in zip(_DIRS, eps)},
-            pure_acks={d: e.pure_acks for d, e in zip(_DIRS, eps)},
-            delayed_acks={d: e.delayed_acks for d, e in zip(_DIRS, eps)},
-            probes={d: e.probes for d, e in zip(_DIRS, eps)},
-            # wire time already committed to frames still serializing after the end does not count
-            link_utilization={d: min(1.0, max(0.0, l.busy_time - max(0.0, l.free_at - end)) / span)
-                              for d, l in zip(_DIRS, links)},
-            cpu_utilization={
-                "client": cl.cpu_time / span, "server": self.server.cpu_time / span,
-                # receive soft interrupt of a host = the softirq stage of the link arriving at it
-                "client_softirq": (self.server_ep.link.softirq_busy
-                                   + (self.client_ep.tx_cpu - self.client_ep.thread_tx_segments * sc.ck_s)) / span,
-                "server_softirq": (self.client_ep.link.softirq_busy
-                                   + (self.server_ep.tx_cpu - self.server_ep.thread_tx_segments * sc.sk_s)) / span,
-            },
-            busy_counts=dict(sorted(self.server.busy_counts.items())),
-            client_busy_counts=dict(sorted(cl.busy_counts.items())),
-            events=self.loop.events, wall_time_s=wall,
-            bytes_sent={d: e.snd_nxt - 1 for d, e in zip(_DIRS, eps)},
-            bytes_acked={d: e.snd_una - 1 for d, e in zip(_DIRS, eps)},
-            completed_total=cl.completed, in_flight=cl.issued - cl.completed,
-            trace=trace,
-        )
+            scenario=sc, iops=float(iops), ops=max(measured, 0),
+            rtts_s=tuple([r / FS for r in cl.rtts[w:]]),  # fs -> s
+            sim_time_s=fs_to_seconds(end), directions=directions,
+            hosts=hosts, events=self.loop.events, wall_time_s=wall,
+            completed_total=cl.completed,
+            in_flight=cl.issued - cl.completed,
+            tick_phase_s=self.tick_phase_s, skipped_ops=self.skipped_ops,
+            cycle_ops=self.cycle_ops, trace=trace)
 
 
-def simulate(scenario: Optional[Scenario] = None, **changes) -> Result:
-    """Simulate ``scenario`` (default :class:`Scenario`), with any parameters changed by keyword.
+def simulate(scenario: Optional[Scenario] = None, **parts) -> Result:
+    """Simulate ``scenario`` (default: :class:`Scenario()`), with parts
+    changed by keyword (``workload={"qd": 4}``).
 
-    >>> r = simulate(qd=1, response_writes=(48, 512), ops=20)      # Nagle on: the delayed-ACK stall
+    >>> r = simulate(run={"ops": 20})       # Nagle on: the 40 ms stall
     >>> 20 < r.iops < 30
     True
-    >>> simulate(qd=0)
+    >>> simulate(workload={"qd": 0})
     Traceback (most recent call last):
     ...
-    ValueError: qd must be a whole number >= 1, got 0
+    ValueError: workload.qd must be a whole number >= 1 (operations), got 0
     """
     sc = scenario if scenario is not None else Scenario()
-    if changes:
-        sc = sc.replace(**changes)
+    if parts:
+        sc = sc.replace(**parts)
     return Simulation(sc).run()
 
 

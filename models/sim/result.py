@@ -1,23 +1,41 @@
-"""The result of one simulation: throughput, latency, utilizations, busy counts and the packet trace."""
+"""What a simulation returns: rates, round trips, per-direction and
+per-host statistics, and the packet trace.  Standard library only."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+import math
+from typing import Any
 
-import numpy as np
+__all__ = ["Result", "DirectionStats", "HostStats", "TraceRecord",
+           "format_trace", "percentile", "DIRECTIONS"]
 
-__all__ = ["Result", "TraceRecord", "format_trace"]
+#: The two directions, client to server first.
+DIRECTIONS = ("C>S", "S>C")
 
-_NAMES = ("C", "S")
+
+def percentile(values, q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation between
+    order statistics (NumPy's default method); ``nan`` if empty."""
+    xs = sorted(values)
+    if not xs:
+        return float("nan")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be in [0, 100], got {q!r}")
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class TraceRecord:
-    """One line of the packet trace, as tcpdump on the capture host would print it.
+    """One packet as tcpdump on the capture host prints it.
 
-    ``time`` is seconds since the start; ``direction`` is ``"C > S"`` or ``"S > C"``; ``flags`` is ``"P."``
-    (PSH + ACK) or ``"."`` (ACK); ``seq``/``end`` are relative sequence numbers (payload ``[seq, end)``);
-    ``ack`` the cumulative acknowledgement; ``length`` the payload in bytes.
+    ``time`` seconds since the start; ``direction`` ``"C > S"`` or
+    ``"S > C"``; ``flags`` ``"P."`` (PSH+ACK) or ``"."``; payload
+    ``[seq, end)`` in relative sequence numbers; ``ack``; ``length``
+    payload bytes.
     """
 
     time: float
@@ -29,10 +47,11 @@ class TraceRecord:
     length: int
 
     def __str__(self) -> str:
+        head = f"{self.time:.6f} {self.direction}: Flags [{self.flags}], "
         if self.length:
-            return (f"{self.time:.6f} {self.direction}: Flags [{self.flags}], seq {self.seq}:{self.end}, "
-                    f"ack {self.ack}, length {self.length}")
-        return f"{self.time:.6f} {self.direction}: Flags [{self.flags}], ack {self.ack}, length 0"
+            return (head + f"seq {self.seq}:{self.end}, ack {self.ack}, "
+                    f"length {self.length}")
+        return head + f"ack {self.ack}, length 0"
 
 
 def format_trace(records) -> str:
@@ -40,87 +59,166 @@ def format_trace(records) -> str:
     return "\n".join(str(r) for r in records)
 
 
-@dataclass(frozen=True)
-class Result:
-    """What :func:`models.sim.simulate` returns.  Times in seconds, rates per second.
+@dataclasses.dataclass(frozen=True)
+class DirectionStats:
+    """One direction of the connection (``"C>S"`` or ``"S>C"``).
 
-    Attributes
-    ----------
-    scenario : Scenario
-        The parameters simulated.
-    iops : float
-        Measured operations per second: completions after the warm-up divided by the time they took.
-    ops : int
-        Operations measured (after the warm-up).
-    rtts_s : numpy.ndarray
-        Round-trip time of each measured operation: from writing its request to finishing processing its
-        response (Butterfield's RTT).
-    sim_time_s : float
-        Simulated time at the end.
-    packets : int
-        Frames sent in both directions (data segments and pure ACKs).
-    packets_by_direction, data_segments, pure_acks, delayed_acks, probes : dict
-        Counts per direction (``"C>S"``, ``"S>C"``).
-    link_utilization : dict
-        Fraction of the run each direction's wire was serializing frames.
-    cpu_utilization : dict
-        Fraction of the run each thread (``"server"``, ``"client"``) spent processing, and each host's
-        soft interrupt (``"server_softirq"``, ``"client_softirq"``: receive plus transmit CPU).
-    busy_counts, client_busy_counts : dict
-        Histogram ``{k: number of busy periods that handled k operations}`` of the server thread (the
-        source's table) and of the client thread.
-    events : int
-        Events the loop ran.
-    wall_time_s : float
-        Seconds of real time the run took.
-    trace : list of TraceRecord
-        The packet trace (empty unless ``scenario.trace``).
+    Counts of frames, data segments, pure ACKs, ACKs sent by the
+    delayed-ACK timer and segments sent by the probe timer; bytes sent
+    and acknowledged; the share of the run its wire was busy.
     """
 
-    scenario: object
+    frames: int
+    data_segments: int
+    pure_acks: int
+    delayed_acks: int
+    probes: int
+    bytes_sent: int
+    bytes_acked: int
+    link_utilization: float
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStats:
+    """One host's thread and soft interrupt.
+
+    ``busy_counts``: ``{k: busy periods that handled k messages}``, closed
+    periods only; ``open_busy``: messages handled so far in the period
+    still running at the end (0 if the thread was idle).  Utilizations
+    are shares of the simulated time.
+    """
+
+    busy_counts: dict
+    open_busy: int
+    cpu_utilization: float
+    softirq_utilization: float
+    wakeups: int
+    empty_wakeups: int
+
+    def busy_counts_with_open(self) -> dict:
+        """``busy_counts`` with the running period counted as closed."""
+        out = dict(self.busy_counts)
+        if self.open_busy:
+            out[self.open_busy] = out.get(self.open_busy, 0) + 1
+        return dict(sorted(out.items()))
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What :func:`models.sim.simulate` returns (seconds, per second).
+
+    ``iops``: completions after the warm-up over the time they took;
+    ``rtts_s``: each measured operation's round trip (writing its
+    request to finishing its last message); ``directions`` and
+    ``hosts``: the statistics of each; ``events``: events run;
+    ``skipped_ops``: operations the fast-forward jumped over
+    (:mod:`models.sim.cycles`), whose events were not run.
+    """
+
+    scenario: Any
     iops: float
     ops: int
-    rtts_s: np.ndarray
+    rtts_s: tuple
     sim_time_s: float
-    packets: int
-    packets_by_direction: dict
-    data_segments: dict
-    pure_acks: dict
-    delayed_acks: dict
-    probes: dict
-    link_utilization: dict
-    cpu_utilization: dict
-    busy_counts: dict
-    client_busy_counts: dict
+    directions: dict
+    hosts: dict
     events: int
     wall_time_s: float
-    bytes_sent: dict
-    bytes_acked: dict
     completed_total: int
     in_flight: int
-    trace: list = field(default_factory=list)
+    tick_phase_s: float
+    skipped_ops: int = 0
+    cycle_ops: int = 0
+    trace: list = dataclasses.field(default_factory=list)
+
+    # -- per-direction views --------------------------------------------
+
+    def _by_dir(self, name: str) -> dict:
+        return {d: getattr(s, name) for d, s in self.directions.items()}
 
     @property
-    def rtt_mean_s(self) -> float:
-        """Mean round-trip time, seconds."""
-        return float(np.mean(self.rtts_s)) if len(self.rtts_s) else float("nan")
+    def packets_by_direction(self) -> dict:
+        return self._by_dir("frames")
 
-    def rtt_percentile_s(self, q: float) -> float:
-        """The ``q``-th percentile (0-100) of the round-trip time, seconds."""
-        return float(np.percentile(self.rtts_s, q)) if len(self.rtts_s) else float("nan")
+    @property
+    def packets(self) -> int:
+        return sum(s.frames for s in self.directions.values())
+
+    @property
+    def data_segments(self) -> dict:
+        return self._by_dir("data_segments")
+
+    @property
+    def pure_acks(self) -> dict:
+        return self._by_dir("pure_acks")
+
+    @property
+    def delayed_acks(self) -> dict:
+        return self._by_dir("delayed_acks")
+
+    @property
+    def probes(self) -> dict:
+        return self._by_dir("probes")
+
+    @property
+    def bytes_sent(self) -> dict:
+        return self._by_dir("bytes_sent")
+
+    @property
+    def bytes_acked(self) -> dict:
+        return self._by_dir("bytes_acked")
+
+    @property
+    def link_utilization(self) -> dict:
+        return self._by_dir("link_utilization")
+
+    # -- per-host views -------------------------------------------------
+
+    @property
+    def busy_counts(self) -> dict:
+        """The server thread's closed busy periods (the source's table)."""
+        return self.hosts["server"].busy_counts
+
+    @property
+    def client_busy_counts(self) -> dict:
+        return self.hosts["client"].busy_counts
+
+    @property
+    def cpu_utilization(self) -> dict:
+        h = self.hosts
+        return {"client": h["client"].cpu_utilization,
+                "server": h["server"].cpu_utilization,
+                "client_softirq": h["client"].softirq_utilization,
+                "server_softirq": h["server"].softirq_utilization}
 
     def busy_fractions(self, which: str = "server") -> dict:
-        """Busy counts as fractions of all busy periods (the source's table shows percentages)."""
-        h = self.busy_counts if which == "server" else self.client_busy_counts
+        """Busy counts as fractions of all closed busy periods."""
+        h = self.hosts[which].busy_counts
         total = sum(h.values())
         return {k: v / total for k, v in sorted(h.items())} if total else {}
 
+    # -- round trips ----------------------------------------------------
+
+    @property
+    def rtt_mean_s(self) -> float:
+        r = self.rtts_s
+        return sum(r) / len(r) if r else float("nan")
+
+    def rtt_percentile_s(self, q: float) -> float:
+        """The ``q``-th percentile (0-100) of the round trip, seconds."""
+        return percentile(self.rtts_s, q)
+
+    @property
+    def events_per_op(self) -> float:
+        """Events run per operation simulated (skipped ones excluded)."""
+        run = self.completed_total - self.skipped_ops
+        return self.events / run if run else float("nan")
+
     def format_trace(self) -> str:
-        """The packet trace as tcpdump-like text."""
         return format_trace(self.trace)
 
     def to_dict(self) -> dict:
-        """A JSON-friendly summary (no trace, no per-operation arrays)."""
+        """A JSON-friendly summary (no trace, no per-operation lists)."""
         return {
             "iops": self.iops,
             "rtt_mean_s": self.rtt_mean_s,
@@ -131,17 +229,14 @@ class Result:
             "completed_total": self.completed_total,
             "sim_time_s": self.sim_time_s,
             "packets": self.packets,
-            "packets_by_direction": self.packets_by_direction,
-            "data_segments": self.data_segments,
-            "pure_acks": self.pure_acks,
-            "delayed_acks": self.delayed_acks,
-            "probes": self.probes,
-            "link_utilization": self.link_utilization,
-            "cpu_utilization": self.cpu_utilization,
-            "busy_counts": {str(k): v for k, v in sorted(self.busy_counts.items())},
-            "client_busy_counts": {str(k): v for k, v in sorted(self.client_busy_counts.items())},
+            "directions": {d: dataclasses.asdict(s)
+                           for d, s in self.directions.items()},
+            "hosts": {h: {**dataclasses.asdict(s), "busy_counts": {
+                str(k): v for k, v in s.busy_counts.items()}}
+                for h, s in self.hosts.items()},
             "events": self.events,
+            "skipped_ops": self.skipped_ops,
+            "cycle_ops": self.cycle_ops,
             "wall_time_s": self.wall_time_s,
-            "kernel": self.scenario.kernel,
-            "qd": self.scenario.qd,
+            "tick_phase_s": self.tick_phase_s,
         }

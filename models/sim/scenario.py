@@ -1,270 +1,434 @@
-"""The scenario: every parameter of one simulated connection, with defaults from Butterfield (2017).
+"""The scenario: one connection, composed of keyword-only parts.
 
-Defaults describe the source's case: an iSCSI 512-byte read over 1 Gb/s Ethernet at MTU 1500, with the
-stage times and latencies Butterfield measured for that size (remote initiator, TCP_NODELAY, QD=1 and a
-CPU-bound QD).  How each default follows from the source's numbers (all in microseconds):
+``Scenario(workload=..., link=..., client=..., server=..., kernel=...,
+run=...)``.  Each part is a small frozen record whose fields are declared
+once (:mod:`models.sim.params`); a part may be given whole or as a dict
+of changes to its default::
 
-* ``sp_s = 15.9e-6``.  Server time at QD=1 is ``S2 - S1 = 32.6``, of which ``SL + SN = 16.7`` is wake-up
-  latency (``SN = 0`` at QD=1), so the server's per-operation CPU time ``SI + SP + SK`` is
-  ``32.6 - 16.7 = 15.9``; the CPU-bound run's 63,000 IOPS says the same (``1/63000 s = 15.87``).  The
-  soft-interrupt and kworker shares are folded into ``sp_s`` (``si_s = sk_s = 0``).
-* ``sl_s = 16.7e-6``: ``SL + SN`` at QD=1 with ``SN = 0``.
-* ``cl_s = 23.7e-6``: ``CL + CN = RTT - (C2 - C1) - (CI + CP + CK)`` with ``CN = 0``.
-* ``cp_s = 8.6e-6``.  Initiator time at QD=1 is ``RTT - (C2 - C1) = 275.7 - 243.4 = 32.3``; minus
-  ``CL = 23.7`` leaves ``CI + CP + CK = 8.6``.
-* ``ct_s = sr_s = st_s = cr_s = 51.125e-6``.  The source gives only their sum,
-  ``CT + SR + ST + CR = (C2 - C1) - (S2 - S1) - (W1 + W2) = 243.4 - 32.6 - 6.3 = 204.5``; clocks on the two
-  hosts were not synchronized, so no split is known and we split it evenly.
-* ``latency_s = 0``: one cable, whose propagation (nanoseconds) is already inside the measured latencies.
+    Scenario(workload={"qd": 4}, server={"nodelay": True})
+    sc.replace(run={"ops": 500}, kernel={"profile": "linux-2.4"})
 
-With these values and a 560-byte single-segment response (``msg_more="server"``) and ``nodelay="both"``,
-the QD=1 round trip is ``204.5 + 6.3 + 16.7 + 15.9 + 23.7 + 8.6 = 275.7`` us, the source's RTT.
+:class:`Workload`
+    Queue depth and the ``send()`` calls of each message.
+:class:`Link`
+    MTU, rate, propagation delay, optional token bucket; both directions.
+:class:`Host`
+    One side's stage times (Butterfield 2017's letters: ``SP``/``CP``
+    and friends) and socket options.
+:class:`Kernel`
+    The kernel profile (:mod:`models.sim.kernels`) and timer details.
+:class:`Run`
+    How long, which seed, what to record.
 
-Host latencies are *start* latencies in the source's sense: a transmit latency (CT, ST) is paid only by a
-frame handed to an idle transmit path, a receive latency (CR, SR) only by a frame that reaches an idle
-receive path; frames arriving behind one are batched with it.
+Defaults: Butterfield (2017)'s case, a 512-byte iSCSI read over 1 Gb/s
+Ethernet at MTU 1500 with his measured stage times
+(:data:`BUTTERFIELD_SERVER`, :data:`BUTTERFIELD_CLIENT`).
+
+>>> sc = Scenario(workload={"qd": 4})
+>>> sc.workload.qd, sc.server.proc_s, sc.link.mss
+(4, 1.59e-05, 1448)
+>>> Scenario(qd=4)
+Traceback (most recent call last):
+...
+ValueError: Scenario has no part 'qd'; it is a field of workload: \
+use workload={'qd': ...}
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, replace
-from typing import Optional
+import dataclasses
+import difflib
+from typing import Any, Optional
 
-from models.analytic import TCPIP_BYTES
+from models import framing
 from models.sim.kernels import PROFILES, KernelProfile, get_profile
+from models.sim.params import Between, OneOf, Part, check_names, param
 
-__all__ = ["Scenario", "SIDES"]
+__all__ = ["Scenario", "Workload", "Link", "Host", "Kernel", "Run",
+           "BUTTERFIELD_SERVER", "BUTTERFIELD_CLIENT", "PARTS"]
 
-#: Values of the per-side options ``nodelay``, ``msg_more`` and ``flush_on_idle``.
-SIDES = ("none", "client", "server", "both")
-
-
-def _side_has(value: str, side: str) -> bool:
-    return value == "both" or value == side
+_kw = dict(frozen=True, kw_only=True)
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """One connection between an initiator (client) and a server, and how long to simulate it.
+@dataclasses.dataclass(**_kw)
+class Workload(Part):
+    """The closed loop: ``qd`` operations, each a request and a response.
 
-    Parameters
-    ----------
-    qd : int
-        Queue depth: operations the client keeps outstanding (>= 1).
-    request_writes, response_writes : tuple of int
-        Sizes in bytes of the ``send()`` calls that write one request (client) and one response
-        (server).  Default ``(48,)`` and ``(48, 512)``: an iSCSI read request, and a read response written
-        as a 48-byte header then 512 data bytes (Butterfield 2017).
-    setup_request_writes, setup_response_writes : tuple of int
-        An optional exchange done once before the loop starts (empty: none).  Flory (2001)'s program
-        first asks the server for its maximum length: an 8-byte request and an 8-byte reply.
-    setup_sp_s : float
-        Server processing time of the setup exchange, seconds.
-    mtu : int
-        IP MTU in bytes; MSS = MTU - 52 (IPv4 + TCP + timestamps) [r1].
-    bandwidth_bps : float
-        Link rate, bits per second, both directions.
-    latency_s : float
-        One-way propagation delay, seconds, outside the hosts' stages.
-    bucket_bytes : int or None
-        Make each direction a token-bucket rate limiter (Linux ``tbf``) instead of a serializing wire:
-        tokens accrue at ``bandwidth_bps`` up to this many bytes and a frame leaves at once when the bucket
-        holds it (:mod:`models.sim.link`).  ``None`` (default): a wire.  It must hold a full frame
-        (``mtu + 14`` bytes).  The harness's rate-limited veth uses ``2 * (mtu + 14)``.
-    sp_s, cp_s : float
-        Per-operation processing time of the server and client application threads, seconds.
-    sl_s, cl_s : float
-        Wake-up latency of the server and client threads, paid only when the thread had gone idle.
-    ct_s, sr_s, st_s, cr_s : float
-        Start latencies of the client transmit path, server receive path, server transmit path and client
-        receive path, seconds.
-    si_s, ci_s : float
-        Receive soft-interrupt CPU time per segment received by the server / client, seconds (a FIFO
-        stage between the receive latency and the socket).
-    sk_s, ck_s : float
-        Transmit CPU time per data segment the server / client sends, seconds; charged to the
-        application thread when its own ``send()`` transmits the segment, else to its soft interrupt.
-    nodelay : {"none", "client", "server", "both"}
-        Which sockets set TCP_NODELAY (Nagle off).  Default ``"none"``: Nagle on everywhere.
-    msg_more : {"none", "client", "server", "both"}
-        Which side passes MSG_MORE on every ``send()`` of a message but its last.
-    msg_more_last : bool
-        Misuse: those sides also pass MSG_MORE on the last call of each message (held up to 200 ms).
-    flush_on_idle : {"none", "client", "server", "both"}
-        Which threads push any held data out (ignoring Nagle) before going idle, as SCST usermode does.
-    autocork : bool or None
-        ``tcp_autocorking``; ``None`` takes the kernel profile's default.
-    kernel : {"linux-2.4", "linux-6"}
-        Kernel profile (:mod:`models.sim.kernels`).
-    hz : int or None
-        Override the profile's timer ticks per second.
-    kernel_timers : bool
-        Apply the profile's timer details (:mod:`models.sim.kernels`): the timer wheel's one-tick round-up
-        and the probe timer's ``srtt + TCP_RTO_MIN`` base.  Default ``False``: a timer armed ``n`` ticks
-        ahead fires on the ``n``-th tick boundary and the probe waits ``TCP_RTO_MIN``, the textbook 40 ms
-        and 200 ms.  ``True`` with ``linux-6`` reproduces a measured 6.x kernel at HZ=250: delayed ACKs
-        40-44 ms after they are armed, the MSG_MORE probe 52 ticks (208 ms) (chapter 9).
-    tick_phase_s : float or None
-        Where in its tick the simulation starts, seconds in ``[0, 1/hz)``; ``None`` draws it from the
-        seed (a connection starts at an arbitrary point of the kernel's tick).
-    ops : int
-        Operations to measure (after the warm-up).
-    warmup_ops : int or None
-        Completions excluded from the statistics first; ``None`` means ``qd``.
-    seed : int
-        Seed of the ``numpy.random.Generator`` behind every random draw.
-    jitter : float
-        Relative spread of processing times: each is multiplied by a uniform factor in
-        ``[1 - jitter, 1 + jitter]`` (0 <= jitter < 1).  Default 0: deterministic times.
-    trace : bool
-        Record a tcpdump-like packet trace.
-    trace_at : {"client", "server"}
-        The host whose capture point the trace shows (outgoing frames when TCP sends them, incoming
-        ones when they reach the host after its receive latency).
-    check : bool
-        Check the invariants after every event (slower; for tests).
+    A message is written as one or more ``send()`` calls (their sizes).
+    ``legs`` generalises the request/response pair to an exchange of
+    several messages (an iSCSI write: command, R2T, data, response).
     """
 
-    qd: int = 1
-    request_writes: tuple = (48,)
-    response_writes: tuple = (48, 512)
-    setup_request_writes: tuple = ()
-    setup_response_writes: tuple = ()
-    setup_sp_s: float = 0.0
-    mtu: int = 1500
-    bandwidth_bps: float = 1e9
-    latency_s: float = 0.0
-    bucket_bytes: Optional[int] = None
-    sp_s: float = 15.9e-6
-    cp_s: float = 8.6e-6
-    sl_s: float = 16.7e-6
-    cl_s: float = 23.7e-6
-    ct_s: float = 51.125e-6
-    sr_s: float = 51.125e-6
-    st_s: float = 51.125e-6
-    cr_s: float = 51.125e-6
-    si_s: float = 0.0
-    ci_s: float = 0.0
-    sk_s: float = 0.0
-    ck_s: float = 0.0
-    nodelay: str = "none"
-    msg_more: str = "none"
-    msg_more_last: bool = False
-    flush_on_idle: str = "none"
-    autocork: Optional[bool] = None
-    kernel: str = "linux-6"
-    hz: Optional[int] = None
-    kernel_timers: bool = False
-    tick_phase_s: Optional[float] = None
-    ops: int = 2000
-    warmup_ops: Optional[int] = None
-    seed: int = 0
-    jitter: float = 0.0
-    trace: bool = False
-    trace_at: str = "server"
-    check: bool = False
+    part_name = "workload"
+    qd: int = param(1, "count", "operations",
+                    "queue depth: operations kept outstanding",
+                    low=1, sample=Between(1, 12))
+    request_writes: tuple = param(
+        (48,), "sizes", "bytes",
+        "send() sizes of one request (an iSCSI read command: 48)",
+        low=1, sample="sizes")
+    response_writes: tuple = param(
+        (48, 512), "sizes", "bytes",
+        "send() sizes of one response (header, then data: 48,512)",
+        low=1, sample="sizes")
+    legs: tuple = param(
+        (), "legs", "bytes",
+        "an exchange of several messages instead: send() sizes per leg, "
+        "legs alternate client->server and server->client, "
+        "e.g. 48/48/8192/48", sample="legs")
+    setup_request_writes: tuple = param(
+        (), "sizes", "bytes",
+        "a request sent once before the loop (Flory 2001: 8)",
+        low=0, sample="setup")
+    setup_response_writes: tuple = param(
+        (), "sizes", "bytes",
+        "its response (Flory 2001: 8)", low=0, sample="setup")
+    setup_proc_s: float = param(
+        0.0, "seconds", "seconds",
+        "server time for the setup request", sample=Between(0, 100e-6))
 
-    def __post_init__(self) -> None:
-        _whole("qd", self.qd, 1)
-        object.__setattr__(self, "qd", int(self.qd))
-        for name in ("request_writes", "response_writes", "setup_request_writes", "setup_response_writes"):
-            value = self.__dict__[name]
-            if isinstance(value, (int, float)):
-                value = (value,)
-            value = tuple(value)
-            for v in value:
-                _whole(name, v, 1)
-            object.__setattr__(self, name, tuple(int(v) for v in value))
-            if not value and name in ("request_writes", "response_writes"):
-                raise ValueError(f"{name} must list at least one send() size in bytes, got ()")
-        if bool(self.setup_request_writes) != bool(self.setup_response_writes):
-            raise ValueError("setup_request_writes and setup_response_writes must be given together")
-        if isinstance(self.mtu, bool) or not isinstance(self.mtu, int) or self.mtu <= TCPIP_BYTES:
-            raise ValueError(f"mtu must be a whole number of bytes above the {TCPIP_BYTES} bytes of TCP/IP "
-                             f"headers, got {self.mtu!r}")
-        if self.bandwidth_bps is None or not (math.isfinite(float(self.bandwidth_bps)) and self.bandwidth_bps > 0):
-            raise ValueError(f"bandwidth_bps must be a positive number of bits per second, got {self.bandwidth_bps!r}")
-        if self.bucket_bytes is not None:
-            if isinstance(self.bucket_bytes, bool) or not isinstance(self.bucket_bytes, int) \
-                    or self.bucket_bytes < self.mtu + 14:
-                raise ValueError(f"bucket_bytes must be a whole number of bytes holding one full frame "
-                                 f"(>= mtu + 14 = {self.mtu + 14}), got {self.bucket_bytes!r}")
-        for name in ("setup_sp_s", "latency_s", "sp_s", "cp_s", "sl_s", "cl_s", "ct_s", "sr_s", "st_s", "cr_s",
-                     "si_s", "ci_s", "sk_s", "ck_s"):
-            v = self.__dict__[name]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a non-negative number of seconds, got {v!r}")
-        for name in ("nodelay", "msg_more", "flush_on_idle"):
-            if self.__dict__[name] not in SIDES:
-                raise ValueError(f"{name} must be one of {SIDES}, got {self.__dict__[name]!r}")
-        if self.kernel not in PROFILES:
-            raise ValueError(f"kernel must be one of {sorted(PROFILES)}, got {self.kernel!r}")
-        if self.hz is not None:
-            _whole("hz", self.hz, 1)
-        if self.tick_phase_s is not None:
-            tick = 1.0 / self.profile.hz
-            if not (isinstance(self.tick_phase_s, (int, float)) and 0 <= self.tick_phase_s < tick):
-                raise ValueError(f"tick_phase_s must be in [0, {tick:g}) seconds, got {self.tick_phase_s!r}")
-        _whole("ops", self.ops, 1)
-        if self.warmup_ops is not None:
-            _whole("warmup_ops", self.warmup_ops, 0)
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if not (isinstance(self.jitter, (int, float)) and 0 <= self.jitter < 1):
-            raise ValueError(f"jitter must be in [0, 1), got {self.jitter!r}")
-        if self.trace_at not in ("client", "server"):
-            raise ValueError(f"trace_at must be 'client' or 'server', got {self.trace_at!r}")
-        if not isinstance(self.kernel_timers, bool):
-            raise ValueError(f"kernel_timers must be True or False, got {self.kernel_timers!r}")
-        if self.autocork is not None and not isinstance(self.autocork, bool):
-            raise ValueError(f"autocork must be True, False or None, got {self.autocork!r}")
-
-    # -- derived values ------------------------------------------------------------------------------
+    def _check_together(self, where: str) -> None:
+        if bool(self.setup_request_writes) != bool(
+                self.setup_response_writes):
+            raise ValueError(
+                f"{where}.setup_request_writes and "
+                f"{where}.setup_response_writes must be given together")
+        if self.legs and (self.request_writes, self.response_writes) != (
+                (48,), (48, 512)):
+            raise ValueError(
+                f"{where}.legs replaces request_writes and "
+                f"response_writes; leave those at their defaults")
 
     @property
-    def profile(self) -> KernelProfile:
-        """The kernel profile, with ``hz`` applied if given."""
-        p = get_profile(self.kernel)
-        return p.with_hz(self.hz) if self.hz is not None else p
+    def exchange(self) -> tuple:
+        """The legs of one operation: ``legs``, or request and response."""
+        return self.legs or (self.request_writes, self.response_writes)
+
+
+@dataclasses.dataclass(**_kw)
+class Link(Part):
+    """Both directions of the path between the hosts.
+
+    Each frame pays ``payload + 90`` bytes of wire time at
+    ``bandwidth_bps`` (:mod:`models.framing`), or, with ``bucket_bytes``,
+    passes a token bucket like Linux's ``tbf`` qdisc.
+    """
+
+    part_name = "link"
+    mtu: int = param(1500, "bytes", "bytes",
+                     "IP MTU; MSS = min(MTU, 65535) - 52",
+                     low=framing.TCPIP_BYTES + 1,
+                     sample=OneOf(576, 1500, 9000, 16436, 65536))
+    bandwidth_bps: float = param(1e9, "rate", "bits per second",
+                                 "link rate, both directions",
+                                 sample=OneOf(1e8, 1e9, 1e10))
+    latency_s: float = param(0.0, "seconds", "seconds",
+                             "one-way propagation delay outside the hosts",
+                             sample=Between(0, 100e-6))
+    bucket_bytes: Optional[int] = param(
+        None, "bytes", "bytes",
+        "token-bucket depth (a tbf rate limiter) instead of a wire; "
+        "at least one frame, MTU + 14", optional=True, low=1,
+        sample="bucket")
+
+    def _check_together(self, where: str) -> None:
+        frame = framing.bucket_bytes(self.mss)
+        if self.bucket_bytes is not None and self.bucket_bytes < frame:
+            raise ValueError(
+                f"{where}.bucket_bytes must hold one full frame "
+                f"(>= {frame} bytes at MTU {self.mtu}), "
+                f"got {self.bucket_bytes}")
 
     @property
     def mss(self) -> int:
-        """Bytes of payload per full segment: ``mtu - 52``."""
-        return self.mtu - TCPIP_BYTES
+        """Payload bytes per full segment (:func:`models.framing.mss`)."""
+        return framing.mss(self.mtu)
+
+
+@dataclasses.dataclass(**_kw)
+class Host(Part):
+    """One host: its stage times (seconds) and socket options.
+
+    The letters are Butterfield (2017)'s, server / client:
+
+    ``proc_s``       SP / CP  processing time per message
+    ``wake_s``       SL / CL  thread wake-up latency when it was idle
+    ``tx_latency_s`` ST / CT  transmit-path start latency (idle NIC)
+    ``rx_latency_s`` SR / CR  receive-path start latency (idle)
+    ``softirq_s``    SI / CI  receive soft-interrupt CPU per segment
+    ``tx_cpu_s``     SK / CK  transmit CPU per data segment sent
+    """
+
+    part_name = "host"
+    proc_s: float = param(0.0, "seconds", "seconds",
+                          "processing time per message (SP, CP)",
+                          sample=Between(1e-6, 100e-6))
+    wake_s: float = param(0.0, "seconds", "seconds",
+                          "thread wake-up latency after idling (SL, CL)",
+                          sample=Between(0, 100e-6))
+    tx_latency_s: float = param(0.0, "seconds", "seconds",
+                                "transmit-path start latency (ST, CT)",
+                                sample=Between(0, 100e-6))
+    rx_latency_s: float = param(0.0, "seconds", "seconds",
+                                "receive-path start latency (SR, CR)",
+                                sample=Between(0, 100e-6))
+    softirq_s: float = param(0.0, "seconds", "seconds",
+                             "receive soft-interrupt CPU per segment "
+                             "(SI, CI)", sample=Between(0, 5e-6))
+    tx_cpu_s: float = param(0.0, "seconds", "seconds",
+                            "transmit CPU per data segment (SK, CK)",
+                            sample=Between(0, 5e-6))
+    nodelay: bool = param(False, "flag", "",
+                          "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
+    msg_more: bool = param(False, "flag", "",
+                           "MSG_MORE on every send() of a message but "
+                           "its last", sample=OneOf(False, True))
+    msg_more_last: bool = param(False, "flag", "",
+                                "MSG_MORE on the last send() too (misuse: "
+                                "held until the probe timer)",
+                                sample=OneOf(False, True))
+    cork: bool = param(False, "flag", "",
+                       "TCP_CORK set before each message, cleared after",
+                       sample=OneOf(False, True))
+    flush_on_idle: bool = param(False, "flag", "",
+                                "push held data out before the thread "
+                                "sleeps (SCST usermode)",
+                                sample=OneOf(False, True))
+
+
+#: Butterfield (2017)'s server: a 512-byte read at QD 1 on 1 Gb/s, in
+#: microseconds.  Server time at QD 1 is ``S2 - S1 = 32.6``, of which
+#: ``SL + SN = 16.7`` is wake-up latency (``SN = 0`` at QD 1), leaving
+#: ``SI + SP + SK = 15.9`` of CPU per operation (the CPU-bound run's
+#: 63,000 IOPS says the same: ``1/63000 s = 15.87``); the soft-interrupt
+#: and kworker shares are folded into ``proc_s``.  The four path
+#: latencies share ``CT + SR + ST + CR = (C2 - C1) - (S2 - S1) -
+#: (W1 + W2) = 243.4 - 32.6 - 6.3 = 204.5`` evenly (the two hosts'
+#: clocks were not synchronized, so no split is known).
+BUTTERFIELD_SERVER = Host(proc_s=15.9e-6, wake_s=16.7e-6,
+                          tx_latency_s=51.125e-6, rx_latency_s=51.125e-6)
+#: Butterfield (2017)'s initiator: ``RTT - (C2 - C1) = 275.7 - 243.4 =
+#: 32.3`` us of client time, of which ``CL + CN = 23.7`` (``CN = 0``)
+#: and ``CI + CP + CK = 8.6``.  With both presets, a 560-byte response in
+#: one segment and TCP_NODELAY, the QD-1 round trip is ``204.5 + 6.3 +
+#: 16.7 + 15.9 + 23.7 + 8.6 = 275.7`` us, the source's RTT.
+BUTTERFIELD_CLIENT = Host(proc_s=8.6e-6, wake_s=23.7e-6,
+                          tx_latency_s=51.125e-6, rx_latency_s=51.125e-6)
+
+
+@dataclasses.dataclass(**_kw)
+class Kernel(Part):
+    """Which kernel's TCP rules, and its timer details."""
+
+    part_name = "kernel"
+    profile: str = param("linux-6", "choice", "",
+                         "kernel profile (models.sim.kernels)",
+                         choices=PROFILES,      # the live registry
+                         sample=OneOf(*PROFILES))
+    hz: Optional[int] = param(None, "count", "ticks per second",
+                              "timer ticks per second (default: the "
+                              "profile's CONFIG_HZ)", optional=True,
+                              low=1, sample=OneOf(100, 250, 300, 1000))
+    kernel_timers: bool = param(
+        False, "flag", "",
+        "the profile's measured timer details (wheel round-up, "
+        "srtt-based probe); off: the textbook 40 ms and 200 ms",
+        sample=OneOf(False, True))
+    autocork: Optional[bool] = param(
+        None, "flag", "",
+        "tcp_autocorking (default: the profile's)", optional=True,
+        sample=OneOf(None, False, True))
+    tick_phase_s: Optional[float] = param(
+        None, "seconds", "seconds",
+        "where in its tick the run starts, in [0, 1/hz) (default: drawn "
+        "from the seed)", optional=True, sample="tick_phase")
+
+    def _check_together(self, where: str) -> None:
+        tick = 1.0 / self.hz_value
+        if self.tick_phase_s is not None and not self.tick_phase_s < tick:
+            raise ValueError(
+                f"{where}.tick_phase_s must be in [0, {tick:g}) seconds, "
+                f"got {self.tick_phase_s!r}")
 
     @property
-    def autocork_on(self) -> bool:
-        """Whether autocorking is on (the explicit setting, else the profile's default)."""
-        return self.profile.autocork if self.autocork is None else self.autocork
+    def hz_value(self) -> int:
+        """``hz``, or the profile's."""
+        return self.hz or get_profile(self.profile).hz
+
+    def resolve(self) -> KernelProfile:
+        """The profile with ``hz``, ``autocork`` and the timers applied."""
+        return get_profile(self.profile).configured(
+            hz=self.hz, autocork=self.autocork,
+            kernel_timers=self.kernel_timers)
+
+
+@dataclasses.dataclass(**_kw)
+class Run(Part):
+    """Run control: length, seed, randomness, recording, checks."""
+
+    part_name = "run"
+    ops: int = param(2000, "count", "operations",
+                     "operations to measure after the warm-up",
+                     low=1, sample=Between(5, 40))
+    warmup_ops: Optional[int] = param(
+        None, "count", "operations",
+        "completions excluded first (default: the queue depth)",
+        optional=True, low=0, sample=OneOf(None, 0, 3))
+    seed: int = param(0, "count", "", "seed of every random draw "
+                      "(tick phase, jitter)", low=0, sample=Between(0, 2**16))
+    jitter: float = param(0.0, "fraction", "",
+                          "relative spread of processing times, uniform "
+                          "in [1 - jitter, 1 + jitter]",
+                          sample=OneOf(0.0, 0.2))
+    trace: bool = param(False, "flag", "",
+                        "record a tcpdump-like packet trace",
+                        sample=OneOf(False, True))
+    trace_at: str = param("server", "choice", "",
+                          "the host whose capture point the trace shows",
+                          choices=("client", "server"),
+                          sample=OneOf("client", "server"))
+    check: bool = param(False, "flag", "",
+                        "check the invariants after every event (slow)",
+                        sample=OneOf(False, True))
+    fast_forward: bool = param(
+        True, "flag", "",
+        "jump over exact repeats of a deterministic run's state "
+        "(same numbers as running them, models.sim.cycles)",
+        sample=OneOf(False, True))
+
+
+#: The parts of a scenario, by name, with their types.
+PARTS = {"workload": Workload, "link": Link, "client": Host,
+         "server": Host, "kernel": Kernel, "run": Run}
+_DEFAULTS = {"workload": Workload(), "link": Link(),
+             "client": BUTTERFIELD_CLIENT, "server": BUTTERFIELD_SERVER,
+             "kernel": Kernel(), "run": Run()}
+
+
+class _ScenarioMeta(type):
+    def __call__(cls, *args: Any, **kw: Any) -> Any:
+        if args:
+            raise ValueError(
+                f"Scenario takes keyword arguments only, got {args!r}")
+        for key in kw:
+            if key not in PARTS:
+                owners = [p for p, t in PARTS.items() if key in t.specs()]
+                if owners:
+                    raise ValueError(
+                        f"Scenario has no part {key!r}; it is a field of "
+                        f"{' and '.join(owners)}: "
+                        f"use {owners[0]}={{{key!r}: ...}}")
+                check_names(cls, {key: None}, "Scenario", list(PARTS))
+        return super().__call__(**kw)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Scenario(metaclass=_ScenarioMeta):
+    """One simulated connection: six parts, each a record or a dict of
+    changes to the default part."""
+
+    workload: Workload = _DEFAULTS["workload"]
+    link: Link = _DEFAULTS["link"]
+    client: Host = _DEFAULTS["client"]
+    server: Host = _DEFAULTS["server"]
+    kernel: Kernel = _DEFAULTS["kernel"]
+    run: Run = _DEFAULTS["run"]
+
+    def __post_init__(self) -> None:
+        for name, kind in PARTS.items():
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                value = _DEFAULTS[name].replace(_as=name, **value)
+            elif not isinstance(value, kind):
+                raise ValueError(
+                    f"{name} must be a {kind.__name__} or a dict of "
+                    f"changes to it, got {value!r}")
+            object.__setattr__(self, name, value)
+
+    # -- building ---------------------------------------------------------
+
+    def replace(self, **changes: Any) -> "Scenario":
+        """A copy with parts replaced or changed: ``run={"ops": 50}``."""
+        new = {}
+        for name, value in changes.items():
+            if isinstance(value, dict) and name in PARTS:
+                value = getattr(self, name).replace(_as=name, **value)
+            new[name] = value
+        return Scenario(**{**self.parts(), **new})
+
+    def parts(self) -> dict:
+        """``{part name: part}``."""
+        return {name: getattr(self, name) for name in PARTS}
+
+    def to_dict(self) -> dict:
+        """Every parameter, nested by part (JSON-friendly)."""
+        return {name: part.to_dict() for name, part in self.parts().items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Scenario":
+        """The inverse of :meth:`to_dict` (missing fields: defaults)."""
+        return cls(**{k: dict(v) for k, v in d.items()})
+
+    # -- derived values ---------------------------------------------------
+
+    @property
+    def profile(self) -> KernelProfile:
+        """The kernel profile with this scenario's settings applied."""
+        return self.kernel.resolve()
 
     @property
     def warmup(self) -> int:
         """Completions excluded from the statistics."""
-        return self.qd if self.warmup_ops is None else self.warmup_ops
+        w = self.run.warmup_ops
+        return self.workload.qd if w is None else w
 
-    def nodelay_on(self, side: str) -> bool:
-        """Whether ``side`` (``"client"`` or ``"server"``) sets TCP_NODELAY."""
-        return _side_has(self.nodelay, side)
+    def host(self, side: str) -> Host:
+        """``"client"`` or ``"server"``."""
+        if side not in ("client", "server"):
+            raise ValueError(
+                f"side must be 'client' or 'server', got {side!r}")
+        return self.client if side == "client" else self.server
 
-    def msg_more_on(self, side: str) -> bool:
-        """Whether ``side`` passes MSG_MORE on all but the last ``send()`` of a message."""
-        return _side_has(self.msg_more, side)
+    def stage_times(self) -> dict:
+        """The four-stage ring of this scenario, seconds.
 
-    def flush_on_idle_on(self, side: str) -> bool:
-        """Whether ``side``'s thread flushes held data before sleeping."""
-        return _side_has(self.flush_on_idle, side)
+        ``W1``/``W2``: wire time of one request / response alone (its
+        frames at the link rate, :func:`models.framing.wire_time`);
+        ``SP``/``CP``: the hosts' processing times.
+        """
+        link, wl = self.link, self.workload
+        legs = wl.exchange
+        w1 = sum(framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu)
+                 for leg in legs[0::2])
+        w2 = sum(framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu)
+                 for leg in legs[1::2])
+        return {"W1": w1, "SP": self.server.proc_s, "W2": w2,
+                "CP": self.client.proc_s}
 
-    def replace(self, **changes) -> "Scenario":
-        """A copy with some parameters changed (validated again)."""
-        return replace(self, **changes)
+    def symbol_values(self) -> dict:
+        """Every stage time in the source's notation, seconds.
 
-    def to_dict(self) -> dict:
-        """Every parameter as a plain dict (JSON-friendly)."""
-        return asdict(self)
+        The ring (:meth:`stage_times`) plus the wake-up latencies
+        ``SL``/``CL``, the path latencies ``CT``, ``SR``, ``ST``, ``CR``,
+        the per-segment CPU ``SI``, ``SK``, ``CI``, ``CK`` and
+        ``RTTmin`` (the ring's sum).
+        """
+        s, c = self.server, self.client
+        out = self.stage_times()
+        out["RTTmin"] = sum(out.values())
+        out.update(SL=s.wake_s, CL=c.wake_s, CT=c.tx_latency_s,
+                   SR=s.rx_latency_s, ST=s.tx_latency_s,
+                   CR=c.rx_latency_s, SI=s.softirq_s, SK=s.tx_cpu_s,
+                   CI=c.softirq_s, CK=c.tx_cpu_s)
+        return out
+
+    def path_latency_s(self) -> float:
+        """``CT + SR + ST + CR``: the start latencies a lone operation
+        meets on the two paths, seconds."""
+        return (self.client.tx_latency_s + self.server.rx_latency_s
+                + self.server.tx_latency_s + self.client.rx_latency_s)
 
 
-def _whole(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value != int(value) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+def _suggest(name: str, names: list) -> str:
+    near = difflib.get_close_matches(name, names, n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""

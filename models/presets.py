@@ -1,0 +1,89 @@
+"""Scenarios the chapters, their figures and the tests share.
+
+Each preset builds a :class:`~models.sim.Scenario` for one set-up of a
+source, in one place; callers change parts with ``.replace(...)``.
+
+>>> busy_count("nagle", 3).workload.qd
+3
+>>> one_segment().server.msg_more, one_segment().client.nodelay
+(True, True)
+"""
+
+from __future__ import annotations
+
+import functools
+
+from models.sim import PROFILES, Scenario
+
+__all__ = ["BUSY_MODES", "butterfield", "one_segment", "busy_count",
+           "flory", "flory_setup_s", "flory_loopback"]
+
+#: The two socket modes of Butterfield (2017)'s busy-count table.
+BUSY_MODES = ("nodelay", "nagle")
+
+
+def butterfield(**parts) -> Scenario:
+    """Butterfield (2017)'s 512-byte read with his stage times: the
+    scenario defaults (Nagle on, the response written as header then
+    data: the 40 ms stall)."""
+    return Scenario(**parts)
+
+
+def one_segment(**parts) -> Scenario:
+    """The configuration Butterfield measured his round trip in: the
+    response leaves as one 560-byte segment (``MSG_MORE`` on the header)
+    and both sockets set ``TCP_NODELAY``."""
+    return Scenario(client={"nodelay": True},
+                    server={"nodelay": True, "msg_more": True}).replace(
+                        **parts)
+
+
+def busy_count(mode: str, qd: int, ops: int = 3000) -> Scenario:
+    """Butterfield (2017)'s busy-count runs: 512-byte reads, the SCST
+    usermode server (``MSG_MORE`` on the header, a flush before it
+    sleeps), ``mode`` ``"nodelay"`` (TCP_NODELAY on both sockets) or
+    ``"nagle"``."""
+    if mode not in BUSY_MODES:
+        raise ValueError(f"mode must be one of {BUSY_MODES}, got {mode!r}")
+    nodelay = mode == "nodelay"
+    return Scenario(
+        workload={"qd": qd}, client={"nodelay": nodelay},
+        server={"nodelay": nodelay, "msg_more": True,
+                "flush_on_idle": True},
+        run={"ops": ops})
+
+
+@functools.lru_cache(maxsize=None)
+def flory_setup_s() -> float:
+    """Seconds Flory's server took to answer the setup request: the gap
+    before packet 6 of his 1447-byte trace (``data/flory2001_trace``)."""
+    from models.data import load            # pandas, only when needed
+    trace = load("flory2001_trace")
+    row = trace[(trace["trace"] == "payload_1447") & (trace["number"] == 6)]
+    return float(row["inter_packet_s"].iloc[0])
+
+
+def flory(payload: int, **parts) -> Scenario:
+    """Flory (2001)'s program on Linux 2.4 over Fast Ethernet: one 8-byte
+    setup exchange, then 8-byte requests answered by 8 bytes and
+    ``payload`` bytes in two ``send()`` calls; traced at the server."""
+    return Scenario(
+        workload={"request_writes": (8,), "response_writes": (8, payload),
+                  "setup_request_writes": (8,),
+                  "setup_response_writes": (8,),
+                  "setup_proc_s": flory_setup_s()},
+        link={"bandwidth_bps": 100e6},
+        kernel={"profile": "linux-2.4"},
+        run={"ops": 2, "warmup_ops": 0, "trace": True}).replace(**parts)
+
+
+def flory_loopback(payload: int, **parts) -> Scenario:
+    """Flory's exchange on the 2.4 loopback (MTU 16436, MSS 16384): no
+    host latencies, a fast copy in memory (10 Gb/s)."""
+    quiet = {"tx_latency_s": 0.0, "rx_latency_s": 0.0}
+    return Scenario(
+        workload={"request_writes": (8,), "response_writes": (8, payload)},
+        link={"mtu": PROFILES["linux-2.4"].loopback_mtu,
+              "bandwidth_bps": 10e9},
+        client=quiet, server=quiet, kernel={"profile": "linux-2.4"},
+        run={"ops": 100}).replace(**parts)

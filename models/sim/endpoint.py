@@ -1,0 +1,91 @@
+"""One TCP endpoint: a sender, a receiver and a clock, wired together.
+
+``receive`` is what the peer's channel delivers to (``tcp_rcv_
+established``): the ACK field goes to the sender, the payload to the
+receiver, then the sender pushes again if the ACK advanced
+(``tcp_data_snd_check``) and the ACK rule decides
+(``tcp_ack_snd_check``).  ``transmit`` is every segment's way out: it
+carries the current ACK (``tcp_event_ack_sent``), counts towards
+pingpong mode if it carries data (``tcp_event_data_sent``) and goes to
+this host's channel.
+"""
+
+from __future__ import annotations
+
+from models.sim.link import Segment
+from models.sim.receiver import Receiver
+from models.sim.sender import Sender
+
+__all__ = ["Endpoint"]
+
+
+class Endpoint:
+    """The TCP state of one host (``side`` 0: client, 1: server).
+
+    Parameters
+    ----------
+    side : int
+    loop : EventLoop
+    clock : TickClock
+        This host's tick clock (a rule object).
+    profile : KernelProfile
+        The rule classes and constants.
+    mss : int
+        Bytes per full segment, sent and advertised.
+    nodelay : bool
+        TCP_NODELAY on this socket.
+    channel : Channel
+        The outgoing direction.
+    """
+
+    __slots__ = ("side", "loop", "clock", "channel", "sender", "receiver",
+                 "app", "trace", "pure_acks")
+
+    def __init__(self, side: int, loop, clock, profile, mss: int,
+                 nodelay: bool, channel) -> None:
+        self.side = side
+        self.loop = loop
+        self.clock = clock
+        self.channel = channel
+        self.app = None            # the host's thread: on_data(now)
+        self.trace = None          # a list of (time, Segment), or None
+        self.pure_acks = 0
+        self.receiver = Receiver(self, mss, profile.ack, profile)
+        self.sender = Sender(
+            self, mss, nodelay, profile.nagle(), profile.cork(),
+            profile.probe(profile.hz, profile.rto_min_s))
+
+    def receive(self, now: int, seg: Segment) -> None:
+        if self.trace is not None:
+            self.trace.append((seg.t_rx, seg))
+        sender = self.sender
+        advanced = sender.on_ack(now, seg.ack)
+        if seg.end != seg.seq:
+            self.receiver.on_data(now, seg.seq, seg.end, seg.psh)
+            self.app.on_data(now)
+        if advanced and sender.queue:
+            sender.push_pending(now)
+        ack = self.receiver.ack
+        if ack.owed:                           # tcp_ack_snd_check
+            ack.check(now)
+
+    def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
+        """Send a data segment ``[seq, end)`` carrying the ACK."""
+        rcv = self.receiver
+        seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
+        rcv.ack.ack_sent(now)
+        rcv.ack.data_sent(now)
+        self.channel.send(now, seg)
+        if self.trace is not None:
+            self.trace.append((now, seg))
+
+    def send_ack(self, now: int) -> None:
+        """A pure ACK (``tcp_send_ack``)."""
+        rcv = self.receiver
+        seg = Segment(self.side, self.sender.snd_nxt, self.sender.snd_nxt,
+                      rcv.rcv_nxt, False)
+        rcv.ack.ack_sent(now)
+        self.pure_acks += 1
+        self.channel.send(now, seg)
+        if self.trace is not None:
+            self.trace.append((now, seg))

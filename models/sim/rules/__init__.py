@@ -1,0 +1,32 @@
+"""The Linux TCP rules of the simulator, one family per module.
+
+Each family is a small class with a documented interface; a kernel
+profile (:mod:`models.sim.kernels`) names the class of each family it
+follows.  Adding a rule is one class here plus one profile line.
+
+============  ==========================================  ==============
+family        classes                                     module
+============  ==========================================  ==============
+``nagle``     :class:`MinshallNagle`, :class:`ClassicNagle`  ``nagle``
+``ack``       :class:`LinuxAck`, :class:`ImmediateAck`     ``ack``
+``cork``      :class:`Cork`, :class:`Autocork`             ``cork``
+``probe``     :class:`RtoMinProbe`, :class:`SrttProbe`     ``probe``
+``clock``     :class:`TickClock`, :class:`WheelClock`      ``clock``
+============  ==========================================  ==============
+
+Rule numbers ``[rN]`` refer to ``/work/shared/reference/linux-tcp-rules.md``.
+"""
+
+from models.sim.rules.ack import AckPolicy, ImmediateAck, LinuxAck
+from models.sim.rules.clock import TickClock, WheelClock
+from models.sim.rules.cork import Autocork, Cork
+from models.sim.rules.nagle import ClassicNagle, MinshallNagle, NaglePolicy
+from models.sim.rules.probe import RtoMinProbe, SrttProbe
+
+#: The base class of each family, by the profile field that names it.
+FAMILIES = {"nagle": NaglePolicy, "ack": AckPolicy, "cork": Cork,
+            "probe": RtoMinProbe, "clock": TickClock}
+
+__all__ = ["FAMILIES", "NaglePolicy", "MinshallNagle", "ClassicNagle",
+           "AckPolicy", "LinuxAck", "ImmediateAck", "Cork", "Autocork",
+           "RtoMinProbe", "SrttProbe", "TickClock", "WheelClock"]

@@ -1,0 +1,234 @@
+"""When the receiver acknowledges: at once, or after a delay. [r9-r16]
+
+An ACK policy sees every in-order data segment, every read by the
+application and every segment this host sends (each carries the ACK),
+and decides when a pure ACK must go out.
+"""
+
+from __future__ import annotations
+
+from models.sim.events import FS, Timer
+
+__all__ = ["AckPolicy", "LinuxAck", "ImmediateAck"]
+
+_TCP_HEADER_BYTES = 32   # TCP header (20) + timestamps (12), as
+#                          tcp_measure_rcv_mss counts it
+_TCP_MSS_DEFAULT = 536   # include/net/tcp.h
+_TCP_MIN_MSS = 88        # include/net/tcp.h
+_TCP_BASE_HDR = 20       # sizeof(struct tcphdr)
+_PINGPONG_MAX = 255      # icsk_ack.pingpong is a u8 that saturates
+
+
+class AckPolicy:
+    """Interface of an ACK policy; ``receiver`` has ``rcv_nxt``,
+    ``clock``, ``loop`` and ``send_ack(now)``.
+
+    ``data_received(now, length, psh)``
+        an in-order data segment was queued (``rcv_nxt`` advanced);
+    ``check(now)``
+        the segment is processed: ACK now, arm a timer, or wait;
+    ``on_read(now)``
+        the application read everything queued;
+    ``ack_sent(now)``
+        a segment carrying the ACK left (a pure ACK or data);
+    ``data_sent(now)``
+        a data segment left (after ``ack_sent``).
+
+    ``owed`` is whether an ACK is owed (``ICSK_ACK_SCHED``): the
+    endpoint calls ``check`` only then.  ``delayed_acks`` counts ACKs
+    sent by a timer.
+    """
+
+    __slots__ = ("rcv", "owed", "delayed_acks")
+
+    def __init__(self, receiver, profile) -> None:
+        self.rcv = receiver
+        self.owed = False
+        self.delayed_acks = 0
+
+    def data_received(self, now: int, length: int, psh: bool) -> None:
+        raise NotImplementedError
+
+    def check(self, now: int) -> None:
+        raise NotImplementedError
+
+    def on_read(self, now: int) -> None:
+        """Nothing to do by default."""
+
+    def ack_sent(self, now: int) -> None:
+        """Nothing to do by default."""
+
+    def data_sent(self, now: int) -> None:
+        """Nothing to do by default."""
+
+
+# rule: immediate-ack
+class ImmediateAck(AckPolicy):
+    """Acknowledge every data segment at once (ns.py's TCP; Linux with
+    ``TCP_QUICKACK`` re-set after every read)."""
+
+    __slots__ = ()
+
+    def data_received(self, now: int, length: int, psh: bool) -> None:
+        self.owed = True
+
+    def check(self, now: int) -> None:
+        if self.owed:
+            self.rcv.send_ack(now)
+
+    def ack_sent(self, now: int) -> None:
+        self.owed = False
+# end rule: immediate-ack
+
+
+# rule: linux-ack
+class LinuxAck(AckPolicy):
+    """Linux's delayed ACK with quick-ACK and pingpong modes.
+
+    * ``tcp_event_data_recv``: the first data enters quick-ACK mode,
+      ``quick = min(max(rcv_wnd / (2 rcv_mss), 2), 16)`` and ``ato =
+      TCP_ATO_MIN``; a gap longer than the RTO adds quick ACKs again
+      [r9].  (``ato`` stays at ``TCP_ATO_MIN``: its growth after a missed
+      delayed ACK is not modelled.)
+    * ``__tcp_ack_snd_check``: ACK at once if more than one ``rcv_mss``
+      is unacknowledged, or in quick-ACK mode (``quick > 0`` and not
+      pingpong); else ``tcp_send_delayed_ack`` arms the timer ``ato``
+      ticks ahead, keeping an earlier pending one, and ACKs at once if
+      that one is due within ``ato/4`` [r10, r11].
+    * The timer sends the ACK and leaves pingpong mode
+      (``tcp_delack_timer_handler``) [r12].
+    * Any segment sent carries the ACK, cancels the timer and uses a
+      quick ACK if one was owed (``tcp_event_ack_sent``,
+      ``tcp_dec_quickack_mode``) [r13].
+    * Sending data within ``ato`` of the last data received counts
+      towards pingpong mode (``tcp_event_data_sent``) [r14].
+    * ``tcp_measure_rcv_mss``: the largest segment seen sets
+      ``rcv_mss``; smaller ones set the PUSHED flags [r15].
+    * ``tcp_cleanup_rbuf``: after a read, ACK if more than ``rcv_mss``
+      is unacknowledged, or if a small pushed segment was consumed
+      (PUSHED2, or PUSHED outside pingpong) [r16].
+    """
+
+    __slots__ = ("rcv_wup", "pushed", "quick", "pingpong", "ato", "lrcv",
+                 "rcv_mss", "last_seg_size", "timer", "advmss",
+                 "delack_ticks", "rto_ticks", "rcv_wnd", "max_quick",
+                 "pingpong_thresh", "hz")
+
+    def __init__(self, receiver, profile) -> None:
+        super().__init__(receiver, profile)
+        self.advmss = receiver.advmss
+        self.delack_ticks = profile.delack_ticks
+        self.rto_ticks = profile.rto_min_ticks
+        self.rcv_wnd = profile.rcv_wnd_bytes
+        self.max_quick = profile.max_quickacks
+        self.pingpong_thresh = profile.pingpong_threshold
+        self.hz = profile.hz
+        self.rcv_wup = 1           # rcv_nxt when the last ACK left
+        self.pushed = 0            # 1: ICSK_ACK_PUSHED, 2: PUSHED2
+        self.quick = 0
+        self.pingpong = 0
+        self.ato = 0               # ticks; 0 until the first data
+        self.lrcv = -1             # fs: when data last arrived
+        self.rcv_mss = min(profile.initial_rcv_mss, self.advmss)
+        self.last_seg_size = 0
+        self.timer = Timer(receiver.loop, self._on_timer)
+
+    def in_pingpong(self) -> bool:
+        return self.pingpong >= self.pingpong_thresh
+
+    def data_received(self, now: int, length: int, psh: bool) -> None:
+        self.owed = True                       # inet_csk_schedule_ack
+        self._measure_rcv_mss(length, psh)
+        if not self.ato:                       # first data
+            self._incr_quickack()
+            self.ato = self.delack_ticks
+        elif ((now - self.lrcv) * self.hz > self.rto_ticks * FS
+              and self.rcv.clock.ticks_at_least(self.lrcv, now,
+                                                self.rto_ticks + 1)):
+            self._incr_quickack()              # a gap longer than RTO
+        self.lrcv = now
+
+    def check(self, now: int) -> None:
+        if not self.owed:
+            return
+        if (self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
+                or (self.quick and not self.in_pingpong())):
+            self.rcv.send_ack(now)
+        else:
+            self._send_delayed_ack(now)
+
+    def on_read(self, now: int) -> None:
+        if self.owed and (self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
+                          or self.pushed & 2
+                          or (self.pushed & 1 and not self.in_pingpong())):
+            self.rcv.send_ack(now)
+
+    def ack_sent(self, now: int) -> None:
+        self.rcv_wup = self.rcv.rcv_nxt
+        if self.owed:
+            if self.quick:                     # tcp_dec_quickack_mode
+                self.quick -= 1
+            self.owed = False
+        self.pushed = 0
+        if self.timer.entry is not None:
+            self.timer.cancel()
+
+    def data_sent(self, now: int) -> None:
+        # (the first test settles it without the clock: under ato - 1
+        # ticks apart, the jiffies differ by less than ato at any phase)
+        ato = self.ato
+        if ato and ((now - self.lrcv) * self.hz <= (ato - 1) * FS
+                    or not self.rcv.clock.ticks_at_least(self.lrcv, now,
+                                                         ato)):
+            if self.pingpong < _PINGPONG_MAX:
+                self.pingpong += 1
+
+    def _measure_rcv_mss(self, length: int, psh: bool) -> None:
+        lss = self.last_seg_size
+        self.last_seg_size = 0
+        if length >= self.rcv_mss:
+            self.rcv_mss = min(length, self.advmss)
+            if psh:
+                self.pushed |= 1
+            return
+        with_hdr = length + _TCP_HEADER_BYTES
+        if (with_hdr >= _TCP_MSS_DEFAULT + _TCP_BASE_HDR
+                or (with_hdr >= _TCP_MIN_MSS + _TCP_BASE_HDR and not psh)):
+            self.last_seg_size = length
+            if length == lss:
+                self.rcv_mss = length
+                return
+        if self.pushed & 1:
+            self.pushed |= 2
+        self.pushed |= 1
+
+    def _incr_quickack(self) -> None:
+        q = self.rcv_wnd // (2 * self.rcv_mss)
+        q = min(q if q else 2, self.max_quick)
+        if q > self.quick:
+            self.quick = q
+
+    def _send_delayed_ack(self, now: int) -> None:
+        ato = self.ato or self.delack_ticks
+        clock = self.rcv.clock
+        t = self.timer
+        if t.entry is not None:
+            # the pending timer expires at jiffies(t.armed_at) + t.ticks
+            due = t.ticks - (ato >> 2)
+            if ((now - t.armed_at) * self.hz > (due - 1) * FS
+                    and clock.ticks_at_least(t.armed_at, now, due)):
+                self.rcv.send_ack(now)         # almost due: ACK now
+                return
+            if t.ticks <= ato or clock.ticks_at_least(t.armed_at, now,
+                                                      t.ticks - ato):
+                return                         # keep the earlier one
+        t.arm_ticks(now, ato, clock)
+
+    def _on_timer(self, now: int, _arg: object) -> None:
+        self.rcv.clock.fired()
+        if self.owed:
+            if self.in_pingpong():
+                self.pingpong = 0
+            self.delayed_acks += 1
+            self.rcv.send_ack(now)
+# end rule: linux-ack

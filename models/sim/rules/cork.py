@@ -1,0 +1,79 @@
+"""The end of each ``send()``: push now, hold (cork), or autocork. [r3, r5, r7]
+
+``tcp_push`` (net/ipv4/tcp.c) marks the tail buffer PSH unless the call
+passed ``MSG_MORE``, then pushes the queue: in cork mode when the call
+passed ``MSG_MORE`` or the socket has ``TCP_CORK`` set, else in the
+socket's own mode (Nagle or ``TCP_NODELAY``).  Corked partial data waits
+for more bytes, an ACK (``MSG_MORE`` holds only until the next push;
+``TCP_CORK`` holds until it is cleared) or the probe timer.
+
+Since Linux 3.14 ``tcp_autocorking`` may skip the push altogether and
+send at the next TX completion instead (``tcp_should_autocork``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Cork", "Autocork", "SKB_OVERHEAD_BYTES"]
+
+#: Approximate ``truesize`` of a TCP transmit skb beyond its payload,
+#: bytes: ``struct sk_buff`` and ``skb_shared_info`` of an fclone skb with
+#: ``MAX_TCP_HEADER`` headroom (about 1 KiB).  It matters only for
+#: autocorking with two or more frames in the transmit path.
+SKB_OVERHEAD_BYTES = 1024
+
+
+# rule: cork
+class Cork:
+    """No autocorking (Linux < 3.14, or ``tcp_autocorking=0``).
+
+    Interface: ``defer(sender, now, tail_bytes) -> bool``: whether the
+    push at the end of a ``send()`` is skipped, the sender to be pushed
+    again at a TX completion (``sender.push_pending``).
+    """
+
+    autocork = False
+    __slots__ = ()
+
+    def defer(self, sender, now: int, tail_bytes: int) -> bool:
+        return False
+# end rule: cork
+
+
+# rule: autocork
+class Autocork(Cork):
+    """``tcp_should_autocork``: skip the push while the tail is partial,
+    data is in flight, and this host's earlier frames still hold more
+    memory in the transmit path than the tail (``sk_wmem_alloc >
+    skb->truesize``, each skb counted as its payload plus
+    :data:`SKB_OVERHEAD_BYTES`, plus the socket's own reference).  The
+    next TX completion pushes in the socket's mode (``tcp_tsq_handler``
+    calls ``tcp_write_xmit`` with ``tp->nonagle``).
+    """
+
+    autocork = True
+    __slots__ = ("throttled", "event")
+
+    def __init__(self) -> None:
+        self.throttled = False     # TSQ_THROTTLED
+        self.event = None          # the TX-completion event, if queued
+
+    def defer(self, sender, now: int, tail_bytes: int) -> bool:
+        if (tail_bytes >= sender.mss or sender.snd_una == sender.snd_nxt
+                or sender.channel.free_at <= now):   # nothing queued
+            return False
+        frames, nbytes, first_done = sender.channel.tx_backlog(now)
+        wmem = frames * SKB_OVERHEAD_BYTES + nbytes + 1
+        if not frames or wmem <= SKB_OVERHEAD_BYTES + tail_bytes:
+            return False
+        self.throttled = True
+        if self.event is None:
+            self.event = sender.loop.schedule(
+                first_done, self._tx_completion, sender)
+        return True
+
+    def _tx_completion(self, now: int, sender) -> None:
+        self.event = None
+        if self.throttled:
+            self.throttled = False
+            sender.push_pending(now)
+# end rule: autocork

@@ -1,0 +1,188 @@
+"""The sending half of a TCP endpoint: the send queue and when it
+transmits.  Sequence numbers are relative: the first byte is 1.
+
+* ``write``: bytes append to the unsent tail buffer while it holds less
+  than one MSS; a buffer that fills while it heads the queue leaves at
+  once, without PSH (``tcp_sendmsg_locked``, ``tcp_push_one``) [r2].  At
+  the end of the call the cork rule decides (``tcp_push``) [r3, r7].
+* ``push`` (``tcp_write_xmit``): every buffer but the last leaves; the
+  last one, if partial, waits when corked, or in Nagle mode when the
+  Nagle rule holds it [r4, r5].  Windows never bind here (the flights
+  are far below cwnd and rwnd); ``push`` is where a limit would go.
+* Held data with nothing in flight arms the probe timer; when it fires
+  the head buffer leaves whatever Nagle or cork say (``tcp_check_probe_
+  timer``, ``tcp_write_wakeup``) [r6].
+* An ACK that advances ``snd_una`` pushes again in the socket's mode
+  (``tcp_data_snd_check``): it releases ``MSG_MORE``-held data, not
+  ``TCP_CORK``-held data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from models.sim.events import Timer
+
+__all__ = ["Sender", "NAGLE", "NODELAY", "CORK", "PUSH"]
+
+# Push modes (the kernel's ``nonagle`` argument).
+NAGLE, NODELAY, CORK, PUSH = 0, 1, 2, 3
+
+
+class _Skb:
+    """An unsent buffer: payload bytes ``[start, end)``."""
+
+    __slots__ = ("start", "end", "psh")
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.end = end
+        self.psh = False
+
+
+class Sender:
+    """Send queue, Nagle, cork and probe timer of one endpoint.
+
+    ``ep`` (the endpoint) transmits: ``ep.transmit(now, seq, end, psh)``
+    and ``ep.tx_backlog(now)``; ``nagle``, ``cork`` and ``probe`` are
+    rule objects (:mod:`models.sim.rules`).
+    """
+
+    __slots__ = ("ep", "loop", "clock", "channel", "mss", "mode", "corked",
+                 "nagle", "cork", "probe", "write_seq", "snd_nxt",
+                 "snd_una", "snd_sml", "queue", "probe_timer",
+                 "data_segments", "probes",
+                 "in_send", "sent_in_call")
+
+    def __init__(self, ep, mss: int, nodelay: bool, nagle, cork,
+                 probe) -> None:
+        self.ep = ep
+        self.loop = ep.loop
+        self.clock = ep.clock
+        self.channel = ep.channel  # this host's outgoing Channel
+        self.mss = mss
+        self.mode = NODELAY if nodelay else NAGLE
+        self.corked = False        # TCP_CORK set now
+        self.nagle = nagle
+        self.cork = cork
+        self.probe = probe
+        self.write_seq = 1         # next byte the application writes
+        self.snd_nxt = 1           # next byte to send
+        self.snd_una = 1           # oldest unacknowledged byte
+        self.snd_sml = 1           # end of the last small segment sent
+        self.queue: deque = deque()
+        self.probe_timer = Timer(self.loop, self._on_probe)
+        self.data_segments = 0
+        self.probes = 0
+        self.in_send = False
+        self.sent_in_call = 0      # data segments sent inside send()
+
+    def socket_mode(self) -> int:
+        """The socket's ``nonagle``: cork while TCP_CORK is set."""
+        return CORK if self.corked else self.mode
+
+    def write(self, now: int, nbytes: int, more: bool) -> int:
+        """One ``send()`` of ``nbytes`` (``MSG_MORE`` if ``more``);
+        returns the data segments it transmitted."""
+        self.in_send = True
+        self.sent_in_call = 0
+        mss = self.mss
+        q = self.queue
+        remaining = nbytes
+        while remaining:
+            tail = q[-1] if q else None
+            room = mss - tail.end + tail.start if tail is not None else 0
+            if room > 0:                       # coalesce into the tail
+                copy = remaining if remaining < room else room
+                tail.end += copy
+            else:                              # a new buffer
+                copy = remaining if remaining < mss else mss
+                tail = _Skb(self.write_seq, self.write_seq + copy)
+                q.append(tail)
+            self.write_seq += copy
+            remaining -= copy
+            if (copy == room or copy == mss) and q[0] is tail:
+                self.push(now, PUSH)           # full head: tcp_push_one
+        if q:                                  # tcp_push
+            tail = q[-1]
+            if not more:
+                tail.psh = True
+            mode = CORK if (more or self.corked) else self.mode
+            if not self.cork.defer(self, now, tail.end - tail.start):
+                self.push(now, mode)
+        self.in_send = False
+        return self.sent_in_call
+
+    def set_cork(self, now: int, on: bool) -> int:
+        """``setsockopt(TCP_CORK)``; clearing it pushes (with
+        TCP_NODELAY: everything).  Returns the segments sent."""
+        self.corked = on
+        self.sent_in_call = 0
+        if not on and self.queue:
+            self.in_send = True
+            self.push(now, PUSH if self.mode == NODELAY else self.mode)
+            self.in_send = False
+        return self.sent_in_call
+
+    def flush(self, now: int) -> None:
+        """Send everything unsent (TCP_NODELAY toggled on and off)."""
+        if self.queue:
+            self.push(now, PUSH)
+
+    def push_pending(self, now: int) -> None:
+        """Push in the socket's mode (an ACK, a TX completion)."""
+        if self.queue:
+            self.push(now, CORK if self.corked else self.mode)
+
+    def push(self, now: int, mode: int) -> None:
+        """``tcp_write_xmit``: send what Nagle and cork allow."""
+        q = self.queue
+        mss = self.mss
+        while q:
+            skb = q[0]
+            if (len(q) == 1 and mode != PUSH
+                    and skb.end - skb.start < mss):   # tcp_nagle_test
+                if mode == CORK:
+                    break
+                if (mode == NAGLE and self.snd_una != self.snd_nxt
+                        and self.nagle.holds(self)):
+                    break
+            q.popleft()
+            self._send(now, skb)
+        if (q and self.snd_una == self.snd_nxt
+                and self.probe_timer.entry is None):  # tcp_check_probe_timer
+            self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
+
+    def _send(self, now: int, skb: _Skb) -> None:
+        self.snd_nxt = skb.end
+        if skb.end - skb.start < self.mss:     # tcp_minshall_update
+            self.snd_sml = skb.end
+        if self.probe_timer.entry is not None:
+            self.probe_timer.cancel()          # the RTO timer takes over
+        self.data_segments += 1
+        if self.probe.samples:
+            self.probe.sent(skb.end, now)
+        if self.in_send:
+            self.sent_in_call += 1
+        self.ep.transmit(now, skb.start, skb.end, skb.psh)
+
+    def on_ack(self, now: int, ack: int) -> bool:
+        """A cumulative ACK arrived; whether it advanced ``snd_una``."""
+        if ack <= self.snd_una:
+            return False
+        if ack > self.snd_nxt:
+            raise AssertionError(
+                f"peer acknowledged {ack} beyond snd_nxt {self.snd_nxt}")
+        self.snd_una = ack
+        if self.probe.samples:
+            self.probe.acked(ack, now)
+        return True
+
+    def _on_probe(self, now: int, _arg: object) -> None:
+        """``tcp_write_wakeup``: send the head buffer."""
+        self.clock.fired()
+        if self.queue:
+            skb = self.queue.popleft()
+            skb.psh = True
+            self.probes += 1
+            self._send(now, skb)
