@@ -16,12 +16,12 @@ from .live import LiveFigure
 
 __all__ = ["FIXES", "QDS", "two_call_iops", "delack_live_figure"]
 
-#: The fixes a reader can pick, and the scenario changes each one makes.
+#: The fixes a reader can pick, and the server socket options each one sets.
 FIXES = {
     "none (Nagle)": {},
-    "TCP_NODELAY": {"nodelay": "server"},
-    "MSG_MORE on the header": {"msg_more": "server"},
-    "MSG_MORE on both calls": {"msg_more": "server", "msg_more_last": True},
+    "TCP_NODELAY": {"nodelay": True},
+    "MSG_MORE on the header": {"msg_more": True},
+    "MSG_MORE on both calls": {"msg_more": True, "msg_more_last": True},
 }
 #: Queue depths of every curve (the chapter's static figure uses the first six).
 QDS = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -37,8 +37,8 @@ def two_call_iops(fix: str, header: int, data: int, qds: Sequence[int] = QDS, op
     """
     if fix not in FIXES:
         raise ValueError(f"fix must be one of {list(FIXES)}, got {fix!r}")
-    sc = Scenario(response_writes=(header, data), **FIXES[fix])
-    return [simulate(sc.replace(qd=int(q), ops=ops_per_qd * int(q))).iops for q in qds]
+    sc = Scenario(workload={"response_writes": (header, data)}, server=FIXES[fix])
+    return [simulate(sc.replace(workload={"qd": int(q)}, run={"ops": ops_per_qd * int(q)})).iops for q in qds]
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,6 +15,7 @@ from typing import Optional
 import matplotlib.pyplot as plt
 import numpy as np
 
+from models import framing
 from models.sim import get_profile
 from models.validation import kernel as K
 
@@ -31,13 +32,12 @@ _COLORS = {"bbr": "#d62728", "cubic": "#ff7f0e", "sim": "#1f77b4"}
 def timer_period_s(hz: int) -> float:
     """The delayed-ACK period of the ``linux-6`` profile with kernel timers, seconds: ``(10 + 1) / HZ``
     at HZ=250 (``HZ/25`` ticks and the timer wheel's round-up)."""
-    p = get_profile("linux-6").with_hz(int(hz))
-    return (p.delack_ticks + p.timer_roundup_ticks) / p.hz
+    return get_profile("linux-6").configured(hz=int(hz)).delack_max_s
 
 
 def _threshold_qd(link_row, size: int) -> int:
     """Largest QD at which the whole queue can stall (:func:`models.validation.kernel.stall_possible`)."""
-    mss = int(min(int(link_row["mtu_bytes"]), K.IPV4_MAX_PACKET)) - 52
+    mss = framing.mss(int(link_row["mtu_bytes"]))
     h = K.HEADER_BYTES["iscsi"]
     return max(0, math.ceil((mss + h) / (h + size)) - 1)
 
@@ -199,7 +199,7 @@ def kernel_explorer(tables: Optional[tuple] = None, qds: Sequence[int] = (1, 2, 
                 print("not measured in this run")
                 return
             base = g.iloc[0].to_dict()
-            opts = dict(host.scenario_options(), sp_s=host.sp_s * sp_scale)
+            opts = {"server": {"proc_s": host.sp_s * sp_scale}}
             sims = [K.simulate_summary(K.row_scenario("iscsi_loop", dict(base, qd=q), host, run.hz).replace(**opts))
                     for q in qds]
             fig, ax = plt.subplots(figsize=(7, 3.8))

@@ -1,7 +1,7 @@
 """Chapter 4 figure: IOPS against queue depth with Nagle and with TCP_NODELAY, live in the static book.
 
 Every curve is a run of the packet simulator (:func:`models.sim.simulate`) on the source's busy-count
-set-up (:func:`models.validation.simulator.busy_count_scenario`: 512-byte reads, MSG_MORE on the header,
+set-up (:func:`models.presets.busy_count`: 512-byte reads, MSG_MORE on the header,
 the server flushes before it sleeps), made when the page is built.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from models.presets import busy_count
 from models.sim import simulate
-from models.validation.simulator import busy_count_scenario
 
 from .live import LiveFigure, iops_qd_layout
 
@@ -26,14 +26,15 @@ def nagle_iops(mode: str, sk_us: float, sl_us: float, autocork: bool, qds: Seque
                ops: int = 400) -> list[float]:
     """Simulated IOPS at each queue depth for ``mode`` ``"nagle"`` or ``"nodelay"``.
 
-    ``sk_us`` of the 15.9 µs per operation is moved into a per-segment transmit cost (``sk_s``), the rest
-    stays per operation (``sp_s``); ``sl_us`` is the server thread's wake-up latency.
+    ``sk_us`` of the 15.9 µs per operation is moved into a per-segment transmit cost (``tx_cpu_s``, SK),
+    the rest stays per operation (``proc_s``, SP); ``sl_us`` is the server thread's wake-up latency.
     """
     if not 0 <= sk_us <= CPU_PER_OP_US:
         raise ValueError(f"sk_us must be in [0, {CPU_PER_OP_US}] µs, got {sk_us!r}")
-    change = dict(sp_s=(CPU_PER_OP_US - sk_us) * 1e-6, sk_s=sk_us * 1e-6,  # microseconds -> seconds
-                  sl_s=sl_us * 1e-6, autocork=autocork)
-    return [simulate(busy_count_scenario(mode, int(q), ops=ops).replace(**change)).iops for q in qds]
+    server = dict(proc_s=(CPU_PER_OP_US - sk_us) * 1e-6, tx_cpu_s=sk_us * 1e-6,  # microseconds -> seconds
+                  wake_s=sl_us * 1e-6)
+    return [simulate(busy_count(mode, int(q), ops=ops).replace(server=server, kernel={"autocork": autocork})).iops
+            for q in qds]
 
 
 def _frame(sk_us: float, sl_us: float, autocork: str, ops: int) -> dict:

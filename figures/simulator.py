@@ -9,6 +9,7 @@ default stage times and host start latencies of :class:`models.sim.Scenario`.
 from __future__ import annotations
 
 from models import analytic as A
+from models.presets import one_segment
 from models.sim import Scenario, simulate
 
 from .live import LiveFigure, iops_qd_layout
@@ -21,9 +22,14 @@ HEADER = 48  # bytes of the iSCSI header in the request and the response
 
 
 def bound_scenario(data: int, sp_us: float, nodelay: str, ops: int) -> Scenario:
-    """The chapter's one-message scenario with ``data`` response bytes and ``sp_us`` µs of server time."""
-    return Scenario(msg_more="server", nodelay=nodelay, response_writes=(HEADER, data),
-                    sp_s=sp_us * 1e-6, ops=ops)  # microseconds -> seconds
+    """The chapter's one-message scenario with ``data`` response bytes, ``sp_us`` µs of server time and
+    TCP_NODELAY on ``nodelay`` ``"both"`` sockets or ``"none"``."""
+    if nodelay not in ("both", "none"):
+        raise ValueError(f"nodelay must be 'both' or 'none', got {nodelay!r}")
+    on = nodelay == "both"
+    return one_segment(workload={"response_writes": (HEADER, data)}, client={"nodelay": on},
+                       server={"nodelay": on, "proc_s": sp_us * 1e-6},  # microseconds -> seconds
+                       run={"ops": ops})
 
 
 def thresholds(sc: Scenario) -> dict:
@@ -33,16 +39,15 @@ def thresholds(sc: Scenario) -> dict:
     ``label`` names the inequality that applies: [1] when the response's wire time W2 exceeds SP, else [2]
     (when the client's CP is the largest stage neither applies and ``qd`` is ``None``).
     """
-    data_bytes = sum(sc.response_writes)
-    times = {"W1": A.wire_time(sum(sc.request_writes), sc.bandwidth_bps, sc.mtu), "SP": sc.sp_s,
-             "W2": A.wire_time(data_bytes, sc.bandwidth_bps, sc.mtu), "CP": sc.cp_s}
-    lat = sc.ct_s + sc.sr_s + sc.st_s + sc.cr_s
+    times = sc.stage_times()
+    v = sc.symbol_values()
+    lat = sc.path_latency_s()
     rtt = sum(times.values()) + lat
     slowest = max(times, key=times.get)
     if slowest == "SP":
-        qd, label = float(A.numeric(A.qd_min_cpu_bound())(CL=sc.cl_s, SP=sc.sp_s, RTTmin=rtt)), "[2]"
+        qd, label = float(A.numeric(A.qd_min_cpu_bound())(CL=v["CL"], SP=v["SP"], RTTmin=rtt)), "[2]"
     elif slowest == "W2":
-        qd = float(A.numeric(A.qd_min_network_bound())(CL=sc.cl_s, SL=sc.sl_s, W2=times["W2"], RTTmin=rtt))
+        qd = float(A.numeric(A.qd_min_network_bound())(CL=v["CL"], SL=v["SL"], W2=times["W2"], RTTmin=rtt))
         label = "[1]"
     else:
         qd, label = None, None
@@ -55,7 +60,8 @@ def _frame(data: int, sp_us: float, nodelay: str, ops: int) -> dict:
     th = thresholds(sc)
     stages = list(th["times"].values())
     # Whole rounds of QD completions per run: in a periodic steady state that removes the window-edge error.
-    sim = [simulate(sc.replace(qd=q, ops=-(-ops // q) * q)).iops / 1e3 for q in qds]   # -> thousand IOPS
+    sim = [simulate(sc.replace(workload={"qd": q}, run={"ops": -(-ops // q) * q})).iops / 1e3   # -> thousands
+           for q in qds]
     bound = (A.iops_bound(qds, stages) / 1e3).tolist()
     alone = (A.iops_bound(qds, stages, latency=th["latency"]) / 1e3).tolist()
     peak = 1e-3 / th["times"][th["slowest"]]                            # 1/TPTmin in thousand IOPS

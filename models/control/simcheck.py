@@ -1,7 +1,7 @@
 """Cross-check of the delay model with the packet simulator (:mod:`models.sim`), reads only.
 
 The simulator has no hook that delays only the server's data packets; it has a one-way propagation delay
-applied to both directions (``Scenario.latency_s``).  At queue depth 1 a read's round trip is request +
+applied to both directions (the ``link.latency_s`` of a :class:`~models.sim.Scenario`).  At queue depth 1 a read's round trip is request +
 server + response, so delaying every response by ``d`` and splitting the same ``d`` as ``d/2`` each way
 lengthen it equally; the client's pure ACKs also gain ``d/2``, which matters only when a window binds, and
 windows never bind in the simulator.  So :func:`simulated_read_rate` runs the simulator with
@@ -30,9 +30,10 @@ def simulated_read_rate(delay_s: float, rtt0_s: float, iosize_bytes: int = 65536
     target = positive("rtt0_s", rtt0_s)
     size = whole("iosize_bytes", iosize_bytes, minimum=1)
     n = whole("ops", ops, minimum=10)
-    common = dict(qd=1, response_writes=(48, size), nodelay="both", ops=n, seed=whole("seed", seed))
-    base = simulate(Scenario(sp_s=0.0, **common)).rtt_mean_s
+    sc = Scenario(workload={"response_writes": (48, size)}, client={"nodelay": True},
+                  server={"nodelay": True, "proc_s": 0.0}, run={"ops": n, "seed": whole("seed", seed)})
+    base = simulate(sc).rtt_mean_s
     if target < base:
         raise ValueError(f"rtt0_s={rtt0_s!r} is below the simulator's undelayed round trip {base!r} s")
-    r = simulate(Scenario(sp_s=target - base, latency_s=d / 2, **common))  # half the delay each way
+    r = simulate(sc.replace(server={"proc_s": target - base}, link={"latency_s": d / 2}))  # half each way
     return r.iops * size  # operations per second * bytes per operation

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from .. import framing
 from . import build, capture, sysinfo
 from .netns import Link, LinkSpec, is_root
 from .runner import RunResult, RunSpec, run_one
@@ -59,7 +60,7 @@ def flory_payloads(link: LinkSpec) -> tuple[int, ...]:
     """
     if link.kind == "loopback":
         return (1447, 1448, 16383, 16384, 32767, 32768, 32769, 65482, 65483, 65484)
-    mss = int(link.mtu) - 52  # bytes: 20 IPv4 + 20 TCP + 12 timestamp option
+    mss = framing.mss(int(link.mtu))  # bytes: MTU less 20 IPv4 + 20 TCP + 12 timestamp option
     sizes = {mss - 1, mss, mss + 1, 2 * mss - 1, 2 * mss, 2 * mss + 1}
     if mss != 1448:
         sizes |= {1447, 1448}

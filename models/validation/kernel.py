@@ -38,14 +38,12 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from models import data
-from models.analytic import TCPIP_BYTES
-from models.sim import Scenario, Simulation
-from models.sim.link import BUCKET_OVERHEAD_BYTES
+from models import data, framing
+from models.sim import Scenario, simulate
 from models.validation import Comparison, comparisons
 
 __all__ = [
-    "KERNEL_RUN_ENV", "STALL_MS", "STALL_SHARE_PCT", "HEADER_BYTES", "IPV4_MAX_PACKET", "UNLIMITED_BPS",
+    "KERNEL_RUN_ENV", "STALL_MS", "STALL_SHARE_PCT", "HEADER_BYTES", "UNLIMITED_BPS",
     "MODE_OPTIONS", "KernelRun", "HostFit", "SimSummary", "load_kernel_run", "fit_host", "link_options",
     "row_scenario", "simulate_summary", "stall_possible", "flory_table", "iscsi_table", "busy_table",
     "kernel_tables", "kernel_comparisons", "comparisons_for", "SCENARIO_KEY",
@@ -62,18 +60,16 @@ STALL_MS = 20.0
 STALL_SHARE_PCT = 5.0
 #: Bytes of the request and of the response header in each protocol (qdperf.c ``--proto``).
 HEADER_BYTES = {"flory": 8, "iscsi": 48}
-#: Largest IPv4 packet, bytes: the loopback MTU (65536) is capped here, so its MSS is 65535 - 52 = 65483.
-IPV4_MAX_PACKET = 65535
 #: Link rate used for links without a rate limit (loopback, plain veth), bits per second: a copy in
 #: memory, effectively free next to the microseconds of host time.
 UNLIMITED_BPS = 1e12
-#: Scenario options of each server socket mode (qdperf.c ``--sock``).
+#: Server socket options of each socket mode (qdperf.c ``--sock``), as :class:`~models.sim.Host` fields.
 MODE_OPTIONS = {
     "nagle": {},
-    "nodelay": {"nodelay": "server"},
-    "more": {"msg_more": "server"},
-    "more_nodelay": {"nodelay": "server", "msg_more": "server"},
-    "more_all": {"msg_more": "server", "msg_more_last": True},
+    "nodelay": {"nodelay": True},
+    "more": {"msg_more": True},
+    "more_nodelay": {"nodelay": True, "msg_more": True},
+    "more_all": {"msg_more": True, "msg_more_last": True},
 }
 _TABLES = ("flory", "iscsi_loop", "busy_counts")
 _BUNDLED = "kernel6"
@@ -185,8 +181,8 @@ def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str
 
 
 def _mss(mtu_bytes) -> np.ndarray:
-    """MSS in bytes for the MTU column (loopback's 65536 is capped at the largest IPv4 packet)."""
-    return np.minimum(np.asarray(mtu_bytes, dtype=float), IPV4_MAX_PACKET) - TCPIP_BYTES
+    """MSS in bytes for the MTU column (:func:`models.framing.mss`: loopback's 65536 gives 65483)."""
+    return np.array([framing.mss(int(m)) for m in np.atleast_1d(mtu_bytes)])
 
 
 @dataclass(frozen=True)
@@ -218,9 +214,11 @@ class HostFit:
         return max(self.rtt1_s - self.per_op_s, 0.0) / 3.0
 
     def scenario_options(self) -> dict:
-        """Keyword arguments of :class:`~models.sim.Scenario` for these host times."""
+        """The ``client`` and ``server`` parts of a :class:`~models.sim.Scenario` for these host times."""
         r = self.rest_s
-        return dict(sp_s=self.sp_s, sl_s=r, cl_s=r, cp_s=r, ct_s=0.0, st_s=0.0, sr_s=0.0, cr_s=0.0)
+        quiet = dict(tx_latency_s=0.0, rx_latency_s=0.0)
+        return {"client": dict(proc_s=r, wake_s=r, **quiet),
+                "server": dict(proc_s=self.sp_s, wake_s=r, **quiet)}
 
 
 def fit_host(iscsi: pd.DataFrame) -> HostFit:
@@ -248,17 +246,19 @@ def fit_host(iscsi: pd.DataFrame) -> HostFit:
 
 
 def link_options(mtu_bytes: float, rate_bits_per_s: Optional[float] = None) -> dict:
-    """``mtu``, ``bandwidth_bps`` and ``bucket_bytes`` of the simulated link for a row's MTU and rate limit.
+    """The ``link`` part of the simulated scenario for a row's MTU and rate limit.
 
+    The MTU is the interface's (loopback: 65536; the simulator applies the IPv4 cap to the MSS itself).
     A rate-limited veth is the harness's ``tbf`` qdisc with a burst of two full frames,
     ``2 * (mtu + 14)`` bytes (``models/measure/netns.py``): a token bucket, not a wire, so a response of
     up to two segments leaves at once.
     """
-    mtu = int(min(int(mtu_bytes), IPV4_MAX_PACKET))
+    mtu = int(mtu_bytes)
     rate = rate_bits_per_s
     if rate is None or pd.isna(rate):
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
-    return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * (mtu + 14))
+    frame = framing.bucket_bytes(framing.mss(mtu))         # one full frame as tbf counts it
+    return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
 
 
 def stall_possible(qd: int, header: int, payload: int, mss: int) -> bool:
@@ -297,14 +297,14 @@ def row_scenario(table: str, row, host: HostFit, hz: int = 250) -> Scenario:
     payload = int(get("payload_bytes") if table == "flory" else get("iosize_bytes"))
     qd = 1 if table == "flory" else int(get("qd"))
     ops, warm = _ops(qd)
-    client = {"nodelay": "client"} if get("client_sock_mode", "nagle") == "nodelay" else {}
-    opts = dict(MODE_OPTIONS[mode])
-    if client:
-        opts["nodelay"] = "both" if opts.get("nodelay") == "server" else "client"
-    return Scenario(qd=qd, request_writes=(h,), response_writes=(h, payload) if payload else (h,),
-                    kernel="linux-6", hz=int(hz), kernel_timers=True, ops=ops, warmup_ops=warm,
-                    **link_options(get("mtu_bytes"), get("rate_limit_bits_per_s")), **host.scenario_options(),
-                    **opts)
+    hosts = host.scenario_options()
+    hosts["server"].update(MODE_OPTIONS[mode])
+    hosts["client"]["nodelay"] = get("client_sock_mode", "nagle") == "nodelay"
+    return Scenario(workload=dict(qd=qd, request_writes=(h,),
+                                  response_writes=(h, payload) if payload else (h,)),
+                    link=link_options(get("mtu_bytes"), get("rate_limit_bits_per_s")),
+                    kernel=dict(profile="linux-6", hz=int(hz), kernel_timers=True),
+                    run=dict(ops=ops, warmup_ops=warm), **hosts)
 
 
 @dataclass(frozen=True)
@@ -325,15 +325,12 @@ class SimSummary:
 @functools.lru_cache(maxsize=4096)
 def simulate_summary(scenario: Scenario) -> SimSummary:
     """Simulate ``scenario`` and summarise it as the harness does (cached: scenarios are immutable)."""
-    sim = Simulation(scenario)
-    r = sim.run()
-    lat_ms = r.rtts_s * 1e3                                   # seconds -> milliseconds
+    r = simulate(scenario)
+    lat_ms = np.asarray(r.rtts_s) * 1e3                       # seconds -> milliseconds
     slow = lat_ms[lat_ms > STALL_MS]
-    busy = dict(r.busy_counts)
-    if sim.server.busy and sim.server.count:                  # the busy cycle still running at the end
-        busy[sim.server.count] = busy.get(sim.server.count, 0) + 1
+    busy = r.hosts["server"].busy_counts_with_open()         # the busy cycle still running counts too
     cycles = sum(busy.values())
-    more = sum(n for k, n in busy.items() if k > scenario.qd)
+    more = sum(n for k, n in busy.items() if k > scenario.workload.qd)
     return SimSummary(iops=float(r.iops), stalled_pct=float(100.0 * len(slow) / max(len(lat_ms), 1)),
                       stall_mean_ms=float(slow.mean()) if len(slow) else math.nan,
                       p50_us=float(np.median(lat_ms) * 1e3) if len(lat_ms) else math.nan,  # ms -> us
@@ -389,7 +386,7 @@ def iscsi_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
 
 def _link_limited_iops(row) -> float:
     """Operations per second the row's rate limit allows (inf without one): response bytes per operation
-    including ``BUCKET_OVERHEAD_BYTES`` per segment, against the token rate."""
+    including :data:`models.framing.BUCKET_OVERHEAD_BYTES` per segment, against the token rate."""
     rate = row["rate_limit_bits_per_s"]
     if rate is None or pd.isna(rate):
         return math.inf
@@ -397,7 +394,7 @@ def _link_limited_iops(row) -> float:
     payload = HEADER_BYTES["iscsi"] + int(row["iosize_bytes"])
     segments = 2 if row["sock_mode"] == "nodelay" else 1            # header alone, then the data
     segments = max(segments, math.ceil(payload / mss))
-    return float(rate) / 8.0 / (payload + segments * BUCKET_OVERHEAD_BYTES)   # bits/s -> bytes/s -> ops/s
+    return float(rate) / 8.0 / (payload + segments * framing.BUCKET_OVERHEAD_BYTES)  # bits/s -> B/s -> ops/s
 
 
 def busy_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
