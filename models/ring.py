@@ -7,7 +7,9 @@ empty queue.  This module simulates exactly that ring, event by event, with no T
 reference the book uses for Little's law and for the asymptotic bounds; the packet simulator in
 ``models.sim`` adds segments, ACKs and timers on top of the same picture.
 
-Times are in seconds.
+Times are in seconds; inside, the run counts whole femtoseconds on the
+packet simulator's event loop (:class:`models.sim.events.EventLoop`), so
+its sums are exact.
 
 >>> ring = Ring.four_stage(W1=1e-6, SP=16e-6, W2=5e-6, CP=8e-6)
 >>> r = ring.run(qd=1, ops=200)
@@ -17,11 +19,12 @@ Times are in seconds.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from models.sim.events import FS, EventLoop, seconds_to_fs
 
 __all__ = ["Stage", "Ring", "RingResult"]
 
@@ -149,98 +152,106 @@ class Ring:
         if not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
 
-        n = len(self.stages)
-        times = [s.time for s in self.stages]
-        lats = [s.latency for s in self.stages]
-        queues: list[deque] = [deque() for _ in range(n)]
-        busy = [False] * n           # processing or waking up
-        run_count = [0] * n          # operations handled in the current busy period
-        counts: list[Counter] = [Counter() for _ in range(n)]
-        work = [0.0] * n             # processing seconds inside the measured interval
-        events: list[tuple[float, int, int, int, int]] = []   # (time, seq, kind, stage, op)
-        seq = 0
-        START, DONE = 0, 1
-        issued_at: dict[int, float] = {}
-        next_id = 0
-        in_ring = 0
-        in_min, in_max = qd, qd
-        completed = 0
-        t_start = None
-        rtts: list[float] = []
-        seen: set[int] = set()
-        duplicates = 0
-        target = warmup + ops
-
-        def arrive(t: float, i: int, op: int) -> None:
-            nonlocal seq
-            queues[i].append(op)
-            if not busy[i]:
-                busy[i] = True
-                run_count[i] = 0
-                seq += 1
-                heapq.heappush(events, (t + lats[i], seq, START, i, -1))
-
-        for _ in range(qd):
-            issued_at[next_id] = 0.0
-            arrive(0.0, 0, next_id)
-            next_id += 1
-            in_ring += 1
-
-        t = 0.0
-        while completed < target:
-            t, _, kind, i, op = heapq.heappop(events)
-            if kind == START:
-                if queues[i]:
-                    op = queues[i].popleft()
-                    seq += 1
-                    heapq.heappush(events, (t + times[i], seq, DONE, i, op))
-                    if t_start is not None:
-                        work[i] += times[i]
-                else:  # nothing left: the process goes idle, its busy period ends
-                    busy[i] = False
-                    counts[i][run_count[i]] += 1
-                continue
-            # DONE: hand the operation on, then look for more work without a start latency.
-            run_count[i] += 1
-            if i + 1 < n:
-                arrive(t, i + 1, op)
-            else:
-                completed += 1
-                in_ring -= 1
-                if completed == warmup:
-                    t_start = t
-                elif completed > warmup:
-                    rtts.append(t - issued_at.pop(op))
-                    if op in seen:
-                        duplicates += 1
-                    seen.add(op)
-                else:
-                    issued_at.pop(op)
-                issued_at[next_id] = t
-                arrive(t, 0, next_id)
-                next_id += 1
-                in_ring += 1
-            in_min, in_max = min(in_min, in_ring), max(in_max, in_ring)
-            seq += 1
-            heapq.heappush(events, (t, seq, START, i, -1))
-
-        t_end = t
-        if t_start is None:  # warmup == 0
-            t_start = 0.0
-        span = t_end - t_start
-        return RingResult(
-            qd=qd,
-            iops=ops / span,
-            rtt_mean=sum(rtts) / len(rtts) if rtts else math.nan,
-            rtts=rtts,
-            busy_fraction={s.name: min(1.0, work[k] / span) for k, s in enumerate(self.stages)},
-            busy_counts={s.name: dict(sorted(counts[k].items())) for k, s in enumerate(self.stages)},
-            in_flight_max=in_max,
-            in_flight_min=in_min,
-            completed=completed,
-            duplicates=duplicates,
-        )
+        return _RingRun(self.stages, qd, ops, warmup).run()
 
     def curve(self, qds: Sequence[int], ops: int = 1000) -> list[RingResult]:
         """Run once per queue depth in ``qds``."""
         return [self.run(q, ops=ops) for q in qds]
+
+
+class _RingRun:
+    """One run of a ring on the event loop: each stage is an input queue
+    and a process that, once started, takes the queued operations in
+    turn; a start latency is paid only when it starts from idle."""
+
+    def __init__(self, stages, qd: int, ops: int, warmup: int) -> None:
+        self.stages = stages
+        self.times = [seconds_to_fs(s.time) for s in stages]
+        self.lats = [seconds_to_fs(s.latency) for s in stages]
+        n = len(stages)
+        self.loop = EventLoop()
+        self.queues: list = [deque() for _ in range(n)]
+        self.busy = [False] * n          # processing or waking up
+        self.run_count = [0] * n         # operations in this busy period
+        self.counts: list = [Counter() for _ in range(n)]
+        self.work = [0] * n              # fs of processing while measured
+        self.issued_at: dict = {}
+        self.next_id = 0
+        self.in_ring = 0
+        self.in_min = self.in_max = qd
+        self.completed = 0
+        self.t_start = None
+        self.rtts: list = []
+        self.seen: set = set()
+        self.duplicates = 0
+        self.qd, self.ops, self.warmup = qd, ops, warmup
+
+    def run(self) -> RingResult:
+        for _ in range(self.qd):
+            self._issue(0)
+        self.loop.run()
+        t_end = self.loop.now
+        t_start = self.t_start or 0
+        span = (t_end - t_start) / FS                     # fs -> s
+        return RingResult(
+            qd=self.qd, iops=self.ops / span,
+            rtt_mean=sum(self.rtts) / len(self.rtts) if self.rtts
+            else math.nan,
+            rtts=self.rtts,
+            busy_fraction={s.name: min(1.0, self.work[k] / FS / span)
+                           for k, s in enumerate(self.stages)},
+            busy_counts={s.name: dict(sorted(self.counts[k].items()))
+                         for k, s in enumerate(self.stages)},
+            in_flight_max=self.in_max, in_flight_min=self.in_min,
+            completed=self.completed, duplicates=self.duplicates)
+
+    def _issue(self, t: int) -> None:
+        self.issued_at[self.next_id] = t
+        self._arrive(t, 0, self.next_id)
+        self.next_id += 1
+        self.in_ring += 1
+
+    def _arrive(self, t: int, i: int, op: int) -> None:
+        self.queues[i].append(op)
+        if not self.busy[i]:
+            self.busy[i] = True
+            self.run_count[i] = 0
+            self.loop.schedule(t + self.lats[i], self._start, i)
+
+    def _start(self, t: int, i: int) -> None:
+        """Stage ``i`` takes its next operation, or goes idle."""
+        if self.queues[i]:
+            op = self.queues[i].popleft()
+            self.loop.schedule(t + self.times[i], self._done, (i, op))
+            if self.t_start is not None:
+                self.work[i] += self.times[i]
+        else:                            # nothing left: the period ends
+            self.busy[i] = False
+            self.counts[i][self.run_count[i]] += 1
+
+    def _done(self, t: int, arg: tuple) -> None:
+        """Hand the operation on; look for more work with no latency."""
+        i, op = arg
+        self.run_count[i] += 1
+        if i + 1 < len(self.stages):
+            self._arrive(t, i + 1, op)
+        else:
+            self._complete(t, op)
+        self.in_min = min(self.in_min, self.in_ring)
+        self.in_max = max(self.in_max, self.in_ring)
+        self.loop.schedule(t, self._start, i)
+
+    def _complete(self, t: int, op: int) -> None:
+        self.completed += 1
+        self.in_ring -= 1
+        issued = self.issued_at.pop(op)
+        if self.completed == self.warmup:
+            self.t_start = t
+        elif self.completed > self.warmup:
+            self.rtts.append((t - issued) / FS)             # fs -> s
+            if op in self.seen:
+                self.duplicates += 1
+            self.seen.add(op)
+        self._issue(t)                   # the successor keeps qd inside
+        if self.completed >= self.warmup + self.ops:
+            self.loop.stop()
