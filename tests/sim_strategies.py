@@ -1,0 +1,75 @@
+"""Hypothesis strategies for simulator scenarios, generated from the
+scenario's field declarations (:mod:`models.sim.params`).
+
+Every field of every part is drawn from its ``Spec.sample``: a
+:class:`~models.sim.params.Between` range, a
+:class:`~models.sim.params.OneOf` set, or one of the named strategies in
+:data:`NAMED`.  A field whose sample cannot be drawn raises ``KeyError``
+here, so a new field without a sample fails the property tests
+(``tests/test_sim_properties.py::test_every_field_has_a_strategy``).
+Two rules across fields are kept by drawing those fields together:
+a setup request and response are given together, and ``legs`` replaces
+the request and response writes.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from models import framing
+from models.sim import PARTS, Scenario, get_profile
+from models.sim.params import Between, OneOf, Spec
+
+_sizes = st.lists(st.integers(1, 4000), min_size=1, max_size=3).map(tuple)
+_leg = st.lists(st.integers(1, 3000), min_size=1, max_size=3).map(tuple)
+
+#: Strategies named by a field's ``sample``.
+NAMED = {
+    "sizes": _sizes,
+    "legs": st.one_of(st.just(()), st.lists(_leg, min_size=2, max_size=6)
+                      .map(lambda legs: tuple(legs[:len(legs) // 2 * 2]))),
+    "setup": st.one_of(st.just(()), st.just((8,))),
+    "bucket": st.one_of(st.none(), st.integers(1, 4)),   # frames, see below
+    "tick_phase": st.one_of(st.none(), st.floats(0, 0.999)),  # of a tick
+}
+
+
+def field_strategy(spec: Spec) -> st.SearchStrategy:
+    """The strategy of one field."""
+    s = spec.sample
+    if isinstance(s, Between):
+        if spec.kind in ("count", "bytes"):
+            return st.integers(s.low, s.high)
+        return st.floats(s.low, s.high, allow_nan=False)
+    if isinstance(s, OneOf):
+        return st.sampled_from(s.values)
+    return NAMED[s]
+
+
+def _draw_part(draw, cls) -> dict:
+    return {name: draw(field_strategy(spec))
+            for name, spec in cls.specs().items()}
+
+
+@st.composite
+def scenarios(draw, **fixed) -> Scenario:
+    """A random scenario; ``fixed`` overrides parts' fields
+    (``run={"check": True}``)."""
+    parts = {name: _draw_part(draw, cls) for name, cls in PARTS.items()}
+    wl = parts["workload"]
+    if draw(st.booleans()):            # a setup exchange, or none
+        wl["setup_request_writes"] = wl["setup_response_writes"] = (8,)
+    else:
+        wl["setup_request_writes"] = wl["setup_response_writes"] = ()
+    if wl["legs"]:                     # legs replace request/response
+        wl["request_writes"], wl["response_writes"] = (48,), (48, 512)
+    link = parts["link"]
+    if link["bucket_bytes"] is not None:      # whole frames of this MTU
+        link["bucket_bytes"] *= framing.bucket_bytes(framing.mss(link["mtu"]))
+    k = parts["kernel"]
+    if k["tick_phase_s"] is not None:         # a fraction of the tick
+        hz = k["hz"] or get_profile(k["profile"]).hz
+        k["tick_phase_s"] = k["tick_phase_s"] / hz
+    for name, changes in fixed.items():
+        parts[name].update(changes)
+    return Scenario(**parts)
