@@ -3,14 +3,14 @@
 A synchronous initiator keeps ``QD`` operations in flight.  By the ring identity ``IOPS = QD / RTT``
 (:func:`models.analytic.iops_identity`), anything that lengthens every operation's round trip lowers
 its rate.  If the target delays its outgoing packets by ``d`` seconds and each operation has to wait
-for ``k`` such delayed messages in turn (``k = 1`` for a read: the response; more for a write whose data
-needs an extra ACK-clocked round or a solicitation before it can be sent), the round trip becomes
-``RTT0 + k*d`` and the data rate is
+for ``k`` such delayed messages in turn, the round trip becomes ``RTT0 + k*d`` and the data rate is
 
     rate(d) = QD * IOSIZE / (RTT0 + k*d)            (bytes per second)
 
 Packets delayed by the same ``d`` travel side by side (netem shifts each packet, it does not space them),
-so a many-segment response pays ``d`` once, not once per segment.
+so a many-segment response pays ``d`` once, not once per segment.  ``k`` is therefore the number of
+target-to-initiator legs of the exchange, its round trips (:func:`models.iscsi.round_trips`): 1 for a
+read, 2 for a write that must wait for an R2T before its data may go.
 
 Units: seconds, bytes, bytes per second.  The thesis's delay classes (Oslo thesis 2010, listing B.2)
 are modelled by :class:`DelayThrottle`.
