@@ -25,9 +25,24 @@ from models import iscsi
 from .plant import SharedDiskPlant, calibrate
 from .throttle import DelayThrottle, rounds_from_rates, rtt0_from_rate
 
-__all__ = ["MB", "EndPoints", "end_points", "fio_job", "controller_parameters", "closed_loop_facts", "thesis_plant",
-           "fitted_rounds", "rtt0", "assumed_session", "delayed_waits", "text_ladder", "listed_ladder",
-           "OverheadTest", "overhead_ttest", "interference_statements"]
+__all__ = [
+    "MB",
+    "EndPoints",
+    "end_points",
+    "fio_job",
+    "controller_parameters",
+    "closed_loop_facts",
+    "thesis_plant",
+    "fitted_rounds",
+    "rtt0",
+    "assumed_session",
+    "delayed_waits",
+    "text_ladder",
+    "listed_ladder",
+    "OverheadTest",
+    "overhead_ttest",
+    "interference_statements",
+]
 
 #: The thesis's megabyte (bytes): fio's 'm' suffix.
 MB = 2**20
@@ -46,19 +61,27 @@ class EndPoints:
 def end_points(direction: str) -> EndPoints:
     """The stated end points of the delay sweep (``thesis2010_delay_rate``) for ``"read"`` or ``"write"``."""
     if direction not in ("read", "write"):
-        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
+        raise ValueError(
+            f"direction must be 'read' or 'write', got {direction!r}"
+        )
     df = data.load("thesis2010_delay_rate")
     rows = df[df["direction"] == direction].sort_values("delay_ms")
     lo, hi = rows.iloc[0], rows.iloc[-1]
-    return EndPoints(direction, float(lo["rate_MBps"]) * MB, float(hi["delay_ms"]) * 1e-3,  # ms -> s
-                     float(hi["rate_MBps"]) * MB)
+    return EndPoints(
+        direction,
+        float(lo["rate_MBps"]) * MB,
+        float(hi["delay_ms"]) * 1e-3,  # ms -> s
+        float(hi["rate_MBps"]) * MB,
+    )
 
 
 def fio_job(name: str) -> dict:
     """One row of ``thesis2010_fio_jobs`` as a dict."""
     df = data.load("thesis2010_fio_jobs").set_index("job")
     if name not in df.index:
-        raise ValueError(f"name must be one of {sorted(df.index)}, got {name!r}")
+        raise ValueError(
+            f"name must be one of {sorted(df.index)}, got {name!r}"
+        )
     return df.loc[name].to_dict()
 
 
@@ -66,7 +89,9 @@ def controller_parameters(config: str = "reg_pl") -> dict:
     """One row of ``thesis2010_pid_parameters`` as a dict (missing values as NaN)."""
     df = data.load("thesis2010_pid_parameters").set_index("config")
     if config not in df.index:
-        raise ValueError(f"config must be one of {sorted(df.index)}, got {config!r}")
+        raise ValueError(
+            f"config must be one of {sorted(df.index)}, got {config!r}"
+        )
     return df.loc[config].to_dict()
 
 
@@ -98,7 +123,9 @@ def delayed_waits(direction: str, immediate_data: bool | None = None) -> int:
     and the response.
     """
     if direction not in ("read", "write"):
-        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
+        raise ValueError(
+            f"direction must be 'read' or 'write', got {direction!r}"
+        )
     size = int(fio_job(f"delay_{direction}")["blocksize_bytes"])
     return iscsi.round_trips(direction, size, assumed_session(immediate_data))
 
@@ -118,12 +145,20 @@ def listed_ladder() -> DelayThrottle:
     """
     cls = data.load("thesis2010_delay_classes").sort_values("mark")
     delays_s = cls["delay_ms"].to_numpy() * 1e-3  # ms -> s
-    step_s = round(float(delays_s[1] - delays_s[0]), 12)  # 0.6 - 0.1 ms, without float residue
-    ladder = DelayThrottle(step_s, int(controller_parameters("reg_pl")["max_throttle_steps"]),
-                           first_s=float(delays_s[0]), classes=int(cls["mark"].max()))
+    step_s = round(
+        float(delays_s[1] - delays_s[0]), 12
+    )  # 0.6 - 0.1 ms, without float residue
+    ladder = DelayThrottle(
+        step_s,
+        int(controller_parameters("reg_pl")["max_throttle_steps"]),
+        first_s=float(delays_s[0]),
+        classes=int(cls["mark"].max()),
+    )
     for mark, dly in zip(cls["mark"], delays_s):
         if abs(ladder.delay(int(mark)) - dly) > 1e-12:
-            raise ValueError(f"thesis2010_delay_classes: mark {mark} is not on a uniform ladder ({dly!r} s)")
+            raise ValueError(
+                f"thesis2010_delay_classes: mark {mark} is not on a uniform ladder ({dly!r} s)"
+            )
     return ladder
 
 
@@ -167,38 +202,76 @@ def overhead_ttest(direction: str) -> OverheadTest:
     from scipy import stats  # scipy only where the test is recomputed
 
     if direction not in ("read", "write"):
-        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
+        raise ValueError(
+            f"direction must be 'read' or 'write', got {direction!r}"
+        )
     r = data.load("thesis2010_overhead").set_index("direction").loc[direction]
     n = int(r["repeats"])
     lo, hi = float(r["ci99_low_s"]), float(r["ci99_high_s"])
     centre = (lo + hi) / 2
-    df = 2.0 * (n - 1)                       # Welch's degrees of freedom when both spreads are equal
-    t_crit = float(stats.t.ppf(0.995, df))   # two-sided 99 %
+    df = 2.0 * (
+        n - 1
+    )  # Welch's degrees of freedom when both spreads are equal
+    t_crit = float(stats.t.ppf(0.995, df))  # two-sided 99 %
     se = (hi - lo) / 2 / t_crit
-    sd = se / math.sqrt(2.0 / n)             # se of a difference of two means of n runs each
+    sd = se / math.sqrt(
+        2.0 / n
+    )  # se of a difference of two means of n runs each
     without = float(r["without_tc_mean_s"])
-    res = stats.ttest_ind_from_stats(without + centre, sd, n, without, sd, n, equal_var=False)
-    v = sd**2 / n                            # squared standard error of each mean
-    welch_df = (2 * v) ** 2 / (2 * v**2 / (n - 1))   # Welch-Satterthwaite; 2(n - 1) for equal spreads
+    res = stats.ttest_ind_from_stats(
+        without + centre, sd, n, without, sd, n, equal_var=False
+    )
+    v = sd**2 / n  # squared standard error of each mean
+    welch_df = (2 * v) ** 2 / (
+        2 * v**2 / (n - 1)
+    )  # Welch-Satterthwaite; 2(n - 1) for equal spreads
     half = float(stats.t.ppf(0.995, welch_df)) * se
-    p_fewest = float(2 * stats.t.sf(centre / ((hi - lo) / 2 / float(stats.t.ppf(0.995, n - 1))), n - 1))
+    p_fewest = float(
+        2
+        * stats.t.sf(
+            centre / ((hi - lo) / 2 / float(stats.t.ppf(0.995, n - 1))), n - 1
+        )
+    )
     job = fio_job(f"overhead_{direction}")
-    ops = int(job["size_bytes"]) // int(job["blocksize_bytes"])  # bytes / bytes per operation
-    return OverheadTest(direction, n, float(r["with_tc_mean_s"]), without, float(r["mean_diff_s"]), lo, hi,
-                        se, sd, float(res.statistic), float(welch_df), float(res.pvalue), p_fewest,
-                        (centre - half, centre + half), ops, float(r["mean_diff_s"]) / ops)
+    ops = int(job["size_bytes"]) // int(
+        job["blocksize_bytes"]
+    )  # bytes / bytes per operation
+    return OverheadTest(
+        direction,
+        n,
+        float(r["with_tc_mean_s"]),
+        without,
+        float(r["mean_diff_s"]),
+        lo,
+        hi,
+        se,
+        sd,
+        float(res.statistic),
+        float(welch_df),
+        float(res.pvalue),
+        p_fewest,
+        (centre - half, centre + half),
+        ops,
+        float(r["mean_diff_s"]) / ops,
+    )
 
 
 def interference_statements():
     """``thesis2010_interference`` indexed by statement, with the case lists parsed into tuples."""
     df = data.load("thesis2010_interference").set_index("statement")
-    df["writers"] = [tuple(int(x) for x in v.split(";")) for v in df["writers"]]
-    df["delay_ms"] = [tuple(float(x) for x in v.split(";")) for v in df["delay_ms"]]
+    df["writers"] = [
+        tuple(int(x) for x in v.split(";")) for v in df["writers"]
+    ]
+    df["delay_ms"] = [
+        tuple(float(x) for x in v.split(";")) for v in df["delay_ms"]
+    ]
     return df
 
 
 @lru_cache(maxsize=None)
-def thesis_plant(rounds_per_write: float | None = None, stations: int = 1) -> SharedDiskPlant:
+def thesis_plant(
+    rounds_per_write: float | None = None, stations: int = 1
+) -> SharedDiskPlant:
     """The plant calibrated to the thesis: 12 unthrottled writers at 39 MB/s while the reader waits 45 ms
     (20 ms set point + 25 ms improvement), one writer alone at 15 MB/s, and the reader's 256 KiB/s of
     8 KiB reads.  Each write waits for ``rounds_per_write`` delayed messages, by default the count the
@@ -208,15 +281,25 @@ def thesis_plant(rounds_per_write: float | None = None, stations: int = 1) -> Sh
     facts = closed_loop_facts()
     unreg = facts.loc["unregulated"]
     pid20 = facts.loc["pid_20ms"]
-    wait_unreg_s = (float(pid20["setpoint_ms"]) + float(pid20["read_wait_reduction_ms"])) * 1e-3  # ms -> s
+    wait_unreg_s = (
+        float(pid20["setpoint_ms"]) + float(pid20["read_wait_reduction_ms"])
+    ) * 1e-3  # ms -> s
     reader = fio_job("smalljob")
-    read_rate = float(reader["rate_limit_Bps"]) / float(reader["blocksize_bytes"])  # bytes/s / bytes = reads/s
+    read_rate = float(reader["rate_limit_Bps"]) / float(
+        reader["blocksize_bytes"]
+    )  # bytes/s / bytes = reads/s
     writer = fio_job("interference")
     single = end_points("write").rate0_Bps
-    return calibrate(float(unreg["aggregate_write_MBps"]) * MB, wait_unreg_s, single,
-                     writers=int(unreg["write_threads"]), read_rate_per_s=read_rate,
-                     write_bytes=int(writer["blocksize_bytes"]), rounds_per_write=rounds_per_write,
-                     stations=stations)
+    return calibrate(
+        float(unreg["aggregate_write_MBps"]) * MB,
+        wait_unreg_s,
+        single,
+        writers=int(unreg["write_threads"]),
+        read_rate_per_s=read_rate,
+        write_bytes=int(writer["blocksize_bytes"]),
+        rounds_per_write=rounds_per_write,
+        stations=stations,
+    )
 
 
 def fitted_rounds(direction: str) -> float:
@@ -229,4 +312,6 @@ def fitted_rounds(direction: str) -> float:
 def rtt0(direction: str) -> float:
     """Undelayed round trip (s) of the delay sweep's job: ``IOSIZE / rate0``."""
     ep = end_points(direction)
-    return rtt0_from_rate(ep.rate0_Bps, fio_job(f"delay_{direction}")["blocksize_bytes"])
+    return rtt0_from_rate(
+        ep.rate0_Bps, fio_job(f"delay_{direction}")["blocksize_bytes"]
+    )
