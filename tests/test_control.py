@@ -72,6 +72,19 @@ def test_delay_ladders():
         TH.DelayThrottle(max_steps=0)
     with pytest.raises(ValueError, match="first_s"):
         TH.DelayThrottle(first_s=-1.0)
+    with pytest.raises(ValueError, match="classes"):
+        TH.DelayThrottle(max_steps=20, classes=21)
+    with pytest.raises(ValueError, match="classes"):
+        TH.DelayThrottle(classes=0)
+
+
+@given(st.integers(1, 60), st.integers(0, 60))
+def test_marks_past_the_last_class_add_nothing(classes, extra):
+    lad = TH.DelayThrottle(0.5e-3, classes + extra, first_s=0.1e-3, classes=classes)
+    d = lad.delays()
+    assert (np.diff(d[: classes + 1]) > 0).all()           # rising while there are classes
+    assert (d[classes + 1:] == 0).all()                    # then unshaped
+    assert lad.max_delay_s == pytest.approx(0.1e-3 + 0.5e-3 * (classes - 1))
 
 
 # ---- EWMA -------------------------------------------------------------------------------------------
@@ -112,7 +125,7 @@ def test_ewma_bad_sample_and_interval():
 
 # ---- PID --------------------------------------------------------------------------------------------
 
-def test_equation_form_is_the_backward_euler_increment():
+def test_textbook_form_is_the_backward_euler_increment():
     inc = P.velocity_increment_expr()
     textbook = (P.Kp * (1 + P.T / P.Ti) * P.e_k - P.Kp * P.e_k1
                 + P.Kp * P.Td / P.T * (P.e_k - 2 * P.e_k1 + P.e_k2))
@@ -132,12 +145,23 @@ def test_velocity_form_tracks_the_positional_form():
 
 def test_listing_rests_above_the_set_point():
     assert sp.simplify(P.steady_error_expr("listing") - (P.T / P.Ti - 1)) == 0
-    assert P.steady_error_expr("equation") == 0
+    assert P.steady_error_expr("textbook") == 0
     pid = P.VelocityPID(0.3, 500, 1, 16, form="listing")
     rest = -(1 - 16 / 500)
     for _ in range(3):  # fill e_{k-1}, e_{k-2}: the derivative term vanishes on a constant error
         pid.step(rest)
     assert pid.increment(rest) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_printed_form_is_equation_4_2_as_printed_and_rests_higher():
+    inc = P.printed_increment_expr()
+    assert not inc.has(P.e_k) or sp.diff(inc, P.e_k) == P.Kp * P.Td / P.T   # e_k only in the D term
+    assert sp.simplify(P.steady_error_expr("printed") + (1 + P.T / P.Ti)) == 0
+    pid = P.VelocityPID(0.3, 500, 1, 16, u_min=-1e9, u_max=1e9, form="printed")
+    first = pid.step(-5.0)        # e_{k-1} = 0 on the first sample: only the constant and the D term act
+    assert first == pytest.approx(0.3 * (1 + 16 / 500) + 0.3 / 16 * -5.0)
+    second = pid.step(-5.0) - first
+    assert second == pytest.approx(0.3 * (1 + 16 / 500) + 0.3 * -5.0 + 0.3 / 16 * (-5.0 + 10.0))
 
 
 def test_output_is_clamped_and_single_sided():
@@ -279,10 +303,10 @@ def test_closed_loop_holds_the_set_point_and_is_deterministic():
     assert (free["steps"] == 0).all() and summarize(free, 8).mean_wait_s == pytest.approx(45e-3)
 
 
-def test_equation_form_settles_at_the_set_point_given_time():
+def test_textbook_form_settles_at_the_set_point_given_time():
     p = calibrate(39 * MiB, 45e-3, 15 * MiB)
     sch = on_off_schedule(122, 120, 5, 12, lead_s=2)
-    df = run_closed_loop(p, sch, 15e-3, controller=P.VelocityPID(0.3, 500, 1, 16, form="equation"), seed=5)
+    df = run_closed_loop(p, sch, 15e-3, controller=P.VelocityPID(0.3, 500, 1, 16, form="textbook"), seed=5)
     assert summarize(df, 60).mean_smoothed_s * 1e3 == pytest.approx(15.0, abs=0.5)
 
 

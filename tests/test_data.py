@@ -391,3 +391,24 @@ def test_page_time_is_littles_law():
     wf = L.layer_waterfall()
     parts = wf[wf.bar == "part"]
     assert (parts.start_us.diff().dropna() > 0).all()
+
+
+def test_hpe_run_totals_disagree_with_the_budget_as_recorded():
+    """The run's own totals: 13 passes of 8,193 requests, 4.82 us per page, 1.36 requests in service."""
+    from models.validation import latency_budget as L
+    tot = L.run_totals()
+    assert tot["requests"] == 13 * 8193 and tot["passes"] == 13
+    assert tot["page_time_us"] == pytest.approx(16.42 / 3408288 * 1e6)
+    assert tot["in_flight"] == pytest.approx(106509 * 210e-6 / 16.42)
+    assert tot["page_time_us"] == pytest.approx(210 / 32 / tot["in_flight"])   # one identity, two faces
+    rows = L.latency_budget_comparisons()
+    assert {r.extra["part"] for r in rows} == set(L.PARTS)
+    failing = [r.quantity for r in rows if r.kind == "failing"]
+    assert len(failing) == 4 and all(not r.passed for r in rows if r.kind == "failing")
+
+
+def test_new_thesis_and_charrouf_datasets_load():
+    st = data.load("thesis2010_interference")
+    assert set(st["section"]) == {"5.5", "5.6"}
+    conv = data.load("charrouf2008_connections")
+    assert conv.groupby("config").size().to_dict() == {"default": 8, "tuned": 4}

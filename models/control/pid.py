@@ -6,11 +6,17 @@ A negative output is throttling: ``floor(-u)`` is the delay step (:func:`throttl
 stored output is the thesis's guard against integral wind-up, and the zero ceiling means it never
 throttles while the wait is below the set point for long enough to drive ``u`` back up.
 
-Two increments are offered:
+Three increments are offered:
 
-``form="equation"``: the textbook velocity form (backward-Euler PID), the thesis's equation 4.2 ::
+``form="textbook"``: the velocity form of the backward-Euler PID, derived here from the thesis's
+equation 4.1 (:func:`velocity_increment_expr`).  It is a reconstruction: the thesis does not print it ::
 
     u_k = u_{k-1} + Kp(1 + T/Ti) e_k - Kp e_{k-1} + (Kp Td/T)(e_k - 2 e_{k-1} + e_{k-2})
+
+``form="printed"``: equation 4.2 as the thesis prints it, with no ``e_k`` outside the derivative term
+(:func:`printed_increment_expr`) ::
+
+    u_k = u_{k-1} + Kp(1 + T/Ti) + Kp e_{k-1} + (Kp Td/T)(e_k - 2 e_{k-1} + e_{k-2})
 
 ``form="listing"``: the increment as coded in listings A.2 and A.3 ::
 
@@ -19,6 +25,8 @@ Two increments are offered:
 The listing's ``Kp e_k`` term acts as an integrator with gain ``Kp`` per sample, and the constant
 ``Kp(1 - T/Ti)`` pulls ``u`` towards zero every sample, so in steady state it holds the error at
 ``-(1 - T/Ti)``: the wait sits that many milliseconds above the set point (:func:`steady_error_expr`).
+The printed form is the same kind of integrator, one sample late (``e_{k-1}``), with a constant
+``Kp(1 + T/Ti)``: it rests ``1 + T/Ti`` ms above the set point.
 Also as in the listings, ``form="listing"`` keeps the previous step when ``u`` is clamped to exactly 0
 (the Perl code only recomputes the mark when ``u < 0``); pass ``hold_at_zero`` to :func:`throttle_steps`.
 
@@ -35,10 +43,10 @@ import sympy as sp
 from ..checks import finite, non_negative, positive
 
 __all__ = ["VelocityPID", "throttle_steps", "positional_expr", "velocity_increment_expr",
-           "listing_increment_expr", "steady_error_expr", "FORMS"]
+           "printed_increment_expr", "listing_increment_expr", "steady_error_expr", "FORMS"]
 
-#: The two increments :class:`VelocityPID` implements.
-FORMS = ("equation", "listing")
+#: The increments :class:`VelocityPID` implements (see the module docstring).
+FORMS = ("textbook", "printed", "listing")
 
 
 class VelocityPID:
@@ -56,7 +64,7 @@ class VelocityPID:
         Sample time as it enters the formula, > 0.  Thesis: 16.
     u_min, u_max : float
         Output clamp, ``u_min < u_max``.  Thesis: -40 and 0.
-    form : {"equation", "listing"}
+    form : {"textbook", "printed", "listing"}
         Which increment to apply (see the module docstring).
 
     >>> pid = VelocityPID(kp=0.3, ti=500, td=1, t=16)
@@ -65,7 +73,7 @@ class VelocityPID:
     """
 
     def __init__(self, kp: float, ti: float, td: float, t: float, u_min: float = -40.0, u_max: float = 0.0,
-                 form: str = "equation") -> None:
+                 form: str = "textbook") -> None:
         self.kp = positive("kp", kp)
         self.ti = positive("ti", ti)
         self.td = non_negative("td", td)
@@ -90,8 +98,10 @@ class VelocityPID:
         e = finite("error", error)
         kp, ratio_i, ratio_d = self.kp, self.t / self.ti, self.td / self.t
         derivative = kp * ratio_d * (e - 2 * self._e1 + self._e2)
-        if self.form == "equation":
+        if self.form == "textbook":
             return kp * (1 + ratio_i) * e - kp * self._e1 + derivative
+        if self.form == "printed":
+            return kp * (1 + ratio_i) + kp * self._e1 + derivative
         return kp * (1 - ratio_i) + kp * e + derivative
 
     def step(self, error: float) -> float:
@@ -131,11 +141,16 @@ def positional_expr(errors: list[sp.Expr], k: int) -> sp.Expr:
 
 
 def velocity_increment_expr() -> sp.Expr:
-    """``u_k - u_{k-1}`` of :func:`positional_expr`, written in ``e_k, e_{k-1}, e_{k-2}`` (equation 4.2)."""
+    """``u_k - u_{k-1}`` of :func:`positional_expr` in ``e_k, e_{k-1}, e_{k-2}`` (the textbook form)."""
     es = list(sp.symbols("e0:6"))
     k = 5
     du = sp.expand(positional_expr(es, k) - positional_expr(es, k - 1))
     return du.subs({es[k]: e_k, es[k - 1]: e_k1, es[k - 2]: e_k2})
+
+
+def printed_increment_expr() -> sp.Expr:
+    """Equation 4.2 exactly as printed in the thesis (see the module docstring)."""
+    return Kp * (1 + T / Ti) + Kp * e_k1 + Kp * Td / T * (e_k - 2 * e_k1 + e_k2)
 
 
 def listing_increment_expr() -> sp.Expr:
@@ -147,7 +162,8 @@ def steady_error_expr(form: str = "listing") -> sp.Expr:
     """The constant error at which the increment is zero (the controller's resting error)."""
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-    inc = velocity_increment_expr() if form == "equation" else listing_increment_expr()
+    inc = {"textbook": velocity_increment_expr, "printed": printed_increment_expr,
+           "listing": listing_increment_expr}[form]()
     ess = sp.Symbol("e_ss")
     sol = sp.solve(inc.subs({e_k: ess, e_k1: ess, e_k2: ess}), ess)
     return sp.simplify(sol[0])

@@ -86,7 +86,8 @@ class SharedDiskPlant:
     write_bytes : int
         Bytes per write (65536).
     rounds_per_write : float
-        Delayed messages each write waits for, > 0 (see chapter 10's fit of the write end point).
+        Delayed messages each write waits for, > 0 (chapter 10 counts 2 from the iSCSI exchange: the R2T
+        and the response).
     stations : int
         Independent queues in the group, >= 1.
     """

@@ -3,14 +3,14 @@
 A synchronous initiator keeps ``QD`` operations in flight.  By the ring identity ``IOPS = QD / RTT``
 (:func:`models.analytic.iops_identity`), anything that lengthens every operation's round trip lowers
 its rate.  If the target delays its outgoing packets by ``d`` seconds and each operation has to wait
-for ``k`` such delayed messages in turn (``k = 1`` for a read: the response; more for a write whose data
-needs an extra ACK-clocked round or a solicitation before it can be sent), the round trip becomes
-``RTT0 + k*d`` and the data rate is
+for ``k`` such delayed messages in turn, the round trip becomes ``RTT0 + k*d`` and the data rate is
 
     rate(d) = QD * IOSIZE / (RTT0 + k*d)            (bytes per second)
 
 Packets delayed by the same ``d`` travel side by side (netem shifts each packet, it does not space them),
-so a many-segment response pays ``d`` once, not once per segment.
+so a many-segment response pays ``d`` once, not once per segment.  ``k`` is therefore the number of
+target-to-initiator legs of the exchange, its round trips (:func:`models.iscsi.round_trips`): 1 for a
+read, 2 for a write that must wait for an R2T before its data may go.
 
 Units: seconds, bytes, bytes per second.  The thesis's delay classes (Oslo thesis 2010, listing B.2)
 are modelled by :class:`DelayThrottle`.
@@ -109,45 +109,64 @@ def transfer_time(total_bytes: float, iosize_bytes: float, rtt0_s: float, delay_
 class DelayThrottle:
     """A ladder of fixed delays selected by an integer step (the iptables mark of the thesis).
 
-    Step 0 adds nothing; step ``m >= 1`` adds ``first_s + step_s*(m - 1)`` seconds.  The controller's ladder
-    of section 4.4 (Oslo thesis 2010) is the default: 0.5 ms steps from 0.5 ms up to 40 steps = 20 ms.
-    The open-loop sweep's classes of listing B.2 are ``DelayThrottle(0.5e-3, 20, first_s=0.1e-3)``:
-    0.1, 0.6, ..., 9.6 ms.
+    Step 0 adds nothing; step ``m >= 1`` adds ``first_s + step_s*(m - 1)`` seconds.  The ladder the text
+    of section 4.4 (Oslo thesis 2010) describes is the default: 0.5 ms steps from 0.5 ms up to 40 steps =
+    20 ms.
+
+    The classes the thesis actually lists are fewer.  Listing B.2 builds 20 netem classes, 0.1, 0.6, ...,
+    9.6 ms, with a filter for marks 1 to 20 only, under an HTB root whose default class does not exist;
+    a packet with any other mark matches no filter and leaves unshaped.  The controller (listing A.2)
+    still sets marks up to 40.  ``classes=20`` models that: steps ``classes + 1 .. max_steps`` are legal
+    marks that add *no* delay.  ``DelayThrottle(0.5e-3, 40, first_s=0.1e-3, classes=20)`` is the listed
+    ladder under the listed controller.
 
     Parameters
     ----------
     step_s : float
         Delay increment per step (s), > 0.
     max_steps : int
-        Highest step, >= 1.
+        Highest step (mark) the controller may set, >= 1.
     first_s : float, optional
         Delay of step 1 (s), >= 0; defaults to ``step_s``.
+    classes : int, optional
+        Steps that have a delay class, ``1 <= classes <= max_steps``; higher steps fall through to no
+        delay.  Defaults to ``max_steps`` (every step has a class).
     """
 
     step_s: float = 0.5e-3
     max_steps: int = 40
     first_s: float | None = None
+    classes: int | None = None
 
     def __post_init__(self) -> None:
         positive("step_s", self.step_s)
         whole("max_steps", self.max_steps, minimum=1)
         if self.first_s is not None:
             non_negative("first_s", self.first_s)
+        if self.classes is not None:
+            c = whole("classes", self.classes, minimum=1)
+            if c > self.max_steps:
+                raise ValueError(f"classes must not exceed max_steps={self.max_steps}, got {self.classes!r}")
+
+    @property
+    def shaped_steps(self) -> int:
+        """The highest step that has a delay class."""
+        return self.max_steps if self.classes is None else int(self.classes)
 
     def delay(self, steps: int) -> float:
         """Added delay (s) of a step; ``ValueError`` outside ``0..max_steps``."""
         m = whole("steps", steps, minimum=0)
         if m > self.max_steps:
             raise ValueError(f"steps must be at most max_steps={self.max_steps}, got {steps!r}")
-        if m == 0:
+        if m == 0 or m > self.shaped_steps:
             return 0.0
         first = self.step_s if self.first_s is None else self.first_s
         return first + self.step_s * (m - 1)
 
     @property
     def max_delay_s(self) -> float:
-        """Delay of the highest step (s)."""
-        return self.delay(self.max_steps)
+        """The largest delay any step adds (s)."""
+        return self.delay(self.shaped_steps)
 
     def delays(self) -> np.ndarray:
         """Delay of every step ``0..max_steps`` (s)."""

@@ -5,10 +5,26 @@ function decorated with :func:`comparisons`; the function computes model predict
 measurements, and returns :class:`Comparison` rows.  A chapter calls its function, shows the rows and
 asserts they pass; the validation dashboard calls :func:`run_all` and shows every row of every chapter.
 
+Not every row is a test.  ``kind`` says what a row is (:data:`KINDS`):
+
+``"check"`` (the default)
+    A prediction that could have come out wrong: it counts, and :func:`assert_all_pass` requires it to
+    hold.
+``"fit"``
+    A value the model was fitted to (it agrees by construction): shown so the reader sees what was used,
+    never counted as a pass.
+``"context"``
+    A row that cannot fail for the data at hand (e.g. a bound far from binding): shown, not counted.
+``"failing"``
+    A check that fails, kept on record with its reason in ``why``: it counts as a failed check, and
+    :func:`assert_all_pass` raises if it ever *passes*, so the text that explains the failure stays true.
+
 >>> row = Comparison("ch2", "wire time, 48-byte request", measured=1.1e-6, predicted=1.104e-6,
 ...                  unit="s", rel_tol=0.01, why="the source rounds to two digits", source="Butterfield 2017")
->>> row.passed
-True
+>>> row.passed, row.counts, row.result
+(True, True, 'pass')
+>>> Comparison("ch2", "fitted rate", 1.0, 1.0, "MB/s", rel_tol=0.1, why="fitted here", kind="fit").counts
+False
 """
 
 from __future__ import annotations
@@ -20,7 +36,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-__all__ = ["Comparison", "comparisons", "registered", "run_all", "run", "assert_all_pass"]
+__all__ = ["KINDS", "Comparison", "comparisons", "registered", "run_all", "run", "assert_all_pass", "checks"]
+
+#: What a comparison row is: a test that counts, a fitted value, context that cannot fail, or a check
+#: recorded as failing (see the module docstring).
+KINDS = ("check", "fit", "context", "failing")
 
 
 @dataclass(frozen=True)
@@ -44,6 +64,8 @@ class Comparison:
         Why this tolerance: the precision the source states, measurement noise, a known model gap.
     source : str
         Where the measurement comes from (author and year, dataset name).
+    kind : str
+        One of :data:`KINDS`; ``"check"`` unless the row is a fit, context, or a known failure.
     """
 
     chapter: str
@@ -56,8 +78,11 @@ class Comparison:
     why: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    kind: str = "check"
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.quantity}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.rel_tol is None and self.abs_tol is None:
             raise ValueError(f"{self.quantity}: a comparison needs rel_tol or abs_tol")
         for name in ("rel_tol", "abs_tol"):
@@ -86,6 +111,20 @@ class Comparison:
         return bool(ok_rel or ok_abs)
 
     @property
+    def counts(self) -> bool:
+        """True for rows that are tests (``"check"`` and ``"failing"``); fits and context never count."""
+        return self.kind in ("check", "failing")
+
+    @property
+    def result(self) -> str:
+        """``"pass"``/``"FAIL"`` for a check, ``"fails (known)"``, ``"fit"`` or ``"context"``."""
+        if self.kind == "check":
+            return "pass" if self.passed else "FAIL"
+        if self.kind == "failing":
+            return "fails (known)" if not self.passed else "passes (expected to fail)"
+        return self.kind
+
+    @property
     def tolerance(self) -> str:
         parts = []
         if self.rel_tol is not None:
@@ -98,7 +137,8 @@ class Comparison:
         """A flat dict for a table: chapter, quantity, measured, predicted, unit, error, tolerance, pass."""
         d = asdict(self)
         d.pop("extra")
-        d.update(rel_error=self.rel_error, tolerance=self.tolerance, passed=self.passed)
+        d.update(rel_error=self.rel_error, tolerance=self.tolerance, passed=self.passed,
+                 counts=self.counts, result=self.result)
         return d
 
 
@@ -141,10 +181,24 @@ def run_all() -> list[Comparison]:
     return [c for name in registered() for c in _REGISTRY[name]()]
 
 
+def checks(rows: list[Comparison]) -> list[Comparison]:
+    """The rows that count as tests (kind ``"check"`` or ``"failing"``), in order."""
+    return [r for r in rows if r.counts]
+
+
 def assert_all_pass(rows: list[Comparison]) -> None:
-    """Raise ``AssertionError`` listing every row outside its tolerance."""
-    bad = [r for r in rows if not r.passed]
-    if bad:
-        lines = [f"{r.chapter} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} {r.unit} "
-                 f"(error {r.rel_error:.3g} rel, tolerance {r.tolerance})" for r in bad]
+    """Raise ``AssertionError`` listing every check outside its tolerance.
+
+    Rows of kind ``"fit"`` and ``"context"`` are not tests and are skipped.  A row of kind ``"failing"``
+    must stay outside its tolerance: if it passes, the explanation of its failure is out of date, and
+    that is reported too.
+    """
+    bad = [r for r in rows if r.kind == "check" and not r.passed]
+    stale = [r for r in rows if r.kind == "failing" and r.passed]
+    lines = [f"{r.chapter} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} {r.unit} "
+             f"(error {r.rel_error:.3g} rel, tolerance {r.tolerance})" for r in bad]
+    lines += [f"{r.chapter} {r.quantity}: recorded as failing but now within {r.tolerance} "
+              f"(measured {r.measured:g}, predicted {r.predicted:g} {r.unit}); update its kind and text"
+              for r in stale]
+    if lines:
         raise AssertionError("comparisons outside tolerance:\n" + "\n".join(lines))

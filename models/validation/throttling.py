@@ -1,21 +1,33 @@
-"""Chapter 10 comparisons: packet-delay throttling (Oslo thesis 2010) against the book's models."""
+"""Chapter 10 comparisons: packet-delay throttling (Oslo thesis 2010) against the book's models.
+
+Which rows are tests: the undelayed rates set each direction's ``RTT0`` and are shown as fits; the rates
+at 9.6 ms are predicted with ``k`` counted from the iSCSI exchange (not fitted) and are checks.  The plant
+is calibrated to three numbers of sections 5.4 and 5.7 (shown as fits); its predictions for sections 5.5
+and 5.6, the closed loop and the cost of each millisecond are checks, recorded as failing where they fail.
+"""
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from models import data
 from models.control import thesis as th
 from models.control.loop import on_off_schedule, run_closed_loop, summarize
-from models.control.pid import VelocityPID, steady_error_expr, Kp, T, Ti
-from models.control.throttle import rate_under_delay
+from models.control.pid import Kp, T, Ti, VelocityPID, steady_error_expr
+from models.control.throttle import (
+    DelayThrottle,
+    rate_under_delay,
+    rounds_from_rates,
+)
 
 from . import Comparison, comparisons
 
 SOURCE = "Oslo thesis 2010"
 
 #: The workload of the closed-loop comparisons: 12 writers, on 20 s / off 5 s, three cycles after 5 s.
-LOOP_SCHEDULE = dict(duration_s=80.0, on_s=20.0, off_s=5.0, writers=12, lead_s=5.0)
+LOOP_SCHEDULE = dict(
+    duration_s=80.0, on_s=20.0, off_s=5.0, writers=12, lead_s=5.0
+)
 #: Seconds after the writers start that count as transient.
 LOOP_TRANSIENT_S = 8.0
 #: Seed of the plant's measurement noise in the comparisons.
@@ -24,47 +36,289 @@ LOOP_SEED = 2010
 
 @comparisons("ch10.throttle")
 def throttle_end_points() -> list[Comparison]:
-    """Rates at the largest delay of the sweep, predicted from the undelayed rate by ``IOSIZE/(RTT0 + k*d)``."""
+    """The delay sweep's end points, ``rate = IOSIZE/(RTT0 + k*d)`` with ``k`` from the exchange, and the
+    overhead arithmetic of section 5.8."""
     rows = []
-    for direction, rounds, why in (
-        ("read", 1, "the text gives the end point as a round 5 MB/s (the write end point is given to 0.5 MB/s), "
-                    "so ±10 %; the 22 MB/s start enters the prediction only weakly (±0.5 MB/s moves it 0.3 %)"),
-        ("write", 2, "the end point 2.5 MB/s is given to the nearest 0.5 MB/s (±10 %); k = 2 delayed waits per "
-                     "write is the whole-number count the fitted 2.17 rounds to, not a measured mechanism"),
-    ):
+    why_end = {
+        "read": "the text gives the end point as a round 5 MB/s (the write end point is given to 0.5 MB/s), so "
+        "±10 %; the 22 MB/s start enters the prediction only weakly (±0.5 MB/s moves it 0.3 %)",
+        "write": "the end point 2.5 MB/s is given to the nearest 0.5 MB/s, so ±10 %; k is counted from the "
+        "exchange under the assumed keys (IET's InitialR2T=Yes), not fitted to this row",
+    }
+    for direction in ("read", "write"):
         ep = th.end_points(direction)
         size = th.fio_job(f"delay_{direction}")["blocksize_bytes"]
-        pred = rate_under_delay(size, th.rtt0(direction), ep.delay_s, rounds=rounds)
-        rows.append(Comparison("ch10", f"{direction} rate at {ep.delay_s * 1e3:g} ms added delay (k = {rounds})",
-                               measured=ep.rate_Bps / th.MB, predicted=pred / th.MB, unit="MB/s", rel_tol=0.10,
-                               why=why, source=f"{SOURCE}, section 5.4 (thesis2010_delay_rate)",
-                               extra={"rounds": rounds, "rtt0_s": th.rtt0(direction)}))
+        rtt0 = th.rtt0(direction)
+        k = th.delayed_waits(direction)
+        rows.append(
+            Comparison(
+                "ch10",
+                f"undelayed {direction} rate (sets RTT0 = {rtt0 * 1e3:.2f} ms)",
+                measured=ep.rate0_Bps / th.MB,
+                predicted=rate_under_delay(size, rtt0, 0.0) / th.MB,
+                unit="MB/s",
+                rel_tol=1e-9,
+                why="fitted: RTT0 is defined from this rate",
+                source=f"{SOURCE}, section 5.4 (thesis2010_delay_rate)",
+                kind="fit",
+            )
+        )
+        pred = rate_under_delay(size, rtt0, ep.delay_s, rounds=k)
+        rows.append(
+            Comparison(
+                "ch10",
+                f"{direction} rate at {ep.delay_s * 1e3:g} ms added delay (k = {k} from the iSCSI exchange)",
+                measured=ep.rate_Bps / th.MB,
+                predicted=pred / th.MB,
+                unit="MB/s",
+                rel_tol=0.10,
+                why=why_end[direction],
+                source=f"{SOURCE}, section 5.4 (thesis2010_delay_rate)",
+                extra={"rounds": k, "rtt0_s": rtt0},
+            )
+        )
+    ep = th.end_points("write")
+    fitted = rounds_from_rates(
+        ep.rate0_Bps,
+        ep.rate_Bps,
+        ep.delay_s,
+        th.fio_job("delay_write")["blocksize_bytes"],
+    )
+    rows.append(
+        Comparison(
+            "ch10",
+            "delayed waits per write implied by the two end points (k fitted) vs counted",
+            measured=fitted,
+            predicted=float(th.delayed_waits("write")),
+            unit="waits",
+            rel_tol=0.25,
+            why="the same two numbers as the 9.6 ms write check, read the other way; shown for the reader, not "
+            "counted again",
+            source=f"{SOURCE}, section 5.4",
+            kind="context",
+        )
+    )
     ov = data.load("thesis2010_overhead").set_index("direction")
     for direction in ("read", "write"):
         r = ov.loc[direction]
         size = float(r["size_MB"])
+        t0, worst = (
+            float(r["without_tc_mean_s"]),
+            float(r["without_tc_mean_s"] + r["ci99_high_s"]),
+        )
+        mean_t = float(r["without_tc_mean_s"] + r["mean_diff_s"])
         for label, seconds, stated in (
-            ("mean rate without qdiscs", r["without_tc_mean_s"], r["rate_without_tc_MBps"]),
-            ("rate at the worst-case overhead", r["without_tc_mean_s"] + r["ci99_high_s"], r["rate_worst_case_MBps"]),
+            ("mean rate without qdiscs", t0, r["rate_without_tc_MBps"]),
+            (
+                "rate at the worst-case overhead",
+                worst,
+                r["rate_worst_case_MBps"],
+            ),
         ):
-            rows.append(Comparison("ch10", f"{direction} {label}: {size:g} MB / {seconds:.3f} s",
-                                   measured=float(stated), predicted=size / float(seconds), unit="MB/s",
-                                   abs_tol=0.05, why="the source prints rates to 0.1 MB/s",
-                                   source=f"{SOURCE}, section 5.8 (thesis2010_overhead)"))
+            rows.append(
+                Comparison(
+                    "ch10",
+                    f"{direction} {label}: {size:g} MB / {seconds:.3f} s",
+                    measured=float(stated),
+                    predicted=size / seconds,
+                    unit="MB/s",
+                    abs_tol=0.05,
+                    why="the source prints rates to 0.1 MB/s",
+                    source=f"{SOURCE}, section 5.8 (thesis2010_overhead)",
+                )
+            )
+        # Percentages from the times; the source divided rates already rounded to 0.1 MB/s, which moves a
+        # difference of two rates by up to 0.1 MB/s.
+        slack_pct = 0.1 / float(r["rate_without_tc_MBps"]) * 100
+        for label, seconds, stated in (
+            ("worst-case overhead", worst, r["worst_case_overhead_pct"]),
+            ("mean overhead", mean_t, r["mean_overhead_pct"]),
+        ):
+            rows.append(
+                Comparison(
+                    "ch10",
+                    f"{direction} {label} (% of the rate without qdiscs)",
+                    measured=float(stated),
+                    predicted=(1 - t0 / seconds) * 100,
+                    unit="%",
+                    abs_tol=round(slack_pct, 2),
+                    why=f"the source subtracts rates rounded to 0.1 MB/s, which can move the result by "
+                    f"{slack_pct:.2f} percentage points",
+                    source=f"{SOURCE}, sections 5.8 and 6.8 (thesis2010_overhead)",
+                )
+            )
+        tt = th.overhead_ttest(direction)
+        rows.append(
+            Comparison(
+                "ch10",
+                f"{direction} t-test: centre of the printed 99 % interval vs the printed mean difference",
+                measured=round(tt.mean_diff_s * 1e3, 6),
+                predicted=round(tt.ci_centre_s * 1e3, 6),
+                unit="ms",
+                abs_tol=1.0,
+                why="a t interval is centred on the difference; three values printed to 1 ms can put "
+                "the midpoint up to 1 ms off",
+                source=f"{SOURCE}, listing E.2 (thesis2010_overhead)",
+            )
+        )
+        rows.append(
+            Comparison(
+                "ch10",
+                f"{direction} t-test: difference of the printed means vs the printed mean difference",
+                measured=round(tt.mean_diff_s * 1e3, 6),
+                predicted=round((tt.with_mean_s - tt.without_mean_s) * 1e3, 6),
+                unit="ms",
+                abs_tol=1.0,
+                why="R rounds each mean and the unrounded difference to 1 ms separately",
+                source=f"{SOURCE}, listing E.2 (thesis2010_overhead)",
+            )
+        )
     return rows
 
 
-def thesis_loop_runs(setpoints_ms=(20.0, 15.0, 10.0), form: str = "listing", seed: int = LOOP_SEED):
-    """Closed-loop runs of the calibrated plant, one per set point (dict: set point in ms -> DataFrame)."""
+def _check_order(values: list[float], decreasing: bool) -> float:
+    """Total violation of a strict order (0 if the values are ordered as stated)."""
+    steps = np.diff(values)
+    bad = steps[steps >= 0] if decreasing else steps[steps <= 0]
+    return float(np.abs(bad).sum() + (1e-9 if bad.size else 0.0))
+
+
+@comparisons("ch10.out_of_sample")
+def out_of_sample() -> list[Comparison]:
+    """The calibrated plant against the statements of sections 5.5 and 5.6 (no controller).
+
+    The plant was fitted to 39 MB/s and 45 ms with 12 writers and to one writer's 15 MB/s; none of these
+    statements was used.  Tolerances are what the wording allows (a bound, a range, an order).
+    """
+    plant = th.thesis_plant()
+    st = th.interference_statements()
+    wait = lambda n, d_ms=0.0: (
+        plant.steady_state(n, d_ms * 1e-3).read_wait_s * 1e3
+    )  # noqa: E731 (ms)
+    src = f"{SOURCE}, %s (thesis2010_interference)"
+    rows = []
+    one = st.loc["one_writer_doubles_wait"]
+    ratio1 = wait(one["writers"][1]) / wait(one["writers"][0])
+    rows.append(
+        Comparison(
+            "ch10",
+            "shortfall of wait(1 writer)/wait(alone) below 'more than doubled'",
+            measured=0.0,
+            predicted=max(0.0, float(one["low"]) - ratio1),
+            unit="ratio",
+            abs_tol=0.0,
+            why="a lower bound admits no shortfall.  FAILS: the single queue gives a lone writer too little "
+            "effect on the reader (its 64 KiB writes cost 1.4 ms of disk time against the read's 3.5 ms)",
+            source=src % "section 5.5",
+            extra={"ratio": ratio1},
+            kind="failing",
+        )
+    )
+    twelve = st.loc["twelve_writers_slow_reader"]
+    ratio12 = wait(twelve["writers"][1]) / wait(twelve["writers"][0])
+    lo, hi = float(twelve["low"]), float(twelve["high"])
+    rows.append(
+        Comparison(
+            "ch10",
+            "wait(12 writers)/wait(alone): 'five to six times slower'",
+            measured=(lo + hi) / 2,
+            predicted=ratio12,
+            unit="ratio",
+            abs_tol=(hi - lo) / 2,
+            why="the source gives a range, 5 to 6.  FAILS: with 45 ms fitted for 12 writers, the reader alone "
+            "waits only 4 ms in the plant, so the ratio comes out about twice the stated one",
+            source=src % "section 5.5",
+            extra={"ratio": ratio12},
+            kind="failing",
+        )
+    )
+    more = st.loc["more_writers_longer_wait"]
+    rows.append(
+        Comparison(
+            "ch10",
+            "wait grows with interfering writers (1, 3, 12): violation of the order",
+            measured=0.0,
+            predicted=_check_order(
+                [wait(n) for n in more["writers"]], decreasing=False
+            ),
+            unit="ms",
+            abs_tol=0.0,
+            why="an ordering admits no violation",
+            source=src % "section 5.5",
+        )
+    )
+    dly = st.loc["delay_shortens_wait"]
+    waits_d = [wait(dly["writers"][0], x) for x in dly["delay_ms"]]
+    rows.append(
+        Comparison(
+            "ch10",
+            "wait falls with the fixed delay (0, 4.6, 9.6 ms): violation of the order",
+            measured=0.0,
+            predicted=_check_order(waits_d, decreasing=True),
+            unit="ms",
+            abs_tol=0.0,
+            why="an ordering admits no violation",
+            source=src % "section 5.6",
+            extra={"waits_ms": waits_d},
+        )
+    )
+    gain = st.loc["first_delay_buys_most"]
+    waits_g = [wait(gain["writers"][0], x) for x in gain["delay_ms"]]
+    rows.append(
+        Comparison(
+            "ch10",
+            "the first delay step buys more than the second: violation of the order",
+            measured=0.0,
+            predicted=_check_order(list(-np.diff(waits_g)), decreasing=True),
+            unit="ms",
+            abs_tol=0.0,
+            why="an ordering admits no violation",
+            source=src % "section 5.6",
+            extra={"improvements_ms": list(-np.diff(waits_g))},
+        )
+    )
+    return rows
+
+
+def thesis_loop_runs(
+    setpoints_ms=(20.0, 15.0, 10.0),
+    form: str = "listing",
+    seed: int = LOOP_SEED,
+    throttle: DelayThrottle | None = None,
+    hold_at_zero: bool | None = None,
+):
+    """Closed-loop runs of the calibrated plant, one per set point (dict: set point in ms -> DataFrame).
+
+    ``throttle`` defaults to section 4.4's ladder (:func:`models.control.thesis.text_ladder`).
+    """
     par = th.controller_parameters("reg_pl")
     plant = th.thesis_plant()
-    sched = on_off_schedule(interval_s=par["sample_interval_ms"] * 1e-3, **LOOP_SCHEDULE)  # ms -> s
+    sched = on_off_schedule(
+        interval_s=par["sample_interval_ms"] * 1e-3, **LOOP_SCHEDULE
+    )  # ms -> s
+    thr = throttle if throttle is not None else th.text_ladder()
     out = {}
     for sp_ms in setpoints_ms:
-        ctl = VelocityPID(par["Kp_steps_per_ms"], par["Ti"], par["Td"], par["T"],
-                          u_min=-float(par["max_throttle_steps"]), u_max=0.0, form=form)
-        out[sp_ms] = run_closed_loop(plant, sched, sp_ms * 1e-3, controller=ctl, alpha=par["ewma_alpha"],
-                                     interval_s=par["sample_interval_ms"] * 1e-3, seed=seed)
+        ctl = VelocityPID(
+            par["Kp_steps_per_ms"],
+            par["Ti"],
+            par["Td"],
+            par["T"],
+            u_min=-float(par["max_throttle_steps"]),
+            u_max=0.0,
+            form=form,
+        )
+        out[sp_ms] = run_closed_loop(
+            plant,
+            sched,
+            sp_ms * 1e-3,
+            controller=ctl,
+            alpha=par["ewma_alpha"],
+            throttle=thr,
+            interval_s=par["sample_interval_ms"] * 1e-3,
+            seed=seed,
+            hold_at_zero=hold_at_zero,
+        )
     return out
 
 
@@ -73,36 +327,133 @@ def closed_loop() -> list[Comparison]:
     """The calibrated plant under the thesis's controller: thresholds held, and the rising cost per millisecond."""
     rows = []
     par = th.controller_parameters("reg_pl")
-    offset_ms = -float(steady_error_expr("listing").subs({T: par["T"], Ti: par["Ti"], Kp: par["Kp_steps_per_ms"]}))
-    for sp_ms, df in thesis_loop_runs().items():
-        s = summarize(df, LOOP_TRANSIENT_S)
-        rows.append(Comparison(
-            "ch10", f"smoothed wait held at the {sp_ms:g} ms threshold (settled mean)", measured=sp_ms,
-            predicted=s.mean_smoothed_s * 1e3, unit="ms", abs_tol=1.5,
-            why=f"the thesis reports each threshold held without a number; the listing's controller rests "
-                f"(1 - T/Ti) = {offset_ms:.2f} ms above its set point by construction, and the noise of about 600 "
-                f"settled samples adds a few tenths of a millisecond",
-            source=f"{SOURCE}, sections 5.7 and 5.9 (thesis2010_closed_loop)", extra={"summary": s}))
     facts = th.closed_loop_facts()
     plant = th.thesis_plant()
+    n = int(facts.loc["unregulated", "write_threads"])
+    free = plant.steady_state(n, 0.0)
+    rows.append(
+        Comparison(
+            "ch10",
+            "plant: 12 unthrottled writers' aggregate rate",
+            measured=float(facts.loc["unregulated", "aggregate_write_MBps"]),
+            predicted=free.write_rate_Bps / th.MB,
+            unit="MB/s",
+            rel_tol=1e-6,
+            why="fitted: one of the plant's three calibration numbers",
+            source=f"{SOURCE}, section 5.7 (thesis2010_closed_loop)",
+            kind="fit",
+        )
+    )
+    rows.append(
+        Comparison(
+            "ch10",
+            "plant: reader's wait with 12 unthrottled writers (20 + 25 ms)",
+            measured=float(
+                facts.loc["pid_20ms", "setpoint_ms"]
+                + facts.loc["pid_20ms", "read_wait_reduction_ms"]
+            ),
+            predicted=free.read_wait_s * 1e3,
+            unit="ms",
+            rel_tol=1e-6,
+            why="fitted: one of the plant's three calibration numbers",
+            source=f"{SOURCE}, section 5.7 (thesis2010_closed_loop)",
+            kind="fit",
+        )
+    )
+    rows.append(
+        Comparison(
+            "ch10",
+            "plant: one writer alone",
+            measured=th.end_points("write").rate0_Bps / th.MB,
+            predicted=plant.write_bytes
+            / (plant.writer_base_s + plant.write_service_s)
+            / th.MB,  # bytes per cycle
+            unit="MB/s",
+            rel_tol=1e-6,
+            why="fitted: one of the plant's three calibration numbers (the single "
+            "writer's cycle, measured without the reader)",
+            source=f"{SOURCE}, section 5.4 (thesis2010_delay_rate)",
+            kind="fit",
+        )
+    )
+    offset_ms = -float(
+        steady_error_expr("listing").subs(
+            {T: par["T"], Ti: par["Ti"], Kp: par["Kp_steps_per_ms"]}
+        )
+    )
+    for sp_ms, df in thesis_loop_runs().items():
+        s = summarize(df, LOOP_TRANSIENT_S)
+        rows.append(
+            Comparison(
+                "ch10",
+                f"smoothed wait held at the {sp_ms:g} ms threshold (settled mean)",
+                measured=sp_ms,
+                predicted=s.mean_smoothed_s * 1e3,
+                unit="ms",
+                abs_tol=1.5,
+                why=f"the thesis reports each threshold held without a number; the listing's controller rests "
+                f"(1 - T/Ti) = {offset_ms:.2f} ms above its set point by construction, and the noise of about 600 "
+                f"settled samples adds a few tenths of a millisecond",
+                source=f"{SOURCE}, sections 5.7 and 5.9 (thesis2010_closed_loop)",
+                extra={"summary": s},
+            )
+        )
+    for sp_ms, df in thesis_loop_runs(throttle=th.listed_ladder()).items():
+        s = summarize(df, LOOP_TRANSIENT_S)
+        rows.append(
+            Comparison(
+                "ch10",
+                f"threshold {sp_ms:g} ms held with listing B.2's 20 classes (settled mean)",
+                measured=sp_ms,
+                predicted=s.mean_smoothed_s * 1e3,
+                unit="ms",
+                abs_tol=1.5,
+                why="the same test on the classes the thesis lists.  FAILS: the start of the writers drives the mark "
+                "past 20, where packets leave unshaped, the wait rises further and the output stays clamped at "
+                "-40 until the writers stop",
+                source=f"{SOURCE}, sections 5.7, listings A.2 and B.2",
+                extra={"summary": s},
+                kind="failing",
+            )
+        )
     x0 = facts.loc["unregulated", "aggregate_write_MBps"]
-    x20, x15 = facts.loc["pid_20ms", "aggregate_write_MBps"], facts.loc["pid_15ms", "aggregate_write_MBps"]
+    x20, x15 = (
+        facts.loc["pid_20ms", "aggregate_write_MBps"],
+        facts.loc["pid_15ms", "aggregate_write_MBps"],
+    )
     gain1 = facts.loc["pid_20ms", "read_wait_reduction_ms"]
     gain2 = facts.loc["pid_15ms", "read_wait_reduction_ms"] - gain1
     measured_ratio = ((x20 - x15) / gain2) / ((x0 - x20) / gain1)
-    n = int(facts.loc["unregulated", "write_threads"])
 
     def model_rate(wait_ms: float) -> float:
-        return plant.steady_state(n, plant.delay_for_read_wait(n, wait_ms * 1e-3)).write_rate_Bps / th.MB
+        return (
+            plant.steady_state(
+                n, plant.delay_for_read_wait(n, wait_ms * 1e-3)
+            ).write_rate_Bps
+            / th.MB
+        )
 
-    m0 = plant.steady_state(n, 0.0).write_rate_Bps / th.MB
-    m20, m15 = model_rate(facts.loc["pid_20ms", "setpoint_ms"]), model_rate(facts.loc["pid_15ms", "setpoint_ms"])
+    m0 = free.write_rate_Bps / th.MB
+    m20, m15 = (
+        model_rate(facts.loc["pid_20ms", "setpoint_ms"]),
+        model_rate(facts.loc["pid_15ms", "setpoint_ms"]),
+    )
     predicted_ratio = ((m20 - m15) / gain2) / ((m0 - m20) / gain1)
-    rows.append(Comparison(
-        "ch10", "cost per ms of the second step (20 -> 15 ms) over the first (45 -> 20 ms)",
-        measured=float(measured_ratio), predicted=float(predicted_ratio), unit="ratio", rel_tol=0.30,
-        why="the rates are stated to the nearest MB/s, so the 6 and 7 MB/s differences carry ±1 MB/s each and "
+    rows.append(
+        Comparison(
+            "ch10",
+            "cost per ms of the second step (20 -> 15 ms) over the first (45 -> 20 ms)",
+            measured=float(measured_ratio),
+            predicted=float(predicted_ratio),
+            unit="ratio",
+            rel_tol=0.30,
+            why="the rates are stated to the nearest MB/s, so the 6 and 7 MB/s differences carry ±1 MB/s each and "
             "the measured ratio could lie anywhere from 4.3 to 8.0 (-26 % to +37 %)",
-        source=f"{SOURCE}, section 5.7 (thesis2010_closed_loop)",
-        extra={"model_MBps": (m0, m20, m15), "thesis_MBps": (x0, x20, x15)}))
+            source=f"{SOURCE}, section 5.7 (thesis2010_closed_loop)",
+            extra={
+                "model_MBps": (m0, m20, m15),
+                "thesis_MBps": (x0, x20, x15),
+            },
+        )
+    )
     return rows
