@@ -16,7 +16,7 @@ import functools
 from models.sim import PROFILES, Scenario
 
 __all__ = ["BUSY_MODES", "butterfield", "one_segment", "busy_count",
-           "flory", "flory_setup_s", "flory_loopback"]
+           "flory", "flory_setup_s", "flory_loopback", "iscsi_command"]
 
 #: The two socket modes of Butterfield (2017)'s busy-count table.
 BUSY_MODES = ("nodelay", "nagle")
@@ -87,3 +87,14 @@ def flory_loopback(payload: int, **parts) -> Scenario:
               "bandwidth_bps": 10e9},
         client=quiet, server=quiet, kernel={"profile": "linux-2.4"},
         run={"ops": 100}).replace(**parts)
+
+
+def iscsi_command(op: str, size_bytes: int, session=None, **parts) -> Scenario:
+    """One iSCSI command per operation, replayed leg by leg
+    (:func:`models.iscsi.exchange`): every PDU its own ``send()`` call,
+    Nagle off on both sockets so the exchange's own round trips show."""
+    from models import iscsi
+    legs = tuple(leg.writes for leg in iscsi.exchange(op, size_bytes,
+                                                      session))
+    return Scenario(workload={"legs": legs}, client={"nodelay": True},
+                    server={"nodelay": True}).replace(**parts)

@@ -6,8 +6,9 @@ server + response, so delaying every response by ``d`` and splitting the same ``
 lengthen it equally; the client's pure ACKs also gain ``d/2``, which matters only when a window binds, and
 windows never bind in the simulator.  So :func:`simulated_read_rate` runs the simulator with
 ``latency_s = d/2`` and a server processing time chosen so that the undelayed round trip equals
-``rtt0_s``.  The write path cannot be checked this way: its extra waits come from windows or
-solicitations that the simulator does not model.
+``rtt0_s``.  A write's exchange (command, R2T, data, response) can be replayed the same way with
+:func:`models.presets.iscsi_command`; chapter 12 checks there that each round trip gains the delay
+once.
 """
 
 from __future__ import annotations
