@@ -231,7 +231,9 @@ class Ring:
         return RingResult(
             qd=qd,
             iops=ops / span,
-            rtt_mean=sum(rtts) / len(rtts) if rtts else math.nan,
+            # fsum is correctly rounded: the same mean in every Python
+            # (Pyodide's too; sum() changed its rounding in 3.12).
+            rtt_mean=math.fsum(rtts) / len(rtts) if rtts else math.nan,
             rtts=rtts,
             busy_fraction={s.name: min(1.0, work[k] / span) for k, s in enumerate(self.stages)},
             busy_counts={s.name: dict(sorted(counts[k].items())) for k, s in enumerate(self.stages)},
