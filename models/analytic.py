@@ -19,7 +19,7 @@ The numeric functions need only the standard library, so the same code
 runs in the reader's browser (Pyodide, which has no NumPy or SymPy there):
 SymPy is imported on first use of a symbol or a symbolic result, NumPy only
 when a NumPy array is passed in or :func:`numeric` is called.  Sums of
-stage times use :func:`math.fsum` (correctly rounded), so a result does not
+stage times use ``math.fsum`` (correctly rounded), so a result does not
 depend on the Python version's ``sum``.
 
 Units: times in seconds, sizes in bytes, *symbolic* ``BW`` in bytes per second (as in the source) and
@@ -427,7 +427,7 @@ def _over_qd(fn, qd: ArrayLike):
 
 
 def mss(mtu: int = 1500) -> int:
-    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52`` (:func:`models.framing.mss`)."""
+    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52`` (``models.framing.mss``)."""
     return min(_check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
 
 
