@@ -76,19 +76,24 @@ def screenshots():
 
 
 def visit(browser, url: str, init_script: str | None = None, route=None):
-    """Open ``url`` in a new page; returns the page and a list that collects every problem seen.
+    """Open ``url`` in a new page; returns the page and a list that
+    collects every problem seen.
 
-    Problems: uncaught JavaScript errors, console errors, failed requests, HTTP errors from the book, and
-    any request that leaves the book's origin (the book must read offline).  ``init_script`` runs before
-    the page's own scripts; ``route`` is ``(pattern, handler)`` for ``page.route``.
+    Problems: uncaught JavaScript errors, console errors, failed requests,
+    HTTP errors from the book, and any request that leaves the book's
+    origin (the book must read offline).  ``init_script`` runs before the
+    page's own scripts; ``route`` is ``(pattern, handler)`` for
+    ``page.route``.
     """
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
     host = urlparse(url).netloc
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text} ({m.location.get('url')})")
-            if m.type == "error" else None)
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+    page.on("console", lambda m: problems.append(
+        f"console {m.type}: {m.text} ({m.location.get('url')})")
+        if m.type == "error" else None)
+    page.on("requestfailed", lambda r: problems.append(
+        f"request failed: {r.url} ({r.failure})"))
 
     def on_request(r):
         u = urlparse(r.url)
@@ -101,8 +106,9 @@ def visit(browser, url: str, init_script: str | None = None, route=None):
 
     page.on("request", on_request)
     page.on("response", on_response)
-    # Requests made by the live figures' Web Worker (Pyodide, the Python bundle) are reported through
-    # the page's "request" and "response" events too, so they are checked like the page's own.
+    # Requests made by the live figures' Web Worker (Pyodide, the Python
+    # bundle) are reported through the page's "request" and "response"
+    # events too, so they are checked like the page's own.
     if init_script:
         page.add_init_script(init_script)
     if route:

@@ -32,7 +32,6 @@ import json
 import math
 import re
 import statistics
-from pathlib import Path
 
 import pytest
 from conftest import HTML, ROOT, visit
@@ -51,8 +50,11 @@ def _live_figures() -> dict[str, list[str]]:
     for docname, _ in PAGES:
         path = HTML / f"{docname}.html"
         if path.exists():
-            ids = re.findall(r'<div class="qd-live-figure" id="([a-z0-9-]+)"'
-                             r'[^>]*data-live="', path.read_text())
+            ids = re.findall(
+                r'<div class="qd-live-figure" id="([a-z0-9-]+)"'
+                r'[^>]*data-live="',
+                path.read_text(),
+            )
             if ids:
                 found[docname] = ids
     return found
@@ -70,17 +72,23 @@ def timings():
         TIMINGS.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nlive figure timings (also in {TIMINGS}):")
         for fid, t in results.items():
-            print(f"  {fid:22s} first live update {t['first_update_ms']:7.0f} ms"
-                  f" after the first interaction (Python ready after"
-                  f" {t['python_ready_ms']:.0f} ms); median update"
-                  f" {t['median_update_ms']:6.0f} ms over {len(t['updates_ms'])}")
+            print(
+                f"  {fid:22s} first live update {t['first_update_ms']:7.0f} ms"
+                f" after the first interaction (Python ready after"
+                f" {t['python_ready_ms']:.0f} ms); median update"
+                f" {t['median_update_ms']:6.0f} ms over {len(t['updates_ms'])}"
+            )
 
 
 def test_the_book_has_live_figures():
     """Chapters 1, 2, 3 and 7 at least (more as they are converted)."""
     assert HTML.joinpath("index.html").exists(), "build the book first"
-    assert {"book/01_operations_in_flight", "book/02_time_on_the_wire", "book/03_bottleneck",
-            "book/07_eight_stages"} <= set(LIVE)
+    assert {
+        "book/01_operations_in_flight",
+        "book/02_time_on_the_wire",
+        "book/03_bottleneck",
+        "book/07_eight_stages",
+    } <= set(LIVE)
 
 
 def _spec(page, fid: str) -> dict:
@@ -110,32 +118,46 @@ def _set(page, fid: str, spec: dict, values: dict) -> None:
     """Type each value into its control's number box, as a reader would."""
     for n, c in enumerate(spec["controls"]):
         if c["name"] in values:
-            box = page.locator(f"#{fid} .qd-live-control").nth(n).locator("input[type=number]")
+            box = (
+                page.locator(f"#{fid} .qd-live-control")
+                .nth(n)
+                .locator("input[type=number]")
+            )
             box.fill(str(values[c["name"]]))
             box.dispatch_event("change")
 
 
 def _wait_live(page, fid: str, values: dict) -> dict:
-    """Wait until the figure is drawn live for ``values``; return them as the page has them."""
+    """Wait until the figure is drawn live for ``values``; return them as
+    the page has them."""
     page.wait_for_function(
         """([id, want]) => {
             const root = document.getElementById(id);
-            if (root.dataset.mode !== "live" || !root.dataset.values) return false;
+            if (root.dataset.mode !== "live" || !root.dataset.values) {
+                return false;
+            }
             const have = JSON.parse(root.dataset.values);
             return Object.keys(want).every(k => have[k] === want[k]);
-        }""", arg=[fid, values], timeout=LIVE_TIMEOUT_MS)
+        }""",
+        arg=[fid, values],
+        timeout=LIVE_TIMEOUT_MS,
+    )
     return json.loads(page.get_attribute(f"#{fid}", "data-values"))
 
 
 def _plotted(page, fid: str) -> dict:
     return page.evaluate(
         """id => { const gd = document.getElementById(id + "-plot");
-                   return {traces: gd.data.map(t => ({name: t.name, x: t.x, y: t.y})),
-                           title: gd.layout.title && gd.layout.title.text}; }""", fid)
+            return {traces: gd.data.map(
+                        t => ({name: t.name, x: t.x, y: t.y})),
+                    title: gd.layout.title && gd.layout.title.text}; }""",
+        fid,
+    )
 
 
 def _compare(plotted: dict, expected: dict, exact: bool) -> float:
-    """Assert the plotted numbers equal CPython's; return the largest relative difference."""
+    """Assert the plotted numbers equal CPython's; return the largest
+    relative difference."""
     assert plotted["title"] == expected.get("title")
     assert len(plotted["traces"]) == len(expected["traces"])
     worst = 0.0
@@ -164,11 +186,15 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
             spec = _spec(page, fid)
             root = page.locator(f"#{fid}")
             root.locator("svg.main-svg").first.wait_for(timeout=15_000)
-            # The precomputed default is drawn at once, and nothing of Python is loaded yet.
+            # The precomputed default is drawn at once, and nothing of
+            # Python is loaded yet.
             assert root.get_attribute("data-mode") == "grid"
             assert root.get_attribute("data-frame") == spec["default"]
             assert not [u for u in requests if "/pyodide/" in u]
-            assert _plotted(page, fid)["traces"][0]["y"] == spec["frames"][spec["default"]]["traces"][0]["y"]
+            assert (
+                _plotted(page, fid)["traces"][0]["y"]
+                == spec["frames"][spec["default"]]["traces"][0]["y"]
+            )
 
             first = _off_grid_values(spec)
             _set(page, fid, spec, first)
@@ -178,46 +204,75 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
             assert "Live:" in root.locator(".qd-live-status").text_content()
 
             updates = []
-            name = next(iter(first))          # one control at a time, as a reader moves a slider
+            name = next(
+                iter(first)
+            )  # one control at a time, as a reader moves a slider
             for shift in range(1, UPDATES + 1):
                 values = {name: _off_grid_values(spec, shift)[name]}
                 _set(page, fid, spec, values)
                 have = _wait_live(page, fid, values)
                 updates.append(float(root.get_attribute("data-update-ms")))
-            worst = max(worst, _compare(_plotted(page, fid), evaluate_json({**spec, "values": have}),
-                                        spec["exact"]))
+            worst = max(
+                worst,
+                _compare(
+                    _plotted(page, fid),
+                    evaluate_json({**spec, "values": have}),
+                    spec["exact"],
+                ),
+            )
             t = page.evaluate("window.qdLive.timings")
-            timings[fid] = {"page": docname, "function": spec["function"],
-                            "first_update_ms": round(t["firstLiveUpdateMs"], 1),
-                            "python_ready_ms": round(t["readyMs"], 1),
-                            "median_update_ms": round(statistics.median(updates), 1),
-                            "updates_ms": [round(u, 1) for u in updates],
-                            "exact": spec["exact"], "largest_relative_difference": worst,
-                            "python": page.evaluate("window.qdLive.python")}
+            timings[fid] = {
+                "page": docname,
+                "function": spec["function"],
+                "first_update_ms": round(t["firstLiveUpdateMs"], 1),
+                "python_ready_ms": round(t["readyMs"], 1),
+                "median_update_ms": round(statistics.median(updates), 1),
+                "updates_ms": [round(u, 1) for u in updates],
+                "exact": spec["exact"],
+                "largest_relative_difference": worst,
+                "python": page.evaluate("window.qdLive.python"),
+            }
         # Pyodide and the bundle came from the book itself.
-        assert [u for u in requests if u.endswith("/_static/pyodide/pyodide.asm.wasm")]
-        assert [u for u in requests if u.endswith("/_static/live/queue-depth-python.zip")]
+        assert [
+            u
+            for u in requests
+            if u.endswith("/_static/pyodide/pyodide.asm.wasm")
+        ]
+        assert [
+            u
+            for u in requests
+            if u.endswith("/_static/live/queue-depth-python.zip")
+        ]
         assert problems == [], "\n".join(problems)
     finally:
         page.close()
 
 
 def _snapped(spec: dict, values: dict) -> dict:
-    """The grid point the page must fall back to (nearest, in ratios for a log control)."""
+    """The grid point the page must fall back to (nearest; in ratios for
+    a log control)."""
     out = {}
     for c in spec["controls"]:
         v = values.get(c["name"], c["value"])
         if c["kind"] in ("range", "number"):
-            dist = (lambda g: abs(math.log(v / g))) if c["log"] else (lambda g: abs(v - g))
+            dist = (
+                (lambda g: abs(math.log(v / g)))
+                if c["log"]
+                else (lambda g: abs(v - g))
+            )
             v = min(c["grid"], key=dist)
         out[c["name"]] = v
     return out
 
 
 BLOCKS = {
-    "no-worker": {"init_script": "delete window.Worker; window.Worker = undefined;"},
+    "no-worker": {
+        "init_script": "delete window.Worker; window.Worker = undefined;"
+    },
     "worker-script-missing": {"block": "**/_static/qd/live-worker.js"},
-    "python-bundle-missing": {"block": "**/_static/live/queue-depth-python.zip"},
+    "python-bundle-missing": {
+        "block": "**/_static/live/queue-depth-python.zip"
+    },
 }
 
 
@@ -226,30 +281,55 @@ def test_grid_fallback_when_the_worker_cannot_run(browser, book_url, how):
     docname = "book/03_bottleneck"
     fid = LIVE[docname][0]
     blocked = BLOCKS[how].get("block")
-    route = (blocked, lambda r: r.fulfill(status=404, body="blocked by the test")) if blocked else None
-    page, problems = visit(browser, f"{book_url}/{docname}.html",
-                           init_script=BLOCKS[how].get("init_script"), route=route)
+    route = (
+        (blocked, lambda r: r.fulfill(status=404, body="blocked by the test"))
+        if blocked
+        else None
+    )
+    page, problems = visit(
+        browser,
+        f"{book_url}/{docname}.html",
+        init_script=BLOCKS[how].get("init_script"),
+        route=route,
+    )
     try:
         spec = _spec(page, fid)
         root = page.locator(f"#{fid}")
         root.locator("svg.main-svg").first.wait_for(timeout=15_000)
         values = _off_grid_values(spec)
         _set(page, fid, spec, values)
-        page.wait_for_function("id => document.getElementById(id).dataset.mode === 'fallback'",
-                               arg=fid, timeout=LIVE_TIMEOUT_MS)
+        page.wait_for_function(
+            "id => document.getElementById(id).dataset.mode === 'fallback'",
+            arg=fid,
+            timeout=LIVE_TIMEOUT_MS,
+        )
         snapped = _snapped(spec, values)
         page.wait_for_function(
             """([id, want]) => {
-                const have = JSON.parse(document.getElementById(id).dataset.values || "{}");
+                const root = document.getElementById(id);
+                const have = JSON.parse(root.dataset.values || "{}");
                 return Object.keys(want).every(k => have[k] === want[k]);
-            }""", arg=[fid, snapped], timeout=10_000)
-        key = ",".join(str(c["grid"].index(snapped[c["name"]])) for c in spec["controls"])
+            }""",
+            arg=[fid, snapped],
+            timeout=10_000,
+        )
+        key = ",".join(
+            str(c["grid"].index(snapped[c["name"]])) for c in spec["controls"]
+        )
         assert root.get_attribute("data-frame") == key
-        assert _plotted(page, fid)["traces"][1]["y"] == spec["frames"][key]["traces"][1]["y"]
+        assert (
+            _plotted(page, fid)["traces"][1]["y"]
+            == spec["frames"][key]["traces"][1]["y"]
+        )
         status = root.locator(".qd-live-status").text_content()
-        assert "Precomputed grid only" in status and "nearest" in status, status
-        # The one expected failure is the blocked file itself; anything else is a problem.
-        unexpected = [p for p in problems if not (blocked and blocked.strip("*") in p)]
+        assert "Precomputed grid only" in status and "nearest" in status, (
+            status
+        )
+        # The one expected failure is the blocked file itself; anything
+        # else is a problem.
+        unexpected = [
+            p for p in problems if not (blocked and blocked.strip("*") in p)
+        ]
         assert unexpected == [], "\n".join(unexpected)
     finally:
         page.close()

@@ -3,8 +3,9 @@
 For each page in ``_toc.yml``: no JavaScript errors, no failed requests, no request leaving localhost (the
 book must read offline), math typeset where there is math, every figure drawn, saved ipywidgets drawn from
 their state, and, in every numbered chapter, a main figure that responds to its slider with no Python
-kernel (a live figure re-runs its Python in the browser; ``test_live.py`` checks its numbers).  A
-screenshot of each page is saved under ``_build/screenshots/``.
+kernel (a live figure re-runs its Python in the browser;
+``test_live.py`` checks its numbers).  A screenshot of each page is saved
+under ``_build/screenshots/``.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def test_page(browser, book_url, screenshots, docname, numbered):
             slider.focus()
             key = "ArrowLeft" if slider.input_value() == slider.get_attribute("max") else "ArrowRight"
             page.keyboard.press(key)
-            # A grid-only figure redraws at once. A live one may snap to the same grid point at first
-            # and redraw when Python has started in the browser (browser_tests/test_live.py times it).
+            # A grid-only figure redraws at once. A live one may snap to the
+            # same grid point at first and redraw when Python has started
+            # in the browser (browser_tests/test_live.py times it).
             page.wait_for_function(
                 "([id, f]) => document.getElementById(id).getAttribute('data-frame') !== f",
                 arg=[fig.get_attribute("id"), before_frame],

@@ -82,12 +82,22 @@ How to convert a figure of the old kind (chapters 4-6, 8-11)
    ``.figure()`` in the chapter.  ``frame(**values)`` still returns a
    precomputed point (keys: control names or labels), ``frames``,
    ``grid_size`` and ``compute_seconds`` are unchanged.
-4. Say in the caption what the grid covers and what the live model runs.
-5. Rebuild the bundle (``make book`` does) and run
+4. Say in the caption what the grid covers and what the live model runs;
+   replace the chapter's text about sliders that "switch between curves"
+   and remove its ipywidgets explorer if the live figure now has its
+   controls (no control on a page may look usable and do nothing).
+5. In ``book/status.md``, move the figure's row of ``MAIN_FIGURES`` from
+   "grid" to "live" with its ``module:function``.  If the module builds the
+   declaration from data (like :func:`figures.modes.mean_median_figure`),
+   add a representative call to ``declared()`` in
+   ``tests/test_live_figures.py``.
+6. Rebuild the bundle (``make book`` does) and run
    ``tests/test_live_figures.py`` and ``browser_tests/test_live.py``; the
-   latter finds every live figure in the built book by itself, sets a
-   control off the grid and compares the plotted numbers with the function
-   run in CPython.
+   latter finds every live figure in the built book by itself, sets its
+   number controls between their first two grid points, compares the
+   plotted numbers with the function run in CPython and reports the
+   timings.  The grid (``grid`` of each control) is what a browser without
+   WebAssembly shows, and it weighs on the page: keep a page under 1 MiB.
 
 The old form ``LiveFigure(fig_id, axes, compute, ...)`` still works: it is a
 grid-only figure (sliders step through the grid; no Python in the browser),

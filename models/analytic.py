@@ -427,7 +427,8 @@ def _over_qd(fn, qd: ArrayLike):
 
 
 def mss(mtu: int = 1500) -> int:
-    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52`` (``models.framing.mss``)."""
+    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52``
+    (``models.framing.mss``)."""
     return min(_check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
 
 

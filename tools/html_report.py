@@ -2,10 +2,12 @@
 
 Usage: python tools/html_report.py [_build/html]
 
-Prints the total size, the heaviest pages and asset folders, what the live figures' Python runtime adds
-(Pyodide's core and the book's own Python bundle, fetched only when a reader starts a live figure), and
-every <script src> or stylesheet <link> that points off the book (there should be none: the book must
-read offline). Exit status 1 if any such reference exists.
+Prints the total size, the heaviest pages and asset folders, what the
+live figures' Python runtime adds (Pyodide's core and the book's own Python
+bundle, fetched only when a reader starts a live figure), and every
+<script src> or stylesheet <link> that points off the book (there should be
+none: the book must read offline). Exit status 1 if any such reference
+exists.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ def sizes(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 
-#: Where the live figures' runtime is served from (see the Makefile and static/qd/live.js).
-LIVE_RUNTIME = {"Pyodide core": "_static/pyodide/", "Python bundle": "_static/live/"}
+#: Where the live figures' runtime is served from (see the Makefile and
+#: static/qd/live.js).
+LIVE_RUNTIME = {"Pyodide core": "_static/pyodide/",
+                "Python bundle": "_static/live/"}
 
 
 def live_runtime(files: dict[str, int]) -> dict[str, int]:
-    """Bytes of each part of the live figures' runtime (see :data:`LIVE_RUNTIME`)."""
+    """Bytes of each part of the live figures' runtime (see
+    :data:`LIVE_RUNTIME`)."""
     return {name: sum(s for f, s in files.items() if f.startswith(prefix))
             for name, prefix in LIVE_RUNTIME.items()}
 

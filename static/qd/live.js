@@ -135,7 +135,8 @@
   function run(payload, callback) {
     var id = nextId++;
     waiting[id] = callback;
-    worker.postMessage({type: "run", id: id, payload: JSON.stringify(payload)});
+    worker.postMessage({type: "run", id: id,
+                        payload: JSON.stringify(payload)});
   }
 
   // ------------------------------------------------------------------
