@@ -448,6 +448,12 @@
     }
     var roots = document.querySelectorAll(".qd-live-figure");
     Array.prototype.forEach.call(roots, function (root) {
+      var data = document.getElementById(root.id + "-data");
+      if (!data || root.getAttribute("data-mode") !== "static") {
+        // Written by an older figures/live.py (a page executed before the
+        // live figures and kept in Jupyter Book's cache): it draws itself.
+        return;
+      }
       var fig = new Figure(root);
       api.figures.push(fig);
       fig.plot.textContent = "";
