@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 
+#: Timings of the live figures measured by test_live.py, printed at the end.
+LIVE_TIMINGS: dict = {}
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -31,6 +34,22 @@ def chromium_path() -> str | None:
         if cand and Path(cand).exists():
             return cand
     return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report the live figures' timings (measured, not asserted)."""
+    if not LIVE_TIMINGS:
+        return
+    tr = terminalreporter
+    tr.section("live figures: time in headless Chromium on this machine")
+    for fid, t in LIVE_TIMINGS.items():
+        tr.write_line(
+            f"{fid:20s} first live update {t['first_update_ms'] / 1e3:5.1f} s "
+            f"after the first interaction (Python ready "
+            f"{t['python_ready_ms'] / 1e3:.1f} s: {t['worker_phases_ms']} ms);"
+            f" median update {t['median_update_ms']:4.0f} ms of "
+            f"{len(t['updates_ms'])}")
+    tr.write_line("(also in _build/browser_timings.json)")
 
 
 def pytest_report_header(config):

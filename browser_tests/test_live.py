@@ -34,6 +34,7 @@ import re
 import statistics
 
 import pytest
+import conftest
 from conftest import HTML, ROOT, visit
 from test_pages import PAGES
 
@@ -65,19 +66,13 @@ LIVE = _live_figures()
 
 @pytest.fixture(scope="module")
 def timings():
-    results: dict = {}
+    """Collects each figure's timings; written to :data:`TIMINGS` and
+    printed in pytest's summary (conftest.pytest_terminal_summary)."""
+    results = conftest.LIVE_TIMINGS
     yield results
     if results:
         TIMINGS.parent.mkdir(parents=True, exist_ok=True)
         TIMINGS.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nlive figure timings (also in {TIMINGS}):")
-        for fid, t in results.items():
-            print(
-                f"  {fid:22s} first live update {t['first_update_ms']:7.0f} ms"
-                f" after the first interaction (Python ready after"
-                f" {t['python_ready_ms']:.0f} ms); median update"
-                f" {t['median_update_ms']:6.0f} ms over {len(t['updates_ms'])}"
-            )
 
 
 def test_the_book_has_live_figures():
@@ -226,6 +221,7 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
                 "function": spec["function"],
                 "first_update_ms": round(t["firstLiveUpdateMs"], 1),
                 "python_ready_ms": round(t["readyMs"], 1),
+                "worker_phases_ms": t["workerPhasesMs"],
                 "median_update_ms": round(statistics.median(updates), 1),
                 "updates_ms": [round(u, 1) for u in updates],
                 "exact": spec["exact"],

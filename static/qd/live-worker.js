@@ -4,7 +4,8 @@
 // Messages in:  {type: "start", pyodide: URL of the Pyodide folder,
 //                bundle: URL of the zipped Python}
 //               {type: "run", id, payload: JSON for figures.live.browser_call}
-// Messages out: {type: "ready", python, ms} or {type: "failed", message}
+// Messages out: {type: "ready", python, ms, phases} or
+//               {type: "failed", message}
 //               {type: "result", id, json, ms} or {type: "error", id, message}
 //
 // Everything is fetched from the book itself; nothing from a CDN.
@@ -14,12 +15,19 @@ let engine = null;
 
 async function start(msg) {
   const t0 = performance.now();
+  const phases = {};
+  const lap = (name, since) => {
+    phases[name] = Math.round(performance.now() - since);
+    return performance.now();
+  };
   const { loadPyodide } = await import(msg.pyodide + "pyodide.mjs");
+  let t = lap("import", t0);
   const pyodide = await loadPyodide({
     indexURL: msg.pyodide,
     stdout: () => {},
     stderr: (line) => console.warn("Python: " + line),
   });
+  t = lap("loadPyodide", t);
   // "no-cache": revalidate, so a rebuilt book never runs stale Python.
   const response = await fetch(msg.bundle, { cache: "no-cache" });
   if (!response.ok) {
@@ -30,7 +38,8 @@ async function start(msg) {
   pyodide.runPython(`import sys; sys.path.insert(0, "${EXTRACT_DIR}")`);
   const call = pyodide.pyimport("figures.live").browser_call;
   const python = pyodide.runPython("import sys; sys.version.split()[0]");
-  return { call, python, ms: performance.now() - t0 };
+  lap("bundle", t);
+  return { call, python, phases, ms: performance.now() - t0 };
 }
 
 function lastLine(err) {
@@ -45,7 +54,8 @@ self.onmessage = async (event) => {
     engine = start(msg);
     try {
       const e = await engine;
-      self.postMessage({ type: "ready", python: e.python, ms: e.ms });
+      self.postMessage({ type: "ready", python: e.python, ms: e.ms,
+                         phases: e.phases });
     } catch (err) {
       self.postMessage({ type: "failed", message: lastLine(err) });
     }

@@ -34,7 +34,7 @@
     python: "",
     figures: [],
     timings: {firstInteraction: null, readyMs: null, firstLiveUpdateMs: null,
-              updates: []},
+              workerPhasesMs: null, updates: []},
     start: start
   };
 
@@ -120,6 +120,7 @@
       api.state = "ready";
       api.python = m.python;
       api.timings.readyMs = performance.now() - api.timings.firstInteraction;
+      api.timings.workerPhasesMs = m.phases;
       api.figures.forEach(function (fig) { fig.onReady(); });
     } else if (m.type === "failed") {
       fail("Python did not start (" + m.message + ")");
