@@ -5,6 +5,8 @@
 #               nbval test, and the strict book build (a warning or failing cell fails it)
 #
 # Everything comes from the package registries (PyPI, npm); nothing is downloaded at build time.
+# The live figures' runtime (Pyodide, from npm) and the book's own Python (zipped by
+# tools/build_live_bundle.py) are served by the book itself.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -14,9 +16,16 @@ BIN := $(VENV)/bin
 NBDIR := .nbtest
 WIDGETS := static/widgets
 HTML_MANAGER := node_modules/@jupyter-widgets/html-manager/dist
+NPM_STAMP := node_modules/.qd-installed
+# Pyodide's core (CPython in WebAssembly and its standard library, about 14 MB) for the live figures.
+# Served from _static/pyodide/: JB1 injects .js files only from a top-level _static/ folder, and the
+# book has none (its static folder is static/), so none of these is loaded until a figure goes live.
+PYODIDE := static/pyodide
+PYODIDE_FILES := pyodide.mjs pyodide.mjs.map pyodide.asm.mjs pyodide.asm.wasm python_stdlib.zip pyodide-lock.json
+LIVE_BUNDLE := static/live/queue-depth-python.zip
 JOBS ?= 2
 
-.PHONY: setup assets measure-build book notebooks test unit nbtest browser clean lock
+.PHONY: setup assets measure-build live-bundle book notebooks test unit nbtest browser clean lock
 
 setup: $(VENV)/.installed assets measure-build
 
@@ -32,16 +41,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 measure-build: $(VENV)/.installed
 	$(BIN)/python -c "from models.measure.build import qdperf_binary; qdperf_binary()"
 
-# Widget JavaScript served by the book itself (no CDN): html-manager and require.js from npm.
-assets: $(WIDGETS)/.copied static/plotly/plotly.min.js
+# Widget JavaScript and Pyodide served by the book itself (no CDN), all from npm.
+assets: $(WIDGETS)/.copied $(PYODIDE)/.copied static/plotly/plotly.min.js
 
 # Plotly.js for the kernel-free live figures, from the pinned plotly Python package.
 static/plotly/plotly.min.js: $(VENV)/.installed
 	mkdir -p static/plotly
 	cp $$($(BIN)/python -c "import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), 'package_data', 'plotly.min.js'))") $@
 
-$(WIDGETS)/.copied: package.json package-lock.json
+$(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(WIDGETS)/.copied: $(NPM_STAMP)
 	mkdir -p $(WIDGETS)
 	cp node_modules/requirejs/require.js $(WIDGETS)/require.js
 	cp $(HTML_MANAGER)/embed-amd.js $(WIDGETS)/embed-amd.js
@@ -51,7 +63,17 @@ $(WIDGETS)/.copied: package.json package-lock.json
 	cp $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff $(HTML_MANAGER)/*.ttf static/extra/book/@jupyter-widgets/html-manager/dist/
 	touch $@
 
-book: setup
+$(PYODIDE)/.copied: $(NPM_STAMP)
+	rm -rf $(PYODIDE) && mkdir -p $(PYODIDE)
+	cd node_modules/pyodide && cp $(PYODIDE_FILES) $(CURDIR)/$(PYODIDE)/
+	touch $@
+
+# The book's own Python for the live figures (models/ and figures/), checked to import without
+# NumPy, SymPy or pandas, as in the browser. Rebuilt on every book build: it is small and quick.
+live-bundle: $(VENV)/.installed
+	$(BIN)/python tools/build_live_bundle.py $(LIVE_BUNDLE)
+
+book: setup live-bundle
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	$(BIN)/python tools/html_report.py _build/html
 	@echo "Book: $(CURDIR)/_build/html/index.html"
@@ -82,4 +104,5 @@ lock:
 	@echo "review requirements.lock.tmp and merge it into requirements.txt"
 
 clean:
-	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache static/widgets static/plotly static/extra
+	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache static/widgets static/plotly static/extra \
+	  $(PYODIDE) static/live $(NPM_STAMP)

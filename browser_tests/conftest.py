@@ -14,12 +14,16 @@ import shutil
 import socketserver
 import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
+
+#: Timings of the live figures measured by test_live.py, printed at the end.
+LIVE_TIMINGS: dict = {}
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -30,6 +34,22 @@ def chromium_path() -> str | None:
         if cand and Path(cand).exists():
             return cand
     return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report the live figures' timings (measured, not asserted)."""
+    if not LIVE_TIMINGS:
+        return
+    tr = terminalreporter
+    tr.section("live figures: time in headless Chromium on this machine")
+    for fid, t in LIVE_TIMINGS.items():
+        tr.write_line(
+            f"{fid:20s} first live update {t['first_update_ms'] / 1e3:5.1f} s "
+            f"after the first interaction (Python ready "
+            f"{t['python_ready_ms'] / 1e3:.1f} s: {t['worker_phases_ms']} ms);"
+            f" median update {t['median_update_ms']:4.0f} ms of "
+            f"{len(t['updates_ms'])}")
+    tr.write_line("(also in _build/browser_timings.json)")
 
 
 def pytest_report_header(config):
@@ -72,3 +92,45 @@ def browser():
 def screenshots():
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
+
+
+def visit(browser, url: str, init_script: str | None = None, route=None):
+    """Open ``url`` in a new page; returns the page and a list that
+    collects every problem seen.
+
+    Problems: uncaught JavaScript errors, console errors, failed requests,
+    HTTP errors from the book, and any request that leaves the book's
+    origin (the book must read offline).  ``init_script`` runs before the
+    page's own scripts; ``route`` is ``(pattern, handler)`` for
+    ``page.route``.
+    """
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    host = urlparse(url).netloc
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("console", lambda m: problems.append(
+        f"console {m.type}: {m.text} ({m.location.get('url')})")
+        if m.type == "error" else None)
+    page.on("requestfailed", lambda r: problems.append(
+        f"request failed: {r.url} ({r.failure})"))
+
+    def on_request(r):
+        u = urlparse(r.url)
+        if u.scheme in ("http", "https", "ws", "wss") and u.netloc != host:
+            problems.append(f"request leaves the book: {r.url}")
+
+    def on_response(r):
+        if urlparse(r.url).netloc == host and r.status >= 400:
+            problems.append(f"HTTP {r.status}: {r.url}")
+
+    page.on("request", on_request)
+    page.on("response", on_response)
+    # Requests made by the live figures' Web Worker (Pyodide, the Python
+    # bundle) are reported through the page's "request" and "response"
+    # events too, so they are checked like the page's own.
+    if init_script:
+        page.add_init_script(init_script)
+    if route:
+        page.route(*route)
+    page.goto(url, wait_until="networkidle")
+    return page, problems

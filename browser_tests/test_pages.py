@@ -3,17 +3,18 @@
 For each page in ``_toc.yml``: no JavaScript errors, no failed requests, no request leaving localhost (the
 book must read offline), math typeset where there is math, every figure drawn, saved ipywidgets drawn from
 their state, and, in every numbered chapter, a main figure that responds to its slider with no Python
-kernel.  A screenshot of each page is
-saved under ``_build/screenshots/``.
+kernel (a live figure re-runs its Python in the browser;
+``test_live.py`` checks its numbers).  A screenshot of each page is saved
+under ``_build/screenshots/``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 import yaml
+from conftest import visit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,32 +32,9 @@ def _toc_pages() -> list[tuple[str, bool]]:
 PAGES = _toc_pages()
 
 
-def _visit(browser, url: str):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
-    host = urlparse(url).netloc
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
-
-    def on_request(r):
-        u = urlparse(r.url)
-        if u.scheme in ("http", "https", "ws", "wss") and u.netloc != host:
-            problems.append(f"request leaves the book: {r.url}")
-
-    def on_response(r):
-        if urlparse(r.url).netloc == host and r.status >= 400:
-            problems.append(f"HTTP {r.status}: {r.url}")
-
-    page.on("request", on_request)
-    page.on("response", on_response)
-    page.goto(url, wait_until="networkidle")
-    return page, problems
-
-
 @pytest.mark.parametrize("docname, numbered", PAGES, ids=[p for p, _ in PAGES])
 def test_page(browser, book_url, screenshots, docname, numbered):
-    page, problems = _visit(browser, f"{book_url}/{docname}.html")
+    page, problems = visit(browser, f"{book_url}/{docname}.html")
     try:
         # Math: every display/inline math node is typeset by the book's own MathJax.
         n_math = page.locator("div.math, span.math").count()
@@ -91,9 +69,13 @@ def test_page(browser, book_url, screenshots, docname, numbered):
             slider.focus()
             key = "ArrowLeft" if slider.input_value() == slider.get_attribute("max") else "ArrowRight"
             page.keyboard.press(key)
+            # A grid-only figure redraws at once. A live one may snap to the
+            # same grid point at first and redraw when Python has started
+            # in the browser (browser_tests/test_live.py times it).
             page.wait_for_function(
                 "([id, f]) => document.getElementById(id).getAttribute('data-frame') !== f",
-                arg=[fig.get_attribute("id"), before_frame], timeout=5_000)
+                arg=[fig.get_attribute("id"), before_frame],
+                timeout=120_000 if fig.get_attribute("data-live") else 5_000)
             page.wait_for_timeout(300)
             after_svg = fig.locator(".qd-live-plot").inner_html()
             assert after_svg != before_svg, "moving the slider did not change the figure"
@@ -109,7 +91,7 @@ def test_launch_and_download_buttons(browser, book_url):
     for docname, numbered in PAGES:
         if not numbered:
             continue
-        page, problems = _visit(browser, f"{book_url}/{docname}.html")
+        page, problems = visit(browser, f"{book_url}/{docname}.html")
         try:
             hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
             binder = [h for h in hrefs if h.startswith("https://mybinder.org/v2/gh/")]

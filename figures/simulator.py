@@ -62,8 +62,8 @@ def _frame(data: int, sp_us: float, nodelay: str, ops: int) -> dict:
     # Whole rounds of QD completions per run: in a periodic steady state that removes the window-edge error.
     sim = [simulate(sc.replace(workload={"qd": q}, run={"ops": -(-ops // q) * q})).iops / 1e3   # -> thousands
            for q in qds]
-    bound = (A.iops_bound(qds, stages) / 1e3).tolist()
-    alone = (A.iops_bound(qds, stages, latency=th["latency"]) / 1e3).tolist()
+    bound = [x / 1e3 for x in A.iops_bound(qds, stages)]   # -> thousand IOPS
+    alone = [x / 1e3 for x in A.iops_bound(qds, stages, latency=th["latency"])]
     peak = 1e-3 / th["times"][th["slowest"]]                            # 1/TPTmin in thousand IOPS
     reached = [q for q, v in zip(qds, sim) if v >= 0.99 * peak]
     traces = [

@@ -1,40 +1,57 @@
-"""Chapter 2 figure: wire time of one message against its size, live in the static book."""
+"""Chapter 2 figure: wire time of one message against its size, live in the
+book (standard library only: it runs in the browser)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from models import analytic as A
 
-from .live import LiveFigure
+from .live import Live, Range
 
-__all__ = ["wire_time_live_figure"]
+__all__ = ["wire_time_curve", "WIRE_TIME"]
 
 
-def _frame(mtu: int, gbps: float, max_bytes: int) -> dict:
+def wire_time_curve(mtu: int, gbps: float, max_bytes: int = 20000) -> dict:
+    """Wire time (µs) against payload 0..``max_bytes`` bytes at this MTU
+    and link rate (Gb/s), from :func:`models.analytic.wire_time`.
+
+    The sizes are 241 even steps plus both sides of every multiple of the
+    MSS, so each step of the staircase is drawn where it happens.
+    """
     bw = gbps * 1e9  # Gb/s -> bits per second
-    sizes = np.unique(np.concatenate([np.linspace(0, max_bytes, 241).astype(int),
-                                      [k * A.mss(mtu) + d for k in range(1, max_bytes // A.mss(mtu) + 1)
-                                       for d in (0, 1)]]))
-    sizes = sizes[sizes <= max_bytes]
-    wire = [A.wire_time(int(s), bw, mtu) * 1e6 for s in sizes]       # seconds -> microseconds
-    alone = [s * 8 / bw * 1e6 for s in sizes]                          # payload bits at line rate
+    mss = A.mss(mtu)
+    even = {max_bytes * i // 240 for i in range(241)}
+    steps = {k * mss + d for k in range(1, max_bytes // mss + 1)
+             for d in (0, 1)}
+    sizes = sorted(s for s in even | steps if s <= max_bytes)
+    us = 1e6  # seconds -> microseconds
+    wire = [A.wire_time(s, bw, mtu) * us for s in sizes]
+    alone = [s * 8 / bw * us for s in sizes]   # payload bits at line rate
     return {"traces": [
-        {"x": sizes.tolist(), "y": wire, "name": f"wire time, MTU {mtu}", "mode": "lines", "line": {"shape": "hv"}},
-        {"x": sizes.tolist(), "y": alone, "name": "payload alone at line rate", "mode": "lines",
-         "line": {"dash": "dot", "color": "black", "width": 1}},
-    ], "title": (f"MSS {A.mss(mtu)} bytes; efficiency with full segments {100 * A.framing_efficiency(mtu):.2f} %; "
-                 f"a 560-byte response takes {A.wire_time(560, bw, mtu) * 1e6:.3g} µs")}
+        {"x": sizes, "y": wire, "name": f"wire time, MTU {mtu}",
+         "mode": "lines", "line": {"shape": "hv"}},
+        {"x": sizes, "y": alone, "name": "payload alone at line rate",
+         "mode": "lines", "line": {"dash": "dot", "color": "black",
+                                   "width": 1}},
+    ], "title": (f"MSS {mss} bytes; efficiency with full segments "
+                 f"{100 * A.framing_efficiency(mtu):.2f} %; a 560-byte "
+                 f"response takes {A.wire_time(560, bw, mtu) * us:.3g} µs")}
 
 
-def wire_time_live_figure(max_bytes: int = 20000) -> LiveFigure:
-    """Wire time against message payload over a grid of MTU and link rate."""
-    axes = {"MTU (bytes)": [576, 1500, 4000, 9000], "link (Gb/s)": [0.1, 1.0, 10.0, 25.0, 100.0]}
-    return LiveFigure(
-        "ch2-wire-time", axes, lambda mtu, gbps: _frame(mtu, gbps, max_bytes),
-        layout={"xaxis": {"title": {"text": "message payload (bytes)"}},
-                "yaxis": {"title": {"text": "wire time (µs)"}, "rangemode": "tozero"},
-                "legend": {"x": 0.02, "y": 0.98}, "margin": {"t": 40, "r": 10, "b": 45, "l": 60}},
-        arg_names=dict(zip(axes, ["mtu", "gbps"])), defaults={"MTU (bytes)": 1500, "link (Gb/s)": 1.0},
-        caption=("Precomputed when the book was built from models.analytic.wire_time: 20 grid points "
-                 "(MTU x link rate), each a staircase over payloads 0-20,000 bytes."))
+#: The chapter's main figure.
+WIRE_TIME = Live(
+    "ch2-wire-time", wire_time_curve,
+    controls=[
+        Range("mtu", "MTU (bytes)", 576, 65536, grid=[576, 1500, 4000, 9000],
+              value=1500, integer=True, log=True),
+        Range("gbps", "link (Gb/s)", 0.01, 400,
+              grid=[0.1, 1.0, 10.0, 25.0, 100.0], value=1.0, log=True),
+    ],
+    fixed={"max_bytes": 20000},
+    layout={"xaxis": {"title": {"text": "message payload (bytes)"}},
+            "yaxis": {"title": {"text": "wire time (µs)"},
+                      "rangemode": "tozero"},
+            "legend": {"x": 0.02, "y": 0.98},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60}},
+    caption=("models.analytic.wire_time over payloads 0-20,000 bytes; 20 "
+             "points (MTU x link rate) were computed when the book was "
+             "built."))

@@ -9,9 +9,18 @@ Two kinds of objects live here:
   Each is *derived* from a drain-time condition with ``sympy.solve``; none is typed in as the answer.
   The condition is built from travel times around the ring (:func:`ring_time`), so the derivation is the
   same one the book walks through.
-* **Numeric functions** (``framing_efficiency``, ``wire_time``, ``iops_bound`` ...) that take plain floats
-  or NumPy arrays in SI units (seconds, bytes, bits per second) and raise :class:`ValueError` naming the
-  bad parameter.
+* **Numeric functions** (``framing_efficiency``, ``wire_time``,
+  ``iops_bound`` ...) that take plain numbers (and, where a queue depth
+  may be many values, a list or a NumPy array) in SI units (seconds,
+  bytes, bits per second) and raise :class:`ValueError` naming the bad
+  parameter.
+
+The numeric functions need only the standard library, so the same code
+runs in the reader's browser (Pyodide, which has no NumPy or SymPy there):
+SymPy is imported on first use of a symbol or a symbolic result, NumPy only
+when a NumPy array is passed in or :func:`numeric` is called.  Sums of
+stage times use ``math.fsum`` (correctly rounded), so a result does not
+depend on the Python version's ``sum``.
 
 Units: times in seconds, sizes in bytes, *symbolic* ``BW`` in bytes per second (as in the source) and
 numeric ``bandwidth_bps`` in bits per second (as link speeds are quoted).  Each conversion is commented.
@@ -22,10 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Union
-
-import numpy as np
-import sympy as sp
+from typing import TYPE_CHECKING, Any, Union
 
 from .checks import finite as _finite
 from .checks import non_negative as _non_negative
@@ -42,10 +48,22 @@ __all__ = [
     "rtt_min", "tpt_min", "knee_qd", "iops_bound", "iops_bandwidth_cap", "qd_max_for_response_time",
     "responses_per_packet", "responses_per_packet_expr", "numeric",
     "PLACEMENTS", "tpt_min_eight_stage_expr", "tpt_min_eight_stage",
+    "qd_min_cpu", "qd_min_network",
 ]
 
+if TYPE_CHECKING:  # annotations only: neither is imported when the module is
+    import numpy as np
+    import sympy as sp
+
 Number = Union[int, float]
-ArrayLike = Union[Number, np.ndarray, Iterable[Number]]
+ArrayLike = Union[Number, "np.ndarray", Iterable[Number]]
+
+
+def _sympy() -> Any:
+    """SymPy, imported on first use (the numeric functions never need it)."""
+    import sympy
+
+    return sympy
 
 # The wire facts (header bytes, the MSS rule) live in models.framing; they
 # are re-exported here because the derivations speak of them.
@@ -105,11 +123,23 @@ UNITS: Mapping[str, tuple[str, str]] = dict(_SYMBOL_UNITS)
 
 
 class _Symbols:
-    """Namespace of positive real SymPy symbols named as in the source (``S.QD``, ``S.RTTmin`` ...)."""
+    """Namespace of positive real SymPy symbols named as in the source
+    (``S.QD``, ``S.RTTmin`` ...).
 
-    def __init__(self) -> None:
-        for name in _SYMBOL_UNITS:
-            setattr(self, name, sp.Symbol(name, positive=True))
+    Each symbol is made on first access, so importing this module does not
+    import SymPy.
+    """
+
+    def __getattr__(self, name: str) -> sp.Symbol:
+        if name.startswith("_") or name not in _SYMBOL_UNITS:
+            raise AttributeError(
+                f"no symbol {name!r}; known: {sorted(_SYMBOL_UNITS)}")
+        symbol = _sympy().Symbol(name, positive=True)
+        setattr(self, name, symbol)  # later look-ups find it directly
+        return symbol
+
+    def __dir__(self) -> list[str]:
+        return sorted(_SYMBOL_UNITS)
 
     def __getitem__(self, name: str) -> sp.Symbol:
         return getattr(self, name)
@@ -141,6 +171,7 @@ def ring_time(start: str, stop: str, ring: tuple[str, ...] = RING4, latencies: I
     >>> ring_time("W2", "SP", latencies=["CL", "SL"])
     CL + CP + SL + SP + W1
     """
+    sp = _sympy()
     for name in (start, stop):
         if name not in ring:
             raise ValueError(f"stage {name!r} is not in the ring {ring}")
@@ -163,11 +194,13 @@ def ring_time(start: str, stop: str, ring: tuple[str, ...] = RING4, latencies: I
 
 def rtt_min_expr(ring: tuple[str, ...] = RING4) -> sp.Expr:
     """``RTTmin``: the sum of the ring's stage times (no queue waits, no start latencies)."""
+    sp = _sympy()
     return sp.Add(*(S[s] for s in ring))
 
 
 def iops_identity() -> sp.Eq:
     """Little's law for the closed ring: ``IOPS = QD / RTT`` (equivalently ``TPT = RTT / QD``)."""
+    sp = _sympy()
     return sp.Eq(S.IOPS, S.QD / S.RTT)
 
 
@@ -177,6 +210,7 @@ def _with_rttmin(expr: sp.Expr, ring: tuple[str, ...] = RING4) -> sp.Expr:
     The client processing time is the stage eliminated (``CP = RTTmin - W1 - SP - W2``), so results are
     stated in RTTmin and the remaining stage times, as in the source.
     """
+    sp = _sympy()
     eliminated = "CP" if ring == RING4 else "CK"
     others = sp.Add(*(S[s] for s in ring if s != eliminated))
     return sp.expand(expr.subs(S[eliminated], S.RTTmin - others))
@@ -192,6 +226,7 @@ def network_bound_condition() -> sp.Rel:
     ``ring_time("W2", "SP", latencies=("CL", "SL"))``.  The link stays busy if the drain lasts at least
     that long.
     """
+    sp = _sympy()
     drain = S.W2 * (S.QD - 1)
     refill = _with_rttmin(ring_time("W2", "SP", latencies=("CL", "SL")))
     return sp.Ge(drain, refill)
@@ -205,6 +240,7 @@ def cpu_bound_condition() -> sp.Rel:
     response crosses, the client wakes and processes, and the request crosses:
     ``ring_time("SP", "W1", latencies=("CL",))``.
     """
+    sp = _sympy()
     drain = S.SP * (S.QD - 1)
     refill = _with_rttmin(ring_time("SP", "W1", latencies=("CL",)))
     return sp.Ge(drain, refill)
@@ -216,6 +252,7 @@ def nagle_backlog_condition() -> sp.Rel:
     The backlog of requests waiting in the receive buffer is a free quantity ``BACKLOG`` (at most
     ``QD - 1``); the refill path gains ``SN`` because the response waits before it is transmitted.
     """
+    sp = _sympy()
     drain = S.SP * S.BACKLOG
     refill = _with_rttmin(ring_time("SP", "W1", latencies=("CL",))) + S.SN
     return sp.Ge(drain, refill)
@@ -223,6 +260,7 @@ def nagle_backlog_condition() -> sp.Rel:
 
 def _solve_threshold(condition: sp.Rel, unknown: sp.Symbol) -> sp.Expr:
     """Solve ``lhs = rhs`` for ``unknown`` (the boundary of a drain condition) and check it is unique."""
+    sp = _sympy()
     solutions = sp.solve(sp.Eq(condition.lhs, condition.rhs), unknown)
     if len(solutions) != 1:  # pragma: no cover - the conditions are linear in the unknown
         raise ArithmeticError(f"expected one boundary for {unknown}, got {solutions}")
@@ -271,6 +309,7 @@ def nagle_ack_window_condition() -> sp.Rel:
     packet returns, piggybacked on its successor request, ``CL + RTTmin - SP`` after that response was
     written.  The ACK wins if the fill time is longer.  Solved for ``SP``.
     """
+    sp = _sympy()
     fill = S.SP * responses_per_packet_expr()
     ack_back = _with_rttmin(ring_time("SP", "W1", latencies=("CL",)))
     sol = sp.solve(sp.Eq(fill, ack_back), S.SP)
@@ -284,6 +323,7 @@ def nagle_delay_bound_ack() -> sp.Expr:
     The ACK arrives ``CL + RTTmin - SP`` after the response that filled the previous packet was written;
     the delay period starts one ``SP`` later, when the next response is written.
     """
+    sp = _sympy()
     ack_back = _with_rttmin(ring_time("SP", "W1", latencies=("CL",)))
     return sp.expand(ack_back - S.SP)
 
@@ -295,6 +335,7 @@ def qd_max_for_response_time_expr() -> sp.Expr:
     operation then takes ``RTT >= QD*(IOSIZE + H)/BW``.  ``RTT < TI`` therefore needs
     ``QD < TI*BW/(IOSIZE + H)``: the boundary is returned.
     """
+    sp = _sympy()
     iops_cap = S.BW / (S.IOSIZE + S.H)
     rtt_floor = sp.solve(sp.Eq(iops_cap, S.QD / S.RTT), S.RTT)[0]
     return sp.solve(sp.Eq(rtt_floor, S.TI), S.QD)[0]
@@ -307,6 +348,7 @@ def numeric(expr: sp.Expr):
     >>> round(f(CL=20e-6, RTTmin=100e-6, SP=16e-6), 3)
     7.5
     """
+    sp = _sympy()
     names = sorted(str(s) for s in expr.free_symbols)
     fn = sp.lambdify([S[n] for n in names], expr, modules="numpy")
 
@@ -336,28 +378,47 @@ def _check_mtu(mtu: float) -> int:
     return int(m)
 
 
-def _stage_values(stage_times: Mapping[str, float] | Iterable[float]) -> np.ndarray:
+def _stage_values(
+        stage_times: Mapping[str, float] | Iterable[float]) -> list[float]:
     if isinstance(stage_times, Mapping):
-        items = list(stage_times.items())
+        items = [(f"stage_times[{k!r}]", t) for k, t in stage_times.items()]
     else:
-        items = [(f"stage_times[{i}]", t) for i, t in enumerate(stage_times)]
+        items = [(f"stage_times[{i}]", t)
+                 for i, t in enumerate(stage_times)]
     if not items:
         raise ValueError("stage_times must name at least one stage")
-    return np.array([_positive(f"stage_times[{k!r}]" if isinstance(stage_times, Mapping) else k, t)
-                     for k, t in items])
+    return [_positive(name, t) for name, t in items]
 
 
-def _qd_array(qd: ArrayLike) -> np.ndarray:
-    arr = np.asarray(qd, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"qd must be finite, got {qd!r}")
-    if np.any(arr < 1):
+def _is_numpy_array(value: object) -> bool:
+    """True for a NumPy array of one or more dimensions (checked without
+    importing NumPy)."""
+    return type(value).__module__ == "numpy" and getattr(value, "ndim", 0) > 0
+
+
+def _qd_value(qd: object) -> float:
+    q = _finite("qd", qd)
+    if q < 1:
         raise ValueError(f"qd must be at least 1 (one operation in flight), got {qd!r}")
-    return arr
+    return q
 
 
-def _maybe_scalar(arr: np.ndarray, like: ArrayLike):
-    return float(arr) if np.ndim(like) == 0 else arr
+def _over_qd(fn, qd: ArrayLike):
+    """Apply ``fn`` to each queue depth: a float for a number (or a 0-d
+    array), a NumPy array for a NumPy array, a list for any other
+    sequence."""
+    if _is_numpy_array(qd):
+        import numpy as np
+
+        arr = np.asarray(qd, dtype=float)
+        values = [fn(_qd_value(q)) for q in arr.ravel().tolist()]
+        return np.array(values).reshape(arr.shape)
+    scalar = (getattr(qd, "ndim", None) == 0
+              or isinstance(qd, (str, bytes))
+              or not isinstance(qd, Iterable))
+    if scalar:
+        return float(fn(_qd_value(qd)))
+    return [fn(_qd_value(q)) for q in qd]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -366,7 +427,8 @@ def _maybe_scalar(arr: np.ndarray, like: ArrayLike):
 
 
 def mss(mtu: int = 1500) -> int:
-    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52`` (:func:`models.framing.mss`)."""
+    """TCP payload bytes per full segment: ``min(MTU, 65535) - 52``
+    (``models.framing.mss``)."""
     return min(_check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
 
 
@@ -422,18 +484,18 @@ def w2_lower_bound(iosize: int, bandwidth_bps: float, mtu: int = 9000,
 
 def rtt_min(stage_times: Mapping[str, float] | Iterable[float]) -> float:
     """``RTTmin`` in seconds: the sum of the stage processing times."""
-    return float(_stage_values(stage_times).sum())
+    return math.fsum(_stage_values(stage_times))
 
 
 def tpt_min(stage_times: Mapping[str, float] | Iterable[float]) -> float:
     """``TPTmin`` in seconds: the largest stage processing time (the bottleneck)."""
-    return float(_stage_values(stage_times).max())
+    return max(_stage_values(stage_times))
 
 
 def knee_qd(stage_times: Mapping[str, float] | Iterable[float], latency: float = 0.0) -> float:
     """Queue depth where the two asymptotes of :func:`iops_bound` meet: ``(RTTmin + latency) / TPTmin``."""
     t = _stage_values(stage_times)
-    return (t.sum() + _non_negative("latency", latency)) / t.max()
+    return (math.fsum(t) + _non_negative("latency", latency)) / max(t)
 
 
 def iops_bound(qd: ArrayLike, stage_times: Mapping[str, float] | Iterable[float], latency: float = 0.0):
@@ -457,13 +519,37 @@ def iops_bound(qd: ArrayLike, stage_times: Mapping[str, float] | Iterable[float]
 
     Returns
     -------
-    float or numpy.ndarray
-        Operations per second, the same shape as ``qd``.
+    float, list or numpy.ndarray
+        Operations per second: a float for one queue depth, a NumPy
+        array of the same shape for a NumPy array, a list for any other
+        sequence.
     """
-    q = _qd_array(qd)
     t = _stage_values(stage_times)
-    lat = _non_negative("latency", latency)
-    return _maybe_scalar(np.minimum(q / (t.sum() + lat), 1.0 / t.max()), qd)
+    rtt = math.fsum(t) + _non_negative("latency", latency)
+    ceiling = 1.0 / max(t)
+    return _over_qd(lambda q: min(q / rtt, ceiling), qd)
+
+
+def qd_min_cpu(cl: float, rtt_min: float, sp: float) -> float:
+    """Inequality [2] as a number: the least QD that keeps the server
+    thread busy, ``(CL + RTTmin) / SP``.
+
+    The same expression :func:`qd_min_cpu_bound` derives with SymPy (a test
+    checks the two agree), for code that must run without SymPy, such as
+    the book's live figures.  Times in seconds.
+    """
+    busy = _non_negative("cl", cl) + _positive("rtt_min", rtt_min)
+    return busy / _positive("sp", sp)
+
+
+def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
+    """Inequality [1] as a number: the least QD that keeps the response
+    link busy, ``(CL + RTTmin + SL) / W2`` (:func:`qd_min_network_bound`,
+    checked equal by a test).  Times in seconds.
+    """
+    refill = (_non_negative("cl", cl) + _positive("rtt_min", rtt_min)
+              + _non_negative("sl", sl))
+    return refill / _positive("w2", w2)
 
 
 def iops_bandwidth_cap(iosize: int, bandwidth_bps: float, header_bytes: int = ISCSI_HEADER_BYTES,
@@ -512,6 +598,7 @@ def tpt_min_eight_stage_expr(placement: str = "separate") -> sp.Expr:
     Stages that share a CPU run one after another, so they act as a single stage whose time is their sum
     (Butterfield 2017, "Revised Identities").
     """
+    sp = _sympy()
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {sorted(PLACEMENTS)}, got {placement!r}")
     groups = [sp.Add(*(S[n] for n in g)) for g in PLACEMENTS[placement]]

@@ -195,7 +195,7 @@ class _RingRun:
         span = (t_end - t_start) / FS                     # fs -> s
         return RingResult(
             qd=self.qd, iops=self.ops / span,
-            rtt_mean=sum(self.rtts) / len(self.rtts) if self.rtts
+            rtt_mean=math.fsum(self.rtts) / len(self.rtts) if self.rtts
             else math.nan,
             rtts=self.rtts,
             busy_fraction={s.name: min(1.0, self.work[k] / FS / span)

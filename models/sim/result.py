@@ -201,8 +201,10 @@ class Result:
 
     @property
     def rtt_mean_s(self) -> float:
+        """Mean round trip, seconds (``math.fsum``: exactly rounded, the
+        same on every Python version)."""
         r = self.rtts_s
-        return sum(r) / len(r) if r else float("nan")
+        return math.fsum(r) / len(r) if r else float("nan")
 
     def rtt_percentile_s(self, q: float) -> float:
         """The ``q``-th percentile (0-100) of the round trip, seconds."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from typing import Any, Optional
 
 from models import framing
@@ -398,10 +399,10 @@ class Scenario(metaclass=_ScenarioMeta):
         """
         link, wl = self.link, self.workload
         legs = wl.exchange
-        w1 = sum(framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu)
-                 for leg in legs[0::2])
-        w2 = sum(framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu)
-                 for leg in legs[1::2])
+        w1 = math.fsum(framing.wire_time(sum(leg), link.bandwidth_bps,
+                                         link.mtu) for leg in legs[0::2])
+        w2 = math.fsum(framing.wire_time(sum(leg), link.bandwidth_bps,
+                                         link.mtu) for leg in legs[1::2])
         return {"W1": w1, "SP": self.server.proc_s, "W2": w2,
                 "CP": self.client.proc_s}
 
@@ -415,7 +416,7 @@ class Scenario(metaclass=_ScenarioMeta):
         """
         s, c = self.server, self.client
         out = self.stage_times()
-        out["RTTmin"] = sum(out.values())
+        out["RTTmin"] = math.fsum(out.values())
         out.update(SL=s.wake_s, CL=c.wake_s, CT=c.tx_latency_s,
                    SR=s.rx_latency_s, ST=s.tx_latency_s,
                    CR=c.rx_latency_s, SI=s.softirq_s, SK=s.tx_cpu_s,

@@ -24,6 +24,7 @@ import sympy as sp
 from models import analytic as A
 from models import data
 from models.analytic import S
+from models.modes import mean_of_modes  # re-exported: the chapter uses it
 from models.validation import Comparison, comparisons
 
 __all__ = [
@@ -129,16 +130,6 @@ def breakdown(io_size_bytes: int = 512, bandwidth_bps: float = 1e9) -> dict[str,
     return {"RTT": v["RTT"], "W1": w1, "W2": w2, "wire": wire, "client_cpu": client_cpu, "server_cpu": server_cpu,
             "client_latency": v["CL_plus_CN"], "server_latency": v["SL_plus_SN"], "tx_rx_latency": tx_rx,
             "RTTmin": wire + client_cpu + server_cpu}
-
-
-def mean_of_modes(values: list[float], weights: list[float]) -> float:
-    """Weighted mean of a pattern's modes: what an average over many operations reports."""
-    if len(values) != len(weights) or not values:
-        raise ValueError(f"values and weights must be non-empty and equally long, got {values!r}, {weights!r}")
-    total = float(sum(weights))
-    if total <= 0 or any(w < 0 for w in weights):
-        raise ValueError(f"weights must be non-negative with a positive sum, got {weights!r}")
-    return sum(v * w for v, w in zip(values, weights)) / total
 
 
 def mean_busy_count() -> pd.DataFrame:
