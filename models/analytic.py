@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Union
 
+from . import framing
 from .checks import finite as _finite
 from .checks import non_negative as _non_negative
 from .checks import positive as _positive
@@ -428,8 +429,8 @@ def _over_qd(fn, qd: ArrayLike):
 
 def mss(mtu: int = 1500) -> int:
     """TCP payload bytes per full segment: ``min(MTU, 65535) - 52``
-    (``models.framing.mss``)."""
-    return min(_check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
+    (``models.framing.mss``, where the rule lives)."""
+    return framing.mss(_check_mtu(mtu))
 
 
 def framing_efficiency(mtu: int = 1500) -> float:
@@ -439,7 +440,7 @@ def framing_efficiency(mtu: int = 1500) -> float:
     (0.9415, 0.99)
     """
     m = _check_mtu(mtu)
-    return (m - TCPIP_BYTES) / (m + MAC_BYTES)
+    return framing.mss(m) / (min(m, framing.IPV4_MAX_PACKET) + framing.MAC_BYTES)
 
 
 def frames(payload_bytes: int, mtu: int = 1500) -> int:
@@ -447,7 +448,7 @@ def frames(payload_bytes: int, mtu: int = 1500) -> int:
     p = _non_negative("payload_bytes", payload_bytes)
     if p != int(p):
         raise ValueError(f"payload_bytes must be a whole number of bytes, got {payload_bytes!r}")
-    return max(1, math.ceil(int(p) / mss(mtu)))
+    return framing.frames(int(p), _check_mtu(mtu))
 
 
 def wire_time(payload_bytes: int, bandwidth_bps: float, mtu: int = 1500) -> float:
@@ -460,9 +461,8 @@ def wire_time(payload_bytes: int, bandwidth_bps: float, mtu: int = 1500) -> floa
     (1.104e-06, 5.2e-06)
     """
     bw = _positive("bandwidth_bps", bandwidth_bps)
-    n = frames(payload_bytes, mtu)
-    total_bytes = int(payload_bytes) + n * FRAME_OVERHEAD_BYTES
-    return total_bytes * 8 / bw  # bytes -> bits (x8), then bits / (bits per second) = seconds
+    frames(payload_bytes, mtu)                     # the checks, with this module's messages
+    return framing.wire_time(int(payload_bytes), bw, int(mtu))  # the rule, in one place
 
 
 def w1_lower_bound(bandwidth_bps: float, mtu: int = 9000, header_bytes: int = ISCSI_HEADER_BYTES) -> float:

@@ -41,9 +41,9 @@ _A.qd_min_cpu_bound = lambda: (_A.S.CL + _A.S.RTTmin + _A.S.SL) / _A.S.SP
 def test_wrong_framing_fails_chapter_2():
     """Ethernet overhead taken as 18 bytes (no preamble or gap): the wire-time checks must fail."""
     message = _run_with_patch("02_time_on_the_wire.md", """
-import models.analytic as _A
-_A.MAC_BYTES = 18
-_A.FRAME_OVERHEAD_BYTES = _A.TCPIP_BYTES + 18
+import models.framing as _F
+_F.MAC_BYTES = 18
+_F.FRAME_OVERHEAD_BYTES = _F.TCPIP_BYTES + 18
 """)
     assert "AssertionError" in message
 

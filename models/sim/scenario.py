@@ -37,7 +37,6 @@ use workload={'qd': ...}
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from typing import Any, Optional
 
@@ -429,7 +428,3 @@ class Scenario(metaclass=_ScenarioMeta):
         return (self.client.tx_latency_s + self.server.rx_latency_s
                 + self.server.tx_latency_s + self.client.rx_latency_s)
 
-
-def _suggest(name: str, names: list) -> str:
-    near = difflib.get_close_matches(name, names, n=1)
-    return f"; did you mean {near[0]!r}?" if near else ""
