@@ -397,7 +397,7 @@ def _is_numpy_array(value: object) -> bool:
     return type(value).__module__ == "numpy" and getattr(value, "ndim", 0) > 0
 
 
-def _qd_value(qd: object) -> float:
+def _qd_value(qd: Any) -> float:
     q = _finite("qd", qd)
     if q < 1:
         raise ValueError(f"qd must be at least 1 (one operation in flight), got {qd!r}")
@@ -414,10 +414,8 @@ def _over_qd(fn, qd: ArrayLike):
         arr = np.asarray(qd, dtype=float)
         values = [fn(_qd_value(q)) for q in arr.ravel().tolist()]
         return np.array(values).reshape(arr.shape)
-    scalar = (getattr(qd, "ndim", None) == 0
-              or isinstance(qd, (str, bytes))
-              or not isinstance(qd, Iterable))
-    if scalar:
+    if (getattr(qd, "ndim", None) == 0 or isinstance(qd, (str, bytes))
+            or not isinstance(qd, Iterable)):
         return float(fn(_qd_value(qd)))
     return [fn(_qd_value(q)) for q in qd]
 

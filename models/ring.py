@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
+from typing import Optional
 from dataclasses import dataclass, field
 
 from models.sim.events import FS, EventLoop, seconds_to_fs
@@ -180,7 +181,7 @@ class _RingRun:
         self.in_ring = 0
         self.in_min = self.in_max = qd
         self.completed = 0
-        self.t_start = None
+        self.t_start: Optional[int] = None   # fs: end of the warm-up
         self.rtts: list = []
         self.seen: set = set()
         self.duplicates = 0

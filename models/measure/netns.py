@@ -34,6 +34,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Optional
 
+from .. import framing
+
 __all__ = ["LinkSpec", "Link", "is_root", "install_signal_handlers", "cleanup_stale", "live_namespaces",
            "PREFIX"]
 
@@ -190,8 +192,10 @@ class Link:
                 tc = shutil.which("tc")
                 if tc is None:
                     raise RuntimeError("the 'tc' command (iproute2) is needed for a rate limit")
-                # bucket of two full frames (bytes), so per-frame serialization is emulated closely
-                burst = 2 * (int(spec.mtu) + 14)
+                # bucket of two full frames (IP packet + Ethernet header, bytes), so per-frame
+                # serialization is emulated closely
+                assert spec.mtu is not None                  # checked when the spec was made
+                burst = 2 * (int(spec.mtu) + framing.ETH_HEADER_BYTES)
                 _run([ip, "netns", "exec", ns, tc, "qdisc", "add", "dev", iface, "root", "tbf",
                       "rate", f"{int(spec.rate_bits_per_s)}bit", "burst", str(burst), "latency", "50ms"])
 

@@ -60,6 +60,7 @@ def flory_payloads(link: LinkSpec) -> tuple[int, ...]:
     """
     if link.kind == "loopback":
         return (1447, 1448, 16383, 16384, 32767, 32768, 32769, 65482, 65483, 65484)
+    assert link.mtu is not None                    # a veth link always has an MTU
     mss = framing.mss(int(link.mtu))  # bytes: MTU less 20 IPv4 + 20 TCP + 12 timestamp option
     sizes = {mss - 1, mss, mss + 1, 2 * mss - 1, 2 * mss, 2 * mss + 1}
     if mss != 1448:

@@ -279,14 +279,15 @@ class Part(metaclass=_PartMeta):
         values = self.to_dict()
         check_names(type(self), changes, _as or self.part_name)
         values.update(changes)
-        return type(self)(_as=_as, **values)
+        make: Any = type(self)            # _PartMeta.__call__ takes _as
+        return make(_as=_as, **values)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name)
                 for f in dataclasses.fields(self)}  # type: ignore
 
 
-def check_names(cls: type, values: dict, where: str,
+def check_names(cls: Any, values: dict, where: str,
                 known: Optional[list] = None) -> None:
     """``ValueError`` for any key of ``values`` that is not a field."""
     names = known if known is not None else list(cls.specs())

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from models import framing
 from models.sim.kernels import PROFILES, KernelProfile, get_profile
@@ -298,60 +299,70 @@ class Run(Part):
 
 
 #: The parts of a scenario, by name, with their types.
-PARTS = {"workload": Workload, "link": Link, "client": Host,
-         "server": Host, "kernel": Kernel, "run": Run}
-_DEFAULTS = {"workload": Workload(), "link": Link(),
-             "client": BUTTERFIELD_CLIENT, "server": BUTTERFIELD_SERVER,
-             "kernel": Kernel(), "run": Run()}
+PARTS: dict[str, type[Part]] = {
+    "workload": Workload, "link": Link, "client": Host, "server": Host,
+    "kernel": Kernel, "run": Run}
+_DEFAULTS: dict[str, Part] = {
+    "workload": Workload(), "link": Link(), "client": BUTTERFIELD_CLIENT,
+    "server": BUTTERFIELD_SERVER, "kernel": Kernel(), "run": Run()}
+
+#: A part given whole, or as a mapping of changes to the default part.
+PartLike = Union[Part, Mapping[str, Any]]
 
 
-class _ScenarioMeta(type):
-    def __call__(cls, *args: Any, **kw: Any) -> Any:
+def _part(name: str, value: Any) -> Any:
+    """The part called ``name`` from a part or a mapping of changes."""
+    kind = PARTS[name]
+    if isinstance(value, Mapping):
+        return _DEFAULTS[name].replace(_as=name, **value)
+    if not isinstance(value, kind):
+        raise ValueError(
+            f"{name} must be a {kind.__name__} or a dict of changes to "
+            f"it, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class Scenario:
+    """One simulated connection: six parts, each a record or a dict of
+    changes to the default part (keyword arguments only)."""
+
+    workload: Workload
+    link: Link
+    client: Host
+    server: Host
+    kernel: Kernel
+    run: Run
+
+    def __init__(self, *args: Any, workload: PartLike = _DEFAULTS["workload"],
+                 link: PartLike = _DEFAULTS["link"],
+                 client: PartLike = _DEFAULTS["client"],
+                 server: PartLike = _DEFAULTS["server"],
+                 kernel: PartLike = _DEFAULTS["kernel"],
+                 run: PartLike = _DEFAULTS["run"], **unknown: Any) -> None:
         if args:
             raise ValueError(
                 f"Scenario takes keyword arguments only, got {args!r}")
-        for key in kw:
-            if key not in PARTS:
-                owners = [p for p, t in PARTS.items() if key in t.specs()]
-                if owners:
-                    raise ValueError(
-                        f"Scenario has no part {key!r}; it is a field of "
-                        f"{' and '.join(owners)}: "
-                        f"use {owners[0]}={{{key!r}: ...}}")
-                check_names(cls, {key: None}, "Scenario", list(PARTS))
-        return super().__call__(**kw)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Scenario(metaclass=_ScenarioMeta):
-    """One simulated connection: six parts, each a record or a dict of
-    changes to the default part."""
-
-    workload: Workload = _DEFAULTS["workload"]
-    link: Link = _DEFAULTS["link"]
-    client: Host = _DEFAULTS["client"]
-    server: Host = _DEFAULTS["server"]
-    kernel: Kernel = _DEFAULTS["kernel"]
-    run: Run = _DEFAULTS["run"]
-
-    def __post_init__(self) -> None:
-        for name, kind in PARTS.items():
-            value = getattr(self, name)
-            if isinstance(value, dict):
-                value = _DEFAULTS[name].replace(_as=name, **value)
-            elif not isinstance(value, kind):
+        for key in unknown:
+            owners = [p for p, t in PARTS.items() if key in t.specs()]
+            if owners:
                 raise ValueError(
-                    f"{name} must be a {kind.__name__} or a dict of "
-                    f"changes to it, got {value!r}")
-            object.__setattr__(self, name, value)
+                    f"Scenario has no part {key!r}; it is a field of "
+                    f"{' and '.join(owners)}: "
+                    f"use {owners[0]}={{{key!r}: ...}}")
+            check_names(Scenario, {key: None}, "Scenario", list(PARTS))
+        given = dict(workload=workload, link=link, client=client,
+                     server=server, kernel=kernel, run=run)
+        for name, value in given.items():
+            object.__setattr__(self, name, _part(name, value))
 
     # -- building ---------------------------------------------------------
 
     def replace(self, **changes: Any) -> "Scenario":
         """A copy with parts replaced or changed: ``run={"ops": 50}``."""
-        new = {}
+        new: dict[str, Any] = {}
         for name, value in changes.items():
-            if isinstance(value, dict) and name in PARTS:
+            if isinstance(value, Mapping) and name in PARTS:
                 value = getattr(self, name).replace(_as=name, **value)
             new[name] = value
         return Scenario(**{**self.parts(), **new})

@@ -8,6 +8,8 @@ and 5.6, the closed loop and the cost of each millisecond are checks, recorded a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from models import data
@@ -25,7 +27,7 @@ from . import Comparison, comparisons
 SOURCE = "Oslo thesis 2010"
 
 #: The workload of the closed-loop comparisons: 12 writers, on 20 s / off 5 s, three cycles after 5 s.
-LOOP_SCHEDULE = dict(
+LOOP_SCHEDULE: dict[str, Any] = dict(
     duration_s=80.0, on_s=20.0, off_s=5.0, writers=12, lead_s=5.0
 )
 #: Seconds after the writers start that count as transient.
