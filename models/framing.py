@@ -36,7 +36,7 @@ TCPIP_BYTES = 52
 #: inter-frame gap (12): bytes a frame occupies on the wire beyond its IP
 #: packet.
 MAC_BYTES = 38
-#: The Ethernet (MAC) header alone, bytes: what the ``tbf`` qdisc counts
+#: The Ethernet (MAC) header alone in bytes, which the ``tbf`` qdisc counts
 #: beyond the IP packet (``qdisc_pkt_len``).
 ETH_HEADER_BYTES = 14
 #: Everything a segment pays on a serializing wire besides its payload.
@@ -46,8 +46,8 @@ BUCKET_OVERHEAD_BYTES = TCPIP_BYTES + ETH_HEADER_BYTES
 #: An iSCSI basic header segment (a read request or a read response
 #: header), bytes (RFC 7143, section 11.2).
 ISCSI_HEADER_BYTES = 48
-#: The largest IPv4 packet, bytes: the 16-bit total-length field.  Linux
-#: loopback has MTU 65536, but its MSS is computed from this cap.
+#: The largest IPv4 packet in bytes, set by the 16-bit total-length field.
+#: Linux loopback has MTU 65536, but its MSS is computed from this cap.
 IPV4_MAX_PACKET = 65535
 
 

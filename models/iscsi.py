@@ -271,6 +271,8 @@ def negotiate(initiator: Optional[Mapping[str, object]] = None,
         take the RFC default.  Booleans may be ``True``/``False`` or
         ``"Yes"``/``"No"``.
 
+    Examples
+    --------
     >>> s = negotiate(OPEN_ISCSI_DEFAULTS, IET_DEFAULTS)
     >>> s.initial_r2t, s.first_burst_length, s.target_mrdsl
     (True, 65536, 8192)
@@ -431,7 +433,8 @@ def exchange(op: str, size_bytes: int, session: Optional[Session] = None,
 
     Parameters
     ----------
-    op : {"read", "write"}
+    op : str
+        ``"read"`` or ``"write"``.
     size_bytes : int
         Data the command moves, bytes (>= 0).
     session : Session, optional

@@ -1,6 +1,6 @@
 """Scenarios the chapters, their figures and the tests share.
 
-Each preset builds a :class:`~models.sim.Scenario` for one set-up of a
+Each preset builds a ``models.sim.Scenario`` for one set-up of a
 source, in one place; callers change parts with ``.replace(...)``.
 
 >>> busy_count("nagle", 3).workload.qd

@@ -227,7 +227,7 @@ class Link:
         return self.server_iface if side == "server" else self.client_iface
 
     def describe(self) -> dict[str, Any]:
-        """Sysctls and interface details seen from each side (runs :mod:`models.measure.sysinfo` there)."""
+        """Sysctls and interface details seen from each side (runs ``models.measure.sysinfo`` there)."""
         out: dict[str, Any] = {"label": self.spec.label, "kind": self.spec.kind, "isolated_netns":
                                self.server_ns is not None, "rate_bits_per_s": self.spec.rate_bits_per_s,
                                "offloads_setting": self.spec.offloads,

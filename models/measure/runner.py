@@ -101,12 +101,12 @@ class RunSpec:
 
     @property
     def response_bytes(self) -> int:
-        """Bytes per response: header plus payload."""
+        """Bytes per response, header plus payload."""
         return self.header_bytes + self.payload_bytes
 
     @property
     def time_limit_s(self) -> float:
-        """Hard limit for each process: warm-up + window + 10 s for connection set-up and the drain."""
+        """Hard limit for each process, the warm-up and window and 10 s for connection set-up and the drain."""
         return self.warmup_s + self.duration_s + 10.0
 
 
