@@ -236,16 +236,14 @@ class CycleSkipper:
         """A few numbers that two equal states share (cheap)."""
         sim = self.sim
         loop = sim.loop
-        heap = loop._heap
-        top = heap[0] if heap else None
-        first = top[0] - now if top is not None and top[2] is not None \
-            else -1                        # (a cancelled entry: unknown)
+        nxt = loop.next_time()
+        first = -1 if nxt is None else nxt - now
         c2s, s2c = sim.c2s, sim.s2c
         c, s = sim.client_ep, sim.server_ep
         ct, st = c.sender, s.sender
         cl, sv = sim.client, sim.server
         oldest = min(cl.issue_time.values(), default=now)
-        return (len(heap) - loop._dead, first, now - oldest,
+        return (loop.live_count(), first, now - oldest,
                 c2s.free_at - now, s2c.free_at - now,
                 c2s.rx_wake_end - now, s2c.rx_wake_end - now,
                 len(ct.queue), len(st.queue), ct.write_seq - ct.snd_nxt,

@@ -134,6 +134,18 @@ class EventLoop:
         """Whether any live event is scheduled."""
         return len(self._heap) > self._dead
 
+    def live_count(self) -> int:
+        """Events scheduled and not cancelled."""
+        return len(self._heap) - self._dead
+
+    def next_time(self) -> Optional[int]:
+        """When the next event runs (``None`` if the heap is empty or its
+        first entry was cancelled: cheap, not exhaustive)."""
+        heap = self._heap
+        if heap and heap[0][2] is not None:
+            return heap[0][0]
+        return None
+
     # -- used by the cycle detector -------------------------------------
 
     def pending(self) -> Iterator[list]:
