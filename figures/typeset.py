@@ -43,7 +43,7 @@ def symbol_latex(name: str) -> str:
     return _word(name)
 
 
-def _printer() -> Any:
+def _printer(settings: dict) -> Any:
     from sympy.printing.latex import LatexPrinter
 
     class BookLatexPrinter(LatexPrinter):
@@ -52,16 +52,19 @@ def _printer() -> Any:
         def _print_Symbol(self, expr: Any, style: str = "plain") -> str:
             return symbol_latex(expr.name)
 
-    return BookLatexPrinter({"mul_symbol": "dot"})
+    return BookLatexPrinter({"mul_symbol": "dot", **settings})
 
 
-def latex(expr: Any) -> str:
-    """``expr`` as LaTeX in the book's notation."""
-    return _printer().doprint(expr)
+def latex(expr: Any, **settings: Any) -> str:
+    """``expr`` as LaTeX in the book's notation (``settings`` as for
+    :func:`sympy.latex`, e.g. ``mode="inline"``)."""
+    return _printer(settings).doprint(expr)
 
 
 def use_book_notation() -> None:
     """Make every SymPy result a cell displays use the book's notation."""
     import sympy as sp
 
-    sp.init_printing(use_latex="mathjax", latex_printer=latex)
+    # print_builtin=False: plain Python numbers keep their own repr (glue)
+    sp.init_printing(use_latex="mathjax", latex_printer=latex,
+                     print_builtin=False)
