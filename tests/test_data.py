@@ -412,3 +412,11 @@ def test_new_thesis_and_charrouf_datasets_load():
     assert set(st["section"]) == {"5.5", "5.6"}
     conv = data.load("charrouf2008_connections")
     assert conv.groupby("config").size().to_dict() == {"default": 8, "tuned": 4}
+
+
+def test_every_dataset_is_read_by_a_model_or_said_to_be_context():
+    from models.validation import coverage
+
+    assert coverage.uncovered() == []
+    for name in data.list_datasets():
+        assert coverage.readers(name) or coverage.role(name).startswith("context:"), name
