@@ -129,6 +129,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.wire",
     "figures.bottleneck",
     "figures.modes",
+    "figures.iscsi",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
