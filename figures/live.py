@@ -130,6 +130,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.bottleneck",
     "figures.modes",
     "figures.iscsi",
+    "figures.windows",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
