@@ -131,6 +131,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.modes",
     "figures.iscsi",
     "figures.windows",
+    "figures.budget",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
