@@ -132,6 +132,9 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.iscsi",
     "figures.windows",
     "figures.budget",
+    "figures.nagle",
+    "figures.delack",
+    "figures.simulator",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
