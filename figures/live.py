@@ -135,6 +135,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.nagle",
     "figures.delack",
     "figures.simulator",
+    "figures.kernel",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
