@@ -136,6 +136,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.delack",
     "figures.simulator",
     "figures.kernel",
+    "figures.control",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
