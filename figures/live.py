@@ -67,8 +67,8 @@ Rules for a live figure's function
   :class:`Select`.  ``fixed`` must survive a JSON round trip unchanged
   (lists, not tuples), because the browser receives it from the page.
 
-How to convert a figure of the old kind (chapters 4-6, 8-11)
-------------------------------------------------------------
+How to convert a figure of the old kind (a grid only)
+-----------------------------------------------------
 1. Move the body of its ``_frame``/``frame`` helper into a module-level
    function of a standard-library-only ``figures`` module (split the module
    if it must also import Matplotlib, pandas or the simulator's heavy
