@@ -8,7 +8,7 @@ reference the book uses for Little's law and for the asymptotic bounds; the pack
 ``models.sim`` adds segments, ACKs and timers on top of the same picture.
 
 Times are in seconds; inside, the run counts whole femtoseconds on the
-packet simulator's event loop (:class:`models.sim.events.EventLoop`), so
+packet simulator's event loop (``models.sim.events.EventLoop``), so
 its sums are exact.
 
 >>> ring = Ring.four_stage(W1=1e-6, SP=16e-6, W2=5e-6, CP=8e-6)

@@ -38,8 +38,8 @@ from typing import Optional
 
 __all__ = ["KINDS", "Comparison", "comparisons", "registered", "run_all", "run", "assert_all_pass", "checks"]
 
-#: What a comparison row is: a test that counts, a fitted value, context that cannot fail, or a check
-#: recorded as failing (see the module docstring).
+#: The four kinds of comparison row, described in the module docstring (a test that counts, a fitted
+#: value, context that cannot fail, a check recorded as failing).
 KINDS = ("check", "fit", "context", "failing")
 
 
