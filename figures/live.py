@@ -87,11 +87,14 @@ How to convert a figure of the old kind (a grid only)
    and remove its ipywidgets explorer if the live figure now has its
    controls (no control on a page may look usable and do nothing).
 5. In ``book/status.md``, move the figure's row of ``MAIN_FIGURES`` from
-   "grid" to "live" with its ``module:function``.  If the module builds the
-   declaration from data (like :func:`figures.modes.mean_median_figure`),
-   add a representative call to ``declared()`` in
-   ``tests/test_live_figures.py``.
-6. Rebuild the bundle (``make book`` does) and run
+   "grid" to "live" with its ``module:function`` and what it runs in the
+   browser.  If the module builds the declaration from data (like
+   :func:`figures.modes.mean_median_figure`), add a representative call to
+   ``declared()`` in ``tests/test_live_figures.py``.
+6. Integer controls need room between their first two grid points (the
+   browser test sets a value there), and a Select cannot be the only
+   control (the browser test needs one number to set off the grid).
+7. Rebuild the bundle (``make book`` does) and run
    ``tests/test_live_figures.py`` and ``browser_tests/test_live.py``; the
    latter finds every live figure in the built book by itself, sets its
    number controls between their first two grid points, compares the
