@@ -45,16 +45,15 @@ def window_bound(window_kib: float, link_mbps: float,
                       f"link-limited below {cross:.1f} ms")}
 
 
-def window_live_figure(runs) -> Live:
+def window_live_figure(runs, kb_bytes: float) -> Live:
     """The chapter's main figure, with the measured remote-warm reads as
     points.
 
     ``runs`` is the chapter's table (a pandas DataFrame with columns
-    ``config``, ``rtt_ms`` and ``remote_warm_KBps``); its points go to the
-    page as plain lists.
+    ``config``, ``rtt_ms`` and ``remote_warm_KBps``), in KB/s of
+    ``kb_bytes`` bytes (the source's 1000); its points go to the page as
+    plain lists.
     """
-    from models.validation.wan import KB  # the source's KB/s: 1000 B/s
-
     measured = {}
     for cfg in _SYMBOLS:
         s = runs[runs["config"] == cfg]
@@ -69,7 +68,7 @@ def window_live_figure(runs) -> Live:
             Range("link_mbps", "link (Mb/s)", 1, 10000,
                   grid=[10.0, 45.0, 100.0, 1000.0], value=45.0, log=True),
         ],
-        fixed={"measured": measured, "kb_bytes": KB},
+        fixed={"measured": measured, "kb_bytes": kb_bytes},
         layout={"xaxis": {"title": {"text": "round-trip time (ms)"}},
                 "yaxis": {"title": {"text": "read throughput (KB/s)"},
                           "type": "log"},

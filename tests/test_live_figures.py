@@ -38,12 +38,12 @@ def declared() -> dict[str, Live]:
     from figures.kernel import kernel_figure
     from figures.modes import mean_median_figure
     from figures.windows import window_live_figure
-    from models.validation.wan import bound_table
+    from models.validation.wan import KB, bound_table
 
     found["figures.modes.mean_median_figure"] = mean_median_figure(204.5)
     found["figures.budget.page_cost_figure"] = page_cost_figure(4.82)
     found["figures.windows.window_live_figure"] = window_live_figure(
-        bound_table())
+        bound_table(), KB)
     found["figures.kernel.kernel_figure"] = kernel_figure()
     found["figures.control.loop_figure"] = _loop_figure()
     return found
