@@ -67,8 +67,8 @@ Rules for a live figure's function
   :class:`Select`.  ``fixed`` must survive a JSON round trip unchanged
   (lists, not tuples), because the browser receives it from the page.
 
-How to convert a figure of the old kind (chapters 4-6, 8-11)
-------------------------------------------------------------
+How to convert a figure of the old kind (a grid only)
+-----------------------------------------------------
 1. Move the body of its ``_frame``/``frame`` helper into a module-level
    function of a standard-library-only ``figures`` module (split the module
    if it must also import Matplotlib, pandas or the simulator's heavy
@@ -87,11 +87,14 @@ How to convert a figure of the old kind (chapters 4-6, 8-11)
    and remove its ipywidgets explorer if the live figure now has its
    controls (no control on a page may look usable and do nothing).
 5. In ``book/status.md``, move the figure's row of ``MAIN_FIGURES`` from
-   "grid" to "live" with its ``module:function``.  If the module builds the
-   declaration from data (like :func:`figures.modes.mean_median_figure`),
-   add a representative call to ``declared()`` in
-   ``tests/test_live_figures.py``.
-6. Rebuild the bundle (``make book`` does) and run
+   "grid" to "live" with its ``module:function`` and what it runs in the
+   browser.  If the module builds the declaration from data (like
+   :func:`figures.modes.mean_median_figure`), add a representative call to
+   ``declared()`` in ``tests/test_live_figures.py``.
+6. Integer controls need room between their first two grid points (the
+   browser test sets a value there), and a Select cannot be the only
+   control (the browser test needs one number to set off the grid).
+7. Rebuild the bundle (``make book`` does) and run
    ``tests/test_live_figures.py`` and ``browser_tests/test_live.py``; the
    latter finds every live figure in the built book by itself, sets its
    number controls between their first two grid points, compares the
@@ -129,6 +132,14 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.wire",
     "figures.bottleneck",
     "figures.modes",
+    "figures.iscsi",
+    "figures.windows",
+    "figures.budget",
+    "figures.nagle",
+    "figures.delack",
+    "figures.simulator",
+    "figures.kernel",
+    "figures.control",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")

@@ -49,7 +49,7 @@ __all__ = [
     "rtt_min", "tpt_min", "knee_qd", "iops_bound", "iops_bandwidth_cap", "qd_max_for_response_time",
     "responses_per_packet", "responses_per_packet_expr", "numeric",
     "PLACEMENTS", "tpt_min_eight_stage_expr", "tpt_min_eight_stage",
-    "qd_min_cpu", "qd_min_network",
+    "qd_min_cpu", "qd_min_network", "page_time",
 ]
 
 if TYPE_CHECKING:  # annotations only: neither is imported when the module is
@@ -548,6 +548,24 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     refill = (_non_negative("cl", cl) + _positive("rtt_min", rtt_min)
               + _non_negative("sl", sl))
     return refill / _positive("w2", w2)
+
+
+def page_time(rtt_s: float, pages: float, qd: ArrayLike):
+    """Wall-clock seconds per page when ``qd`` requests of ``pages`` pages
+    each are in service at once and each takes ``rtt_s`` seconds:
+    ``rtt_s / (pages * qd)``, Little's law with a request as the operation.
+
+    The expression ``models.validation.latency_budget.page_time_expr()``
+    derives with SymPy (a test checks the two agree), for code that must
+    run without SymPy, such as chapter 8's live figure.  ``qd`` may be one
+    queue depth or several (a list, or a NumPy array), as in
+    :func:`iops_bound`.
+    """
+    r = _positive("rtt_s", rtt_s)
+    p = _finite("pages", pages)
+    if p < 1:
+        raise ValueError(f"pages must be at least 1, got {pages!r}")
+    return _over_qd(lambda q: r / (p * q), qd)
 
 
 def iops_bandwidth_cap(iosize: int, bandwidth_bps: float, header_bytes: int = ISCSI_HEADER_BYTES,

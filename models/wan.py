@@ -15,14 +15,17 @@ bytes, each taking ``RTT + L`` to be acknowledged, ``X = n*m/(RTT + L)``; two (w
 each just fill the link fix ``m`` and ``L`` (:func:`message_window_fit`).
 
 Units: bytes, seconds, bytes per second; link rates in bits per second as quoted (converted where used).
+
+The numeric bounds need only the standard library (chapter 11's live figure runs them in the reader's
+browser): SymPy is imported on first use of a symbol (``W``, ``C``) or a symbolic result, NumPy only by
+:func:`effective_window_bytes`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from models.analytic import S, iops_identity
 
@@ -40,16 +43,34 @@ T3_BPS = 45e6
 #: Largest window a TCP header can carry without the window-scale option (16-bit field), bytes.
 MAX_UNSCALED_WINDOW_BYTES = 65535
 
-#: Window: bytes allowed in flight.
-W = sp.Symbol("W", positive=True)
-#: Link rate, bytes per second.
-C = sp.Symbol("C", positive=True)
-_X = sp.Symbol("X", positive=True)
-_n, _m, _L = sp.symbols("n m L", positive=True)
+if TYPE_CHECKING:  # annotations only: neither is imported with the module
+    import sympy as sp
+
+#: The module's SymPy symbols, made on first use: ``W`` (window, bytes
+#: allowed in flight), ``C`` (link rate, bytes per second) and the message
+#: window's ``m`` and ``L``.
+_SYMBOLS = {"W": "W", "C": "C", "_m": "m", "_L": "L"}
+
+
+@functools.lru_cache(maxsize=None)
+def _symbol(name: str) -> Any:
+    import sympy
+
+    return sympy.Symbol(_SYMBOLS[name], positive=True)
+
+
+def __getattr__(name: str) -> Any:
+    """``W`` and ``C`` on first access (importing SymPy then)."""
+    if name in ("W", "C"):
+        return _symbol(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def window_bound_expr() -> sp.Expr:
     """``W/RTT``: ``IOSIZE * IOPS`` from ``IOPS = QD/RTT`` with the bytes in flight ``QD*IOSIZE = W``."""
+    import sympy as sp
+
+    W = _symbol("W")
     iops = sp.solve(iops_identity(), S.IOPS)[0]
     rate = sp.expand(S.IOSIZE * iops)
     return sp.simplify(rate.subs(S.QD, W / S.IOSIZE))
@@ -57,12 +78,16 @@ def window_bound_expr() -> sp.Expr:
 
 def bdp_expr() -> sp.Expr:
     """Window that makes the window bound equal the link rate: solve ``W/RTT = C`` for ``W``."""
-    return sp.solve(sp.Eq(window_bound_expr(), C), W)[0]
+    import sympy as sp
+
+    return sp.solve(sp.Eq(window_bound_expr(), _symbol("C")), _symbol("W"))[0]
 
 
 def crossover_rtt_expr() -> sp.Expr:
     """Round trip beyond which a window ``W`` can no longer fill a link ``C``: solve ``W/RTT = C`` for RTT."""
-    return sp.solve(sp.Eq(window_bound_expr(), C), S.RTT)[0]
+    import sympy as sp
+
+    return sp.solve(sp.Eq(window_bound_expr(), _symbol("C")), S.RTT)[0]
 
 
 def message_window_exprs() -> dict:
@@ -70,6 +95,9 @@ def message_window_exprs() -> dict:
 
     Solves ``n_i*m/(RTT_i + L) = C`` for ``i = 1, 2``.
     """
+    import sympy as sp
+
+    C, _m, _L = _symbol("C"), _symbol("_m"), _symbol("_L")
     n1, n2, r1, r2 = sp.symbols("n1 n2 RTT1 RTT2", positive=True)
     sol = sp.solve([sp.Eq(n1 * _m, C * (r1 + _L)), sp.Eq(n2 * _m, C * (r2 + _L))], [_m, _L], dict=True)[0]
     return {"m": sp.simplify(sol[_m]), "L": sp.simplify(sol[_L]), "symbols": (n1, n2, r1, r2)}
@@ -104,6 +132,8 @@ def crossover_rtt_s(window_bytes: float, link_bps: float = T3_BPS) -> float:
 
 def effective_window_bytes(throughput_Bps, rtt_s):
     """Bytes in flight implied by a measured throughput, by Little's law: ``X * RTT``."""
+    import numpy as np
+
     x = np.asarray(throughput_Bps, dtype=float)
     r = np.asarray(rtt_s, dtype=float)
     if np.any(~np.isfinite(x)) or np.any(x < 0):
@@ -126,5 +156,5 @@ def message_window_fit(n1: float, rtt1_s: float, n2: float, rtt2_s: float, link_
         raise ValueError(f"need n2 > n1 and rtt2_s > rtt1_s, got n1={n1!r}, n2={n2!r}, rtt1_s={rtt1_s!r}, rtt2_s={rtt2_s!r}")
     ex = message_window_exprs()
     s1, s2, t1, t2 = ex["symbols"]
-    vals = {s1: a, s2: b, t1: r1, t2: r2, C: c}
+    vals = {s1: a, s2: b, t1: r1, t2: r2, _symbol("C"): c}
     return float(ex["m"].subs(vals)), float(ex["L"].subs(vals))

@@ -322,6 +322,73 @@ def test_loop_bad_input():
         settled(run_closed_loop(p, [1, 2], 15e-3), 0)
 
 
+# ---- noise without NumPy ----------------------------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2010, 2**40 + 3])
+def test_noise_stream_draws_what_numpy_draws(seed):
+    """NoiseStream is numpy.random.default_rng(seed)'s Poisson (small
+    means), exponential and mean, draw for draw and bit for bit."""
+    from models.control.noise import NoiseStream
+
+    mine, ref = NoiseStream(seed), np.random.default_rng(seed)
+    for i in range(400):
+        lam = (0.0, 0.3, 3.2000000000000006, 9.999)[i % 4]
+        assert mine.poisson(lam) == int(ref.poisson(lam))
+        n = (1, 2, 7, 8, 9, 16, 23, 128, 129, 300, 1001)[i % 11]
+        assert (mine.exponential_mean(0.045, n)
+                == ref.exponential(0.045, n).mean())
+    assert mine.standard_exponential() == ref.standard_exponential()
+
+
+def test_noise_stream_covers_the_ziggurat_tail():
+    """Draws beyond the ziggurat's base (x > 7.7, one in ~2200) and its
+    rejection branch match NumPy too."""
+    from models.control.noise import NoiseStream
+
+    mine, ref = NoiseStream(5), np.random.default_rng(5)
+    a = [mine.standard_exponential() for _ in range(50_000)]
+    assert a == ref.standard_exponential(50_000).tolist()
+    assert sum(x > 7.69711747013105 for x in a) > 5
+
+
+def test_numpy_sum_is_numpys_pairwise_sum():
+    from models.control.noise import numpy_sum
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 8, 15, 16, 17, 127, 128, 129, 1000, 5000):
+        x = rng.exponential(1.0, n) * 10.0 ** rng.integers(-8, 8, n)
+        assert numpy_sum(x.tolist()) == np.add.reduce(x), n
+
+
+def test_noise_stream_bad_input():
+    from models.control.noise import NoiseStream
+
+    with pytest.raises(ValueError, match="lam"):
+        NoiseStream(1).poisson(10.0)
+    with pytest.raises(ValueError, match="size"):
+        NoiseStream(1).exponential_mean(1.0, 0)
+    with pytest.raises(ValueError, match="seed"):
+        NoiseStream(-1)
+
+
+def test_loop_without_numpy_equals_the_numpy_generator():
+    """closed_loop's NoiseStream gives the run numpy.random.default_rng gives
+    (sampled through the plant's NumPy path), and a large Poisson mean uses
+    NumPy's generator."""
+    from models.control.noise import NoiseStream
+
+    p = calibrate(39 * MiB, 45e-3, 15 * MiB)
+    rng_np, rng_std = np.random.default_rng(11), NoiseStream(11)
+    for writers, delay in ((12, 0.0), (12, 2e-3), (0, 0.0), (3, 5e-3)) * 50:
+        assert (p.sample(writers, delay, 0.1, rng_np)
+                == p.sample(writers, delay, 0.1, rng_std))
+    busy = SharedDiskPlant(1.4e-3, 3.5e-3, 2.7e-3, read_rate_per_s=150.0)
+    sch = [12] * 30
+    a = run_closed_loop(busy, sch, 15e-3, seed=4)   # 15 reads per interval
+    assert a.equals(run_closed_loop(busy, sch, 15e-3, seed=4))
+    assert a["measured_s"].gt(0).all()
+
+
 def test_simulator_cross_check_matches_the_model():
     from models.control.simcheck import simulated_read_rate
     rtt0 = 65536 / (22 * MiB)

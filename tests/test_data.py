@@ -393,6 +393,28 @@ def test_page_time_is_littles_law():
     assert (parts.start_us.diff().dropna() > 0).all()
 
 
+def test_page_time_without_sympy_is_the_derived_expression():
+    """models.analytic.page_time (standard library, run by chapter 8's live
+    figure) is the expression latency_budget derives, bit for bit."""
+    import sympy as sp
+
+    from models import analytic as A
+    from models.analytic import S
+    from models.validation import latency_budget as L
+    expr = L.page_time_expr()
+    assert sp.simplify(expr - S.RTT / (L.PAGES * S.QD)) == 0
+    f = sp.lambdify((S.RTT, L.PAGES, S.QD), expr)
+    for rtt, pages, qd in [(210e-6, 32, 2), (1e-3, 1, 1), (37.3e-6, 7, 13.5)]:
+        assert A.page_time(rtt, pages, qd) == f(rtt, pages, qd)
+        assert A.page_time(rtt, pages, qd) == L.page_time(rtt, pages, qd)
+    assert A.page_time(210e-6, 32, [1, 2]) == [210e-6 / 32, 210e-6 / 64]
+    for kwargs, word in [(dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"),
+                         (dict(rtt_s=1e-4, pages=0.5, qd=2), "pages"),
+                         (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd")]:
+        with pytest.raises(ValueError, match=word):
+            A.page_time(**kwargs)
+
+
 def test_hpe_run_totals_disagree_with_the_budget_as_recorded():
     """The run's own totals: 13 passes of 8,193 requests, 4.82 us per page, 1.36 requests in service."""
     from models.validation import latency_budget as L

@@ -34,10 +34,32 @@ def declared() -> dict[str, Live]:
         for attr, value in vars(module).items():
             if isinstance(value, Live):
                 found[f"{name}.{attr}"] = value
+    from figures.budget import page_cost_figure
+    from figures.kernel import kernel_figure
     from figures.modes import mean_median_figure
+    from figures.windows import window_live_figure
+    from models.validation.wan import KB, bound_table
 
     found["figures.modes.mean_median_figure"] = mean_median_figure(204.5)
+    found["figures.budget.page_cost_figure"] = page_cost_figure(4.82)
+    found["figures.windows.window_live_figure"] = window_live_figure(
+        bound_table(), KB)
+    found["figures.kernel.kernel_figure"] = kernel_figure()
+    found["figures.control.loop_figure"] = _loop_figure()
     return found
+
+
+def _loop_figure() -> Live:
+    """Chapter 10's figure with the thesis's plant and settings."""
+    from figures.control import loop_figure
+    from models.control import thesis as th
+    from models.validation import throttling as VT
+
+    return loop_figure(
+        th.thesis_plant(), VT.LOOP_SCHEDULE,
+        th.controller_parameters("reg_pl"),
+        {"section 4.4": th.text_ladder(), "listing B.2": th.listed_ladder()},
+        VT.LOOP_SEED, VT.LOOP_TRANSIENT_S, th.MB)
 
 
 def test_every_live_module_imports_without_the_missing_packages():

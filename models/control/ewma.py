@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-
-import numpy as np
-import sympy as sp
+from typing import TYPE_CHECKING
 
 from ..checks import finite, fraction, positive
+
+if TYPE_CHECKING:  # annotations only: the filter itself needs neither
+    import numpy as np
+    import sympy as sp
 
 __all__ = ["Ewma", "ewma", "time_constant_s", "ramp_lag_samples", "step_response_expr", "ramp_lag_expr"]
 
@@ -57,6 +59,8 @@ class Ewma:
 
 def ewma(samples: Iterable[float], alpha: float, initial: float = 0.0) -> np.ndarray:
     """The EWMA of a whole series (same length as ``samples``)."""
+    import numpy as np
+
     f = Ewma(alpha, initial)
     return np.array([f.update(x) for x in samples], dtype=float)
 
@@ -76,12 +80,17 @@ def ramp_lag_samples(alpha: float) -> float:
     return (1 - a) / a
 
 
-_ALPHA = sp.Symbol("alpha", positive=True)
-_N = sp.Symbol("n", integer=True, nonnegative=True)
+def _symbols() -> tuple:
+    """SymPy, and the symbols ``alpha`` and ``n`` of the derivations."""
+    import sympy as sp
+
+    return (sp, sp.Symbol("alpha", positive=True),
+            sp.Symbol("n", integer=True, nonnegative=True))
 
 
 def step_response_expr() -> sp.Expr:
     """Output after ``n`` samples of a unit step from 0, solved from the recurrence with SymPy's rsolve."""
+    sp, _ALPHA, _N = _symbols()
     L = sp.Function("L")
     rec = L(_N + 1) - (_ALPHA * 1 + (1 - _ALPHA) * L(_N))
     return sp.simplify(sp.rsolve(rec, L(_N), {L(0): 0}))
@@ -89,6 +98,7 @@ def step_response_expr() -> sp.Expr:
 
 def ramp_lag_expr() -> sp.Expr:
     """Steady-state lag (in samples) behind the ramp ``l_n = n``: solve ``L_n = n - lag`` in the recurrence."""
+    sp, _ALPHA, _ = _symbols()
     lag = sp.Symbol("lag")
     n = sp.Symbol("n")
     # L_n = alpha*n + (1-alpha)*L_{n-1} with L_n = n - lag, L_{n-1} = n - 1 - lag

@@ -36,11 +36,14 @@ Units follow the thesis: error in milliseconds, output in throttle steps, so ``K
 
 from __future__ import annotations
 
+import functools
 import math
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from ..checks import finite, non_negative, positive
+
+if TYPE_CHECKING:  # annotations only: the controller itself needs no SymPy
+    import sympy as sp
 
 __all__ = ["VelocityPID", "throttle_steps", "positional_expr", "velocity_increment_expr",
            "printed_increment_expr", "listing_increment_expr", "steady_error_expr", "FORMS"]
@@ -129,12 +132,33 @@ def throttle_steps(u: float, previous: int = 0, hold_at_zero: bool = False) -> i
 # Symbolic forms
 # ---------------------------------------------------------------------------------------------------
 
-Kp, Ti, Td, T = sp.symbols("K_p T_i T_d T", positive=True)
-e_k, e_k1, e_k2 = sp.symbols("e_k e_k1 e_k2")
+#: The symbols of the derivations, made on first use (importing SymPy then):
+#: ``Kp, Ti, Td, T`` (positive) and the errors ``e_k, e_k1, e_k2``.
+_SYMBOLS = {"Kp": "K_p", "Ti": "T_i", "Td": "T_d", "T": "T",
+            "e_k": "e_k", "e_k1": "e_k1", "e_k2": "e_k2"}
+
+
+@functools.lru_cache(maxsize=None)
+def _sym(name: str) -> Any:
+    import sympy
+
+    if name.startswith("e_"):
+        return sympy.Symbol(_SYMBOLS[name])
+    return sympy.Symbol(_SYMBOLS[name], positive=True)
+
+
+def __getattr__(name: str) -> Any:
+    """``Kp``, ``Ti``, ``Td``, ``T``, ``e_k``, ``e_k1``, ``e_k2``."""
+    if name in _SYMBOLS:
+        return _sym(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def positional_expr(errors: list[sp.Expr], k: int) -> sp.Expr:
     """Backward-Euler PID output at sample ``k``: ``Kp(e_k + T/Ti*sum(e_0..e_k) + Td/T*(e_k - e_{k-1}))``."""
+    import sympy as sp
+
+    Kp, Ti, Td, T = (_sym(n) for n in ("Kp", "Ti", "Td", "T"))
     ek = errors[k]
     ek1 = errors[k - 1] if k >= 1 else 0
     return Kp * (ek + T / Ti * sp.Add(*errors[: k + 1]) + Td / T * (ek - ek1))
@@ -142,19 +166,24 @@ def positional_expr(errors: list[sp.Expr], k: int) -> sp.Expr:
 
 def velocity_increment_expr() -> sp.Expr:
     """``u_k - u_{k-1}`` of :func:`positional_expr` in ``e_k, e_{k-1}, e_{k-2}`` (the textbook form)."""
+    import sympy as sp
+
     es = list(sp.symbols("e0:6"))
     k = 5
     du = sp.expand(positional_expr(es, k) - positional_expr(es, k - 1))
-    return du.subs({es[k]: e_k, es[k - 1]: e_k1, es[k - 2]: e_k2})
+    return du.subs({es[k]: _sym("e_k"), es[k - 1]: _sym("e_k1"),
+                    es[k - 2]: _sym("e_k2")})
 
 
 def printed_increment_expr() -> sp.Expr:
     """Equation 4.2 exactly as printed in the thesis (see the module docstring)."""
+    Kp, Ti, Td, T, e_k, e_k1, e_k2 = (_sym(n) for n in _SYMBOLS)
     return Kp * (1 + T / Ti) + Kp * e_k1 + Kp * Td / T * (e_k - 2 * e_k1 + e_k2)
 
 
 def listing_increment_expr() -> sp.Expr:
     """The increment coded in listings A.2/A.3 (see the module docstring)."""
+    Kp, Ti, Td, T, e_k, e_k1, e_k2 = (_sym(n) for n in _SYMBOLS)
     return Kp * (1 - T / Ti) + Kp * e_k + Kp * Td / T * (e_k - 2 * e_k1 + e_k2)
 
 
@@ -162,6 +191,9 @@ def steady_error_expr(form: str = "listing") -> sp.Expr:
     """The constant error at which the increment is zero (the controller's resting error)."""
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    import sympy as sp
+
+    e_k, e_k1, e_k2 = _sym("e_k"), _sym("e_k1"), _sym("e_k2")
     inc = {"textbook": velocity_increment_expr, "printed": printed_increment_expr,
            "listing": listing_increment_expr}[form]()
     ess = sp.Symbol("e_ss")

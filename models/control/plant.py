@@ -20,19 +20,21 @@ so each sample sees the steady state for the delay in force (a quasi-static plan
 *measures* is random: the number of reads completing in the interval is Poisson, each read's wait is
 drawn from an exponential distribution with the model's mean, and an interval with no completed read
 reports 0 (as ``/proc/diskstats`` arithmetic does in the thesis's scripts).  Randomness comes only from a
-``numpy.random.Generator`` seeded explicitly.
+stream seeded explicitly: a :class:`models.control.noise.NoiseStream`
+(``numpy.random.default_rng``'s draws with the standard library) or a
+``numpy.random.Generator``.  SciPy is imported only to calibrate the plant
+or to solve for a delay.
 
 Units: seconds, bytes, bytes per second, requests per second.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 
-import numpy as np
-from scipy.optimize import brentq, fsolve
-
 from ..checks import non_negative, positive, whole
+from .noise import NoiseStream
 
 __all__ = ["PlantState", "SharedDiskPlant", "mva_closed", "calibrate"]
 
@@ -129,16 +131,35 @@ class SharedDiskPlant:
         util = ur + x * self.write_service_s / self.stations
         return PlantState(n, dly, x, x * self.write_bytes, read_wait, q, util)
 
-    def sample(self, writers: int, delay_s: float, interval_s: float, rng: np.random.Generator) -> tuple[float, int, PlantState]:
-        """One measurement interval: ``(average read wait in s or 0 if none completed, reads, state)``."""
+    def sample(self, writers: int, delay_s: float, interval_s: float,
+               rng) -> tuple[float, int, PlantState]:
+        """One measurement interval: ``(average read wait in s or 0 if
+        none completed, reads, state)``.
+
+        ``rng`` is a :class:`~models.control.noise.NoiseStream` or a
+        ``numpy.random.Generator``; seeded alike, both give the same
+        sample.
+        """
         dt = positive("interval_s", interval_s)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator (seeded), got {rng!r}")
+        numpy = sys.modules.get("numpy")   # a NumPy generator: NumPy loaded
+        is_numpy = numpy is not None and isinstance(rng,
+                                                    numpy.random.Generator)
+        if not (is_numpy or isinstance(rng, NoiseStream)):
+            raise ValueError("rng must be a models.control.noise.NoiseStream "
+                             f"or a numpy.random.Generator (seeded), got "
+                             f"{rng!r}")
         st = self.steady_state(writers, delay_s)
-        n_reads = int(rng.poisson(self.read_rate_per_s * dt))
+        lam = self.read_rate_per_s * dt    # reads expected in the interval
+        if is_numpy:
+            n_reads = int(rng.poisson(lam))
+            if n_reads == 0:
+                return 0.0, 0, st
+            mean = float(rng.exponential(st.read_wait_s, n_reads).mean())
+            return mean, n_reads, st
+        n_reads = rng.poisson(lam)
         if n_reads == 0:
             return 0.0, 0, st
-        return float(rng.exponential(st.read_wait_s, n_reads).mean()), n_reads, st
+        return rng.exponential_mean(st.read_wait_s, n_reads), n_reads, st
 
     def delay_for_read_wait(self, writers: int, read_wait_s: float, max_delay_s: float = 1.0) -> float:
         """Added delay (s) at which the mean read wait equals ``read_wait_s`` (0 if already below).
@@ -151,6 +172,8 @@ class SharedDiskPlant:
             return 0.0
         if self.steady_state(writers, top).read_wait_s > target:
             raise ValueError(f"read_wait_s={read_wait_s!r} is out of reach with delays up to {max_delay_s!r} s")
+        from scipy.optimize import brentq
+
         return float(brentq(lambda z: self.steady_state(writers, z).read_wait_s - target, 0.0, top, xtol=1e-9))
 
 
@@ -185,6 +208,8 @@ def calibrate(unregulated_write_Bps: float, unregulated_read_wait_s: float, sing
             return [1e3, 1e3]
         st = build(p).steady_state(n, 0.0)
         return [st.write_rate_Bps / xw - 1, st.read_wait_s / rw - 1]
+
+    from scipy.optimize import fsolve
 
     guess = [size / xw * 0.9, rw / (n + 1)]
     sol, info, ier, msg = fsolve(residuals, guess, full_output=True, xtol=1e-12)

@@ -18,10 +18,9 @@ are modelled by :class:`DelayThrottle`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-
-import numpy as np
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from models.analytic import S, iops_identity
 
@@ -32,24 +31,48 @@ __all__ = [
     "rate_under_delay", "rtt0_from_rate", "rounds_from_rates", "transfer_time", "DelayThrottle",
 ]
 
-#: Added delay per delayed message (s).
-d = sp.Symbol("d", nonnegative=True)
-#: Delayed messages an operation waits for in turn (1 for a read response).
-k = sp.Symbol("k", positive=True)
-#: Round trip of one operation with no added delay (s).
-RTT0 = sp.Symbol("RTT0", positive=True)
-#: Data rate of the initiator (bytes/s).
-RATE = sp.Symbol("rate", positive=True)
+if TYPE_CHECKING:  # annotations only: the ladder itself needs neither
+    import numpy as np
+    import sympy as sp
+
+#: The module's SymPy symbols, made on first use (importing SymPy then):
+#: ``d`` added delay per delayed message (s), ``k`` delayed messages an
+#: operation waits for in turn (1 for a read response), ``RTT0`` round trip
+#: of one operation with no added delay (s), ``RATE`` data rate of the
+#: initiator (bytes/s).
+_SYMBOLS = {"d": ("d", {"nonnegative": True}), "k": ("k", {"positive": True}),
+            "RTT0": ("RTT0", {"positive": True}),
+            "RATE": ("rate", {"positive": True})}
+
+
+@functools.lru_cache(maxsize=None)
+def _sym(name: str) -> Any:
+    import sympy
+
+    label, assumptions = _SYMBOLS[name]
+    return sympy.Symbol(label, **assumptions)
+
+
+def __getattr__(name: str) -> Any:
+    """``d``, ``k``, ``RTT0`` and ``RATE``."""
+    if name in _SYMBOLS:
+        return _sym(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def rate_under_delay_expr() -> sp.Expr:
     """``rate = QD*IOSIZE/(RTT0 + k*d)``, derived from ``IOPS = QD/RTT`` with ``RTT = RTT0 + k*d``."""
+    import sympy as sp
+
+    RTT0, k, d = _sym("RTT0"), _sym("k"), _sym("d")
     iops = sp.solve(iops_identity().subs(S.RTT, RTT0 + k * d), S.IOPS)[0]
     return sp.simplify(S.IOSIZE * iops)
 
 
 def transfer_time_expr(total_bytes: sp.Symbol | None = None) -> sp.Expr:
     """Seconds to move ``N`` bytes at the delayed rate: linear in ``d`` with slope ``k*N/(QD*IOSIZE)``."""
+    import sympy as sp
+
     n = total_bytes if total_bytes is not None else sp.Symbol("N", positive=True)
     return sp.expand(n / rate_under_delay_expr())
 
@@ -77,6 +100,8 @@ def rate_under_delay(iosize_bytes: float, rtt0_s: float, delay_s, rounds: float 
     rtt0 = positive("rtt0_s", rtt0_s)
     kk = positive("rounds", rounds)
     q = whole("qd", qd, minimum=1)
+    import numpy as np
+
     delay = np.asarray(delay_s, dtype=float)
     if not np.all(np.isfinite(delay)) or np.any(delay < 0):
         raise ValueError(f"delay_s must be finite and not negative, got {delay_s!r}")
@@ -170,4 +195,6 @@ class DelayThrottle:
 
     def delays(self) -> np.ndarray:
         """Delay of every step ``0..max_steps`` (s)."""
+        import numpy as np
+
         return np.array([self.delay(m) for m in range(self.max_steps + 1)])

@@ -24,6 +24,10 @@ wrote.
 ['busy_counts', 'flory', 'iscsi_loop']
 >>> run.hz
 250
+
+Building and simulating a row's scenario (:func:`row_scenario`, :func:`simulate_summary`) needs only the
+standard library, so chapter 9's live figure runs them in the reader's browser; NumPy, pandas and the
+dataset loader are imported by the functions that read and tabulate the runs.
 """
 
 from __future__ import annotations
@@ -31,16 +35,18 @@ from __future__ import annotations
 import functools
 import math
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import numpy as np
-import pandas as pd
-
-from models import data, framing
+from models import framing
 from models.sim import Scenario, simulate
 from models.validation import Comparison, comparisons
+
+if TYPE_CHECKING:  # annotations only: the scenario code runs without them
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "KERNEL_RUN_ENV", "STALL_MS", "STALL_SHARE_PCT", "HEADER_BYTES", "UNLIMITED_BPS",
@@ -144,6 +150,10 @@ def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str
     Every table is loaded with :func:`models.data.load`, so a folder written by the harness is checked
     against its sidecars (hash, schema, constraints) exactly as the bundled data are.
     """
+    import pandas as pd
+
+    from models import data
+
     if directory is None:
         directory = os.environ.get(KERNEL_RUN_ENV) or None
     if directory is not None:
@@ -182,6 +192,8 @@ def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str
 
 def _mss(mtu_bytes) -> np.ndarray:
     """MSS in bytes for the MTU column (:func:`models.framing.mss`: loopback's 65536 gives 65483)."""
+    import numpy as np
+
     return np.array([framing.mss(int(m)) for m in np.atleast_1d(mtu_bytes)])
 
 
@@ -245,6 +257,14 @@ def fit_host(iscsi: pd.DataFrame) -> HostFit:
     return HostFit(rtt1_s=rtt1, per_op_s=min(per_op, rtt1), n_rtt1=len(q1), n_per_op=len(qmax))
 
 
+def _missing(value) -> bool:
+    """True for a missing table value: ``None``, NaN or pandas' ``NA``."""
+    try:
+        return value is None or math.isnan(float(value))
+    except TypeError:                       # float(pandas.NA) raises
+        return True
+
+
 def link_options(mtu_bytes: float, rate_bits_per_s: Optional[float] = None) -> dict:
     """The ``link`` part of the simulated scenario for a row's MTU and rate limit.
 
@@ -255,7 +275,7 @@ def link_options(mtu_bytes: float, rate_bits_per_s: Optional[float] = None) -> d
     """
     mtu = int(mtu_bytes)
     rate = rate_bits_per_s
-    if rate is None or pd.isna(rate):
+    if _missing(rate):
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
     frame = framing.bucket_bytes(framing.mss(mtu))         # one full frame as tbf counts it
     return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
@@ -326,14 +346,14 @@ class SimSummary:
 def simulate_summary(scenario: Scenario) -> SimSummary:
     """Simulate ``scenario`` and summarise it as the harness does (cached: scenarios are immutable)."""
     r = simulate(scenario)
-    lat_ms = np.asarray(r.rtts_s) * 1e3                       # seconds -> milliseconds
-    slow = lat_ms[lat_ms > STALL_MS]
+    lat_ms = [t * 1e3 for t in r.rtts_s]                      # seconds -> milliseconds
+    slow = [t for t in lat_ms if t > STALL_MS]
     busy = r.hosts["server"].busy_counts_with_open()         # the busy cycle still running counts too
     cycles = sum(busy.values())
     more = sum(n for k, n in busy.items() if k > scenario.workload.qd)
     return SimSummary(iops=float(r.iops), stalled_pct=float(100.0 * len(slow) / max(len(lat_ms), 1)),
-                      stall_mean_ms=float(slow.mean()) if len(slow) else math.nan,
-                      p50_us=float(np.median(lat_ms) * 1e3) if len(lat_ms) else math.nan,  # ms -> us
+                      stall_mean_ms=math.fsum(slow) / len(slow) if slow else math.nan,
+                      p50_us=statistics.median(lat_ms) * 1e3 if lat_ms else math.nan,  # ms -> us
                       busy_more_pct=float(100.0 * more / cycles) if cycles else math.nan)
 
 
@@ -373,6 +393,8 @@ def iscsi_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
     a scenario the kernel measured twice (two congestion controls) with opposite verdicts is left out,
     both of its runs, since no model can agree with both.
     """
+    import numpy as np
+
     host = host or fit_host(run.iscsi)
     df = _sim_columns("iscsi_loop", run.iscsi, host, run.hz)
     df["rule_stalls"] = [
@@ -388,7 +410,7 @@ def _link_limited_iops(row) -> float:
     """Operations per second the row's rate limit allows (inf without one): response bytes per operation
     including :data:`models.framing.BUCKET_OVERHEAD_BYTES` per segment, against the token rate."""
     rate = row["rate_limit_bits_per_s"]
-    if rate is None or pd.isna(rate):
+    if _missing(rate):
         return math.inf
     mss = int(_mss([row["mtu_bytes"]])[0])
     payload = HEADER_BYTES["iscsi"] + int(row["iosize_bytes"])
@@ -405,6 +427,8 @@ def busy_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
     then outruns the link and sleeps between bursts, while the kernel's server, slower per segment, does
     not reach the rate (chapter 9, where the model falls short).
     """
+    import pandas as pd
+
     host = host or fit_host(run.iscsi)
     b = run.busy
     keys = ["link", "cc", "sock_mode", "qd", "iosize_bytes"]
@@ -456,6 +480,8 @@ def comparisons_for(run: KernelRun, host: HostFit, fl: pd.DataFrame, isc: pd.Dat
                     busy: pd.DataFrame) -> list[Comparison]:
     """The chapter's comparisons for simulated tables (:func:`flory_table`, :func:`iscsi_table`,
     :func:`busy_table`); grouped so that each row of the dashboard covers one link and setting."""
+    import pandas as pd
+
     src = f"kernel harness sweep ({run.source}; kernel {run.release}, HZ={run.hz})"
     tick_ms = 1e3 / run.hz                                          # one timer tick, milliseconds
     rows: list[Comparison] = []
