@@ -35,11 +35,13 @@ from collections import deque
 from typing import Any
 
 from models.sim.app import AppThread, ClientThread, ServerThread
+from models.sim.cpu import CpuPool, OwnCpu
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, Timer
 from models.sim.link import Channel
 from models.sim.receiver import Receiver
-from models.sim.rules import (Autocork, Cork, ImmediateAck, LinuxAck,
+from models.sim.rules import (Autocork, Cork, ImmediateAck,
+                              InterruptModeration, LinuxAck, PerWakeup,
                               RtoMinProbe, SrttProbe, TickClock)
 from models.sim.sender import Sender
 
@@ -58,13 +60,18 @@ FIELDS: dict = {
     TickClock: dict(hz="config", phase="config", sensitive="special"),
     Channel: dict(loop="config", rate="config", tx_latency="config",
                   rx_latency="config", prop="config", softirq="config",
-                  out="config", free_at="special", rx_wake_end="special",
+                  ack_softirq="config", rx="special", gro="config",
+                  out="config", free_at="special",
                   softirq_free="special", busy="count",
                   softirq_busy="count", frames="count",
                   data_frames="count", payload_bytes="count",
                   in_nic="special", nic_bytes="special", batch="special",
-                  batch_time="special", bucket="config", tokens="special",
+                  batch_time="special", batch_event="special",
+                  gro_open="state", gro_size="state", gro_merged="count",
+                  bucket="config", tokens="special",
                   tokens_at="special", _wire_fs="config"),
+    PerWakeup: dict(latency="config", wake_end="special"),
+    InterruptModeration: dict(holdoff="config", last_irq="special"),
     Endpoint: dict(side="config", loop="config", clock="config",
                    channel="config", sender="config", receiver="config",
                    app="config", trace="config", pure_acks="count"),
@@ -93,10 +100,15 @@ FIELDS: dict = {
     RtoMinProbe: dict(rto_min_ticks="config", hz="config"),
     SrttProbe: dict(rto_min_ticks="config", hz="config", srtt_us="state",
                     rto_min_us="config", unacked="special"),
-    AppThread: dict(loop="config", ep="config", proc="config",
-                    wake="config", tx_cpu="config", msg_more="config",
+    OwnCpu: dict(),
+    CpuPool: dict(n="config", free_at="special"),
+    AppThread: dict(loop="config", ep="config", cpu="config",
+                    writes="special", unwritten="state", proc="config",
+                    wake="config", tx_cpu="config", wake_cpu="config",
+                    wake_extra="config", msg_more="config",
                     msg_more_last="config", cork="config",
-                    flush_on_idle="config", factor="config", peer="config",
+                    flush_on_idle="config", quickack="config",
+                    factor="config", peer="config",
                     expect="special", busy="state", waking="state",
                     busy_start="special", count="special",
                     busy_counts="count", empty_wakeups="count",
@@ -247,7 +259,7 @@ class CycleSkipper:
         oldest = min(cl.issue_time.values(), default=now)
         return (len(heap) - loop._dead, first, now - oldest,
                 c2s.free_at - now, s2c.free_at - now,
-                c2s.rx_wake_end - now, s2c.rx_wake_end - now,
+                c2s.rx.wake_end - now, s2c.rx.wake_end - now,
                 len(ct.queue), len(st.queue), ct.write_seq - ct.snd_nxt,
                 st.write_seq - st.snd_nxt, ct.snd_nxt - ct.snd_una,
                 st.snd_nxt - st.snd_una,
@@ -320,7 +332,9 @@ class CycleSkipper:
                              for op, t in sim.client.issue_time.items())),
                 sim.server.next_op - b[2],
                 tuple(sorted((op - b[2], leg) for op, leg
-                             in sim.server.open_legs.items())))
+                             in sim.server.open_legs.items())),
+                tuple(sorted(max(t - now, 0) for t in sim.cpu.free_at))
+                if sim.cpu is not None else None)
 
     def _seg(self, seg, b: tuple) -> tuple:
         return (seg.src, seg.seq - b[seg.src], seg.end - b[seg.src],
@@ -359,11 +373,20 @@ class CycleSkipper:
                            ch.tokens + (now - ch.tokens_at) * ch.rate), 0)
             else:
                 tok = (ch.tokens, ch.tokens_at - now)
+        rx = ch.rx
+        irq = None
+        if isinstance(rx, InterruptModeration) and rx.last_irq is not None:
+            # an interrupt older than the holdoff constrains nothing
+            irq = (rx.last_irq - now if rx.last_irq + rx.holdoff > now
+                   else "old")
+        batch = None
+        if ch.batch is not None:
+            batch = (ch.batch_time - now, ch.gro_open, ch.gro_size)
         return (ch.free_at - now if ch.free_at >= now else -1,
-                ch.rx_wake_end - now if ch.rx_wake_end > now else None,
+                rx.wake_end - now if rx.wake_end > now else None, irq,
                 max(ch.softirq_free - now, 0),
                 tuple((t - now, n) for t, n in ch.in_nic if t > now),
-                ch.batch_time - now if ch.batch is not None else None, tok)
+                batch, tok)
 
     @staticmethod
     def _sender(tx: Sender, now: int, b: int) -> tuple:
@@ -395,7 +418,8 @@ class CycleSkipper:
 
     def _app(self, th: AppThread, now: int, b_in: int, bops: int) -> tuple:
         return (th.busy, th.waking,
-                tuple(self._item(i, b_in, bops) for i in th.expect))
+                tuple(self._item(i, b_in, bops) for i in th.expect),
+                tuple(th.writes), th.unwritten)
 
     # -- the jump -----------------------------------------------------------
 
@@ -423,6 +447,8 @@ class CycleSkipper:
                 th.busy_start += dt
             else:                              # one period, still growing
                 th.count += n * (s3.counts[i] - s2.counts[i])
+        if sim.cpu is not None:
+            sim.cpu.free_at = [t + dt for t in sim.cpu.free_at]
         cl, sv = sim.client, sim.server
         cl.issued += dops
         cl.issue_time = {op + dops: t + dt
@@ -473,7 +499,9 @@ class CycleSkipper:
     @staticmethod
     def _shift_channel(ch: Channel, dt: int) -> None:
         ch.free_at += dt
-        ch.rx_wake_end += dt
+        ch.rx.wake_end += dt
+        if getattr(ch.rx, "last_irq", None) is not None:
+            ch.rx.last_irq += dt
         ch.softirq_free += dt
         if ch.batch is not None:
             ch.batch_time += dt
