@@ -81,7 +81,8 @@ FIELDS: dict = {
                  cork="special", probe="special", write_seq="special",
                  snd_nxt="special", snd_una="special", snd_sml="special",
                  queue="special", probe_timer="special",
-                 data_segments="count", probes="count",
+                 data_segments="count", probes="count", hold_fs="count",
+                 hold_max="state",
                  in_send="transient", sent_in_call="transient"),
     Receiver: dict(ep="config", loop="config", clock="config",
                    advmss="config", rcv_nxt="special",
@@ -397,9 +398,10 @@ class CycleSkipper:
             else None
         return (tx.write_seq - b, tx.snd_nxt - b, tx.snd_una - b,
                 tx.snd_sml - b if tx.snd_sml > tx.snd_una else None,
-                tuple((k.start - b, k.end - b, k.psh) for k in tx.queue),
+                tuple((k.start - b, k.end - b, k.psh, k.t_write - now)
+                      for k in tx.queue),
                 tx.mode, tx.corked, _timer(tx.probe_timer, now), probe,
-                cork)
+                cork, tx.hold_max)
 
     def _receiver(self, rx: Receiver, now: int, b: int) -> tuple:
         a = rx.ack
@@ -517,6 +519,7 @@ class CycleSkipper:
         for k in tx.queue:
             k.start += d
             k.end += d
+            k.t_write += dt
         if isinstance(tx.probe, SrttProbe):
             tx.probe.unacked = deque((e + d, t + dt)
                                      for e, t in tx.probe.unacked)

@@ -182,7 +182,10 @@ class Simulation:
                 delayed_acks=ep.receiver.ack.delayed_acks,
                 probes=tx.probes, bytes_sent=tx.snd_nxt - 1,
                 bytes_acked=tx.snd_una - 1,
-                link_utilization=ch.utilization(span))
+                link_utilization=ch.utilization(span),
+                hold_mean_s=(fs_to_seconds(tx.hold_fs) / tx.data_segments
+                             if tx.data_segments else float("nan")),
+                hold_max_s=fs_to_seconds(tx.hold_max))
         hosts = {}
         for name, th, ep, inbound, host in (
                 ("client", cl, self.client_ep, self.s2c, sc.client),
