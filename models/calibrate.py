@@ -101,17 +101,21 @@ def min_segments(sock_mode: str, iosize: int, mss: int) -> Optional[int]:
 
 
 def set_by_congestion_control(df: pd.DataFrame) -> pd.Series:
-    """Rows whose server sent fewer segments per operation than its
-    ``TCP_NODELAY`` mode writes: something held data back and merged it.
-    On loopback and veth a transmitted frame is released at once (the
-    device orphans it), so autocorking cannot hold; what is left is the
-    congestion control (bbr paces and keeps a small window, and the
-    cubic runs of the same scenarios never merge)."""
+    """Rows on a link without a rate limit whose server sent fewer
+    segments per operation than its ``TCP_NODELAY`` mode writes:
+    something held data back and merged it.  There a transmitted frame is
+    released at once (loopback and veth orphan it), so autocorking cannot
+    hold; what is left is the congestion control (bbr paces and keeps a
+    small window; the cubic runs of the same scenarios never merge).
+    Behind a ``tbf`` qdisc frames wait in the queue and autocorking can
+    merge, so rate-limited links are left out."""
     mss = df["mtu_bytes"].map(lambda m: framing.mss(int(m)))
     need = [min_segments(m, int(n), int(s)) for m, n, s
             in zip(df["sock_mode"], df["iosize_bytes"], mss)]
-    return pd.Series([n is not None and seg < 0.95 * n for n, seg
-                      in zip(need, df["server_data_segments_per_op"])],
+    free = df["rate_limit_bits_per_s"].isna()
+    return pd.Series([bool(f) and n is not None and seg < 0.95 * n
+                      for f, n, seg in zip(free, need,
+                                           df["server_data_segments_per_op"])],
                      index=df.index)
 
 

@@ -595,11 +595,10 @@ def _calibration_for(source_key: str) -> tuple:
     df = calibrate.split(isc, stalls)
     train = df[df["role"] == "train"].to_dict("records")
     fit = calibrate.fit_costs(train, _median_us(run))
-    keep = df[df["role"] != "stall"]
     sims = [simulate_summary(row_scenario("iscsi_loop", r, fit.costs,
                                           run.hz))
-            for r in keep.to_dict("records")]
-    out = keep.copy()
+            for r in df.to_dict("records")]
+    out = df.copy()
     out["sim_p50_us"] = [x.p50_us for x in sims]
     out["sim_iops"] = [x.iops for x in sims]
     out["sim_stalls"] = [x.stalls for x in sims]
@@ -618,9 +617,10 @@ def _calibration_for(source_key: str) -> tuple:
 
 def calibration(directory: Optional[Path | str] = None) -> tuple:
     """``(run, fit, table, flory)``: the fitted host costs
-    (:class:`models.calibrate.Fit`), every run without a kernel stall
-    with its role (``train``, ``test``, ``bbr``) and the simulated
-    median, rate and segments per operation beside the measured ones,
+    (:class:`models.calibrate.Fit`), every run of the loop with its role
+    (``train``, ``test``, ``bbr``, ``stall``) and the simulated median,
+    rate, stall verdict and segments per operation beside the measured
+    ones,
     and the Flory runs without a stall with the simulated median
     exchange.  Cached per source like :func:`kernel_tables`."""
     if directory is None:
@@ -670,10 +670,10 @@ def _failure_reason(r, table: pd.DataFrame) -> str:
         0.8 * rows["sim_segments_per_op"])
     if not fast and merged.mean() > 0.3:
         return ("at deep queues the kernel's server batches responses into "
-                "fewer segments than the model's Nagle does ("
+                "fewer segments than the model's Nagle does: "
                 f"{rows['server_data_segments_per_op'].median():.2f} "
                 "segments per operation against "
-                f"{rows['sim_segments_per_op'].median():.2f}): its threads "
+                f"{rows['sim_segments_per_op'].median():.2f}; its threads "
                 "sleep and wake in bursts, the model's keep pace with each "
                 "other")
     mss = framing.mss(int(rows["mtu_bytes"].iloc[0]))
