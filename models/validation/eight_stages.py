@@ -202,7 +202,8 @@ def simulated_capture(ops: int = 2000, jitter: float = 0.2,
     return sc, df
 
 
-def capture_breakdown(sc, stamps: pd.DataFrame, skip: int = 20) -> pd.DataFrame:
+def capture_breakdown(sc, stamps: pd.DataFrame,
+                      skip: int = 20) -> pd.DataFrame:
     """Butterfield's three identities applied to ``stamps``
     (:func:`simulated_capture`) after ``skip`` operations, with the
     scenario's own stage times as the CPU-bound run's values: each

@@ -339,7 +339,8 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
                       stall_mean_ms=float(slow.mean()) if len(slow) else math.nan,
                       p50_us=float(np.median(lat_ms) * 1e3) if len(lat_ms) else math.nan,  # ms -> us
                       busy_more_pct=float(100.0 * more / cycles) if cycles else math.nan,
-                      segments_per_op=r.data_segments["S>C"] / max(r.completed_total, 1))
+                      segments_per_op=(r.data_segments["S>C"]
+                                       / max(r.completed_total, 1)))
 
 
 # --------------------------------------------------------------------------------------------------
