@@ -1,8 +1,9 @@
 """Chapter 4 figure: IOPS against queue depth with Nagle and with TCP_NODELAY, live in the static book.
 
 Every curve is a run of the packet simulator (:func:`models.sim.simulate`) on the source's busy-count
-set-up (:func:`models.presets.busy_count`: 512-byte reads, MSG_MORE on the header,
-the server flushes before it sleeps), made when the page is built.
+set-up (:func:`models.presets.busy_count`: 512-byte reads, MSG_MORE on the
+header, Nagle or TCP_NODELAY on the server's socket, the initiator's
+TCP_NODELAY unchanged), made when the page is built.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def nagle_live_figure(ops: int = 400) -> LiveFigure:
         digits=4,
         caption=(f"Precomputed when the book was built: {n} grid points (SK x SL x autocorking), each a "
                  f"packet simulation of {ops} operations at each of {len(QDS)} queue depths {QDS[0]}-{QDS[-1]}, "
-                 "with Nagle and with TCP_NODELAY on both sockets (512-byte reads, MSG_MORE on the header, "
-                 f"flush before sleeping; SP + SK = {CPU_PER_OP_US} µs). Move a slider to switch curves; "
+                 "with Nagle and with TCP_NODELAY on the server's socket "
+                 "(512-byte reads, MSG_MORE on the header, the initiator's "
+                 f"TCP_NODELAY; SP + SK = {CPU_PER_OP_US} µs). "
+                 "Move a slider to switch curves; "
                  "no Python runs in your browser."))
