@@ -28,7 +28,8 @@ that waited for another task's time slice, which no cost of the host
 explains.  The fit is a Nelder-Mead search in the logarithms of the
 costs from a fixed start (deterministic), minimising the mean squared
 log-ratio of simulated to measured median, each row's term capped at 1
-so that a row the model cannot reach does not drag the others.
+so that a row the model cannot reach does not drag the others,
+restarted until it stops improving.
 
 >>> c = HostCosts(op_s=5e-6, tx_s=6e-6, ack_s=1e-6, wake_s=1e-6,
 ...               path_s=2e-6)
@@ -149,11 +150,12 @@ class Fit:
 
 
 def fit_costs(rows: list, median_us, start: dict = START,
-              max_evaluations: int = 200) -> Fit:
+              max_evaluations: int = 600) -> Fit:
     """Fit :class:`HostCosts` to ``rows`` (records of the sweep):
     ``median_us(row, costs)`` is the simulated median operation time of
     a row, microseconds.  Deterministic: a fixed start and Nelder-Mead in
-    the logarithms of the costs (SciPy)."""
+    the logarithms of the costs (SciPy), restarted from its result with a
+    narrower simplex until a restart no longer improves the loss."""
     from scipy.optimize import minimize
 
     measured = np.array([float(r["lat_p50_us"]) for r in rows])
@@ -170,9 +172,23 @@ def fit_costs(rows: list, median_us, start: dict = START,
     def loss(x) -> float:
         return float(np.mean(np.minimum(residuals(x) ** 2, 1.0)))
 
-    x0 = np.log([start[k] * 1e6 for k in COSTS])       # s -> us, logs
-    res = minimize(loss, x0, method="Nelder-Mead",
-                   options={"maxfev": max_evaluations, "xatol": 0.01,
-                            "fatol": 1e-5})
-    return Fit(costs=costs_of(res.x), residuals=tuple(residuals(res.x)),
-               evaluations=int(res.nfev), loss=float(res.fun))
+    x = np.log([start[k] * 1e6 for k in COSTS])        # s -> us, logs
+    evaluations, best, step = 0, math.inf, 0.7
+    while evaluations < max_evaluations:
+        # A simplex as wide as a factor 2 in each cost (the default one,
+        # 5 % of each coordinate, barely moves a cost that starts at
+        # 1 us, whose logarithm is 0), narrowed at each restart.
+        simplex = np.vstack([x] + [x + step * e for e in np.eye(len(x))])
+        res = minimize(loss, x, method="Nelder-Mead",
+                       options={"maxfev": max_evaluations - evaluations,
+                                "xatol": 0.01, "fatol": 1e-5,
+                                "initial_simplex": simplex})
+        evaluations += int(res.nfev)
+        improved = res.fun < best - 1e-4
+        if res.fun < best:
+            best, x = float(res.fun), res.x
+        if not improved:
+            break
+        step = 0.3
+    return Fit(costs=costs_of(x), residuals=tuple(residuals(x)),
+               evaluations=evaluations, loss=best)

@@ -652,7 +652,7 @@ def _failure_reason(r, table: pd.DataFrame) -> str:
                      & (table["role"] == "test")]
     rows = rows_of(r["link"])
     fast = r["sim_rate_iops"] > r["rate_iops"]
-    if rows["rate_limit_bits_per_s"].notna().any():
+    if fast and rows["rate_limit_bits_per_s"].notna().any():
         twin = table[(table["rate_limit_bits_per_s"].isna())
                      & (table["mtu_bytes"] == rows["mtu_bytes"].iloc[0])
                      & (table["link"] != "loopback")
@@ -682,9 +682,8 @@ def _failure_reason(r, table: pd.DataFrame) -> str:
     if fast and r["sock_mode"] in ("nagle", "more"):
         return ("operations wait for an ACK round trip (Nagle holds a "
                 "partial segment behind an unacknowledged small one); the "
-                "fit, on runs that never wait for one, makes that round "
-                "trip a few microseconds, the kernel's takes tens (the "
-                "Flory rows below)")
+                "fit, on runs that never wait for one, cannot learn what "
+                "that round trip costs (the Flory rows below)")
     if not fast and not one_segment:
         return ("each response is several segments: the model charges the "
                 "fitted per-segment cost for each, the kernel pays less "
@@ -767,10 +766,11 @@ def calibration_comparisons() -> list[Comparison]:
                 c = dataclasses_replace(
                     c, kind="failing",
                     why=c.why + "; fails: the fitted model's ACK round "
-                                "trip is its path and wake-up costs, "
-                                "which the training runs (none waits for "
-                                "an ACK) set to microseconds; raising them "
-                                "would slow every QD-1 operation past the "
+                                "trip is its path and ACK costs, which "
+                                "the training runs (none waits for an "
+                                "ACK) set only through the QD-1 round "
+                                "trip; raising them to the kernel's would "
+                                "slow every QD-1 operation past the "
                                 "measured 15 us")
             add(c)
     return rows
