@@ -7,15 +7,20 @@ verdict right but not how fast the runs without a stall go.  Here the
 host is a set of named costs (:class:`HostCosts`), each a field of the
 simulator's :class:`~models.sim.Host`:
 
-``op_s``    processing of one message by either thread (``proc_s``)
-``tx_s``    CPU of each data segment a thread's ``send()`` transmits
-            (``tx_cpu_s``); on loopback and veth the sender's CPU also
-            runs the receiver's protocol processing, so this is the cost
-            of a segment end to end and ``softirq_s`` stays 0
-``ack_s``   soft-interrupt CPU per pure ACK received (``ack_cpu_s``)
-``wake_s``  wake-up latency of a thread that slept (``wake_s``)
-``path_s``  start latency of each direction, split evenly between the
-            sender's transmit and the receiver's receive path
+``op_s``
+    processing of one message by either thread (``proc_s``);
+``tx_s``
+    CPU of each data segment a thread's ``send()`` transmits
+    (``tx_cpu_s``); on loopback and veth the sender's CPU also runs the
+    receiver's protocol processing, so this is the cost of a segment end
+    to end and ``softirq_s`` stays 0;
+``ack_s``
+    soft-interrupt CPU per pure ACK received (``ack_cpu_s``);
+``wake_s``
+    wake-up latency of a thread that slept (``wake_s``);
+``path_s``
+    start latency of each direction, split evenly between the sender's
+    transmit and the receiver's receive path;
 
 fitted on a stated subset of the sweep (:data:`TRAIN`) and tested on the
 rest (:func:`split`).  The quantity fitted and tested is each run's
