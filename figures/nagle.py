@@ -4,8 +4,8 @@ browser).
 
 Every curve is a run of the packet simulator (:func:`models.sim.simulate`)
 on the source's busy-count set-up (:func:`models.presets.busy_count`:
-512-byte reads, MSG_MORE on the header, the server flushes before it
-sleeps).
+512-byte reads, MSG_MORE on the header, Nagle or TCP_NODELAY on the
+server's socket, the initiator's TCP_NODELAY unchanged).
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ NAGLE_QD = Live(
     caption=(f"Each pair of curves is a packet simulation (models.sim) of "
              f"{_OPS} operations at each of {len(QDS)} queue depths "
              f"{QDS[0]}-{QDS[-1]}, with Nagle and with TCP_NODELAY on "
-             "both sockets (512-byte reads, MSG_MORE on the header, flush "
-             f"before sleeping; SP + SK = {CPU_PER_OP_US} µs). 40 points "
+             "the server's socket (512-byte reads, MSG_MORE on the header, "
+             "the initiator's TCP_NODELAY; "
+             f"SP + SK = {CPU_PER_OP_US} µs). 40 points "
              "(SK x SL x autocorking) were computed when the book was "
              "built."))

@@ -3,8 +3,8 @@
 Each preset builds a ``models.sim.Scenario`` for one set-up of a
 source, in one place; callers change parts with ``.replace(...)``.
 
->>> busy_count("nagle", 3).workload.qd
-3
+>>> busy_count("nagle", 3).workload.qd, busy_count("nagle", 3).client.nodelay
+(3, True)
 >>> one_segment().server.msg_more, one_segment().client.nodelay
 (True, True)
 """
@@ -38,19 +38,44 @@ def one_segment(**parts) -> Scenario:
                         **parts)
 
 
-def busy_count(mode: str, qd: int, ops: int = 3000) -> Scenario:
-    """Butterfield (2017)'s busy-count runs: 512-byte reads, the SCST
-    usermode server (``MSG_MORE`` on the header, a flush before it
-    sleeps), ``mode`` ``"nodelay"`` (TCP_NODELAY on both sockets) or
-    ``"nagle"``."""
+def busy_count(mode: str, qd: int, ops: int = 3000,
+               flush_on_idle: bool = False,
+               wake_spread_s: float = 0.0) -> Scenario:
+    """Butterfield (2017)'s busy-count runs: 512-byte reads from the SCST
+    usermode server, which writes each response's header with
+    ``MSG_MORE``.  ``mode`` (``"nodelay"`` or ``"nagle"``) sets the
+    *server's* socket only: the source changed nothing else.  The
+    initiator's socket is the same in both columns: open-iscsi sets
+    ``TCP_NODELAY`` on the socket it connects and hands to the kernel
+    (``iscsi_io_tcp_connect`` in ``usr/io.c``).
+
+    ``flush_on_idle``: the server pushes held data out before it sleeps.
+    The SCST code has both ways of running "always Nagle"
+    (``iscsi-scst/kernel/nthread.c``: ``nagle_threshold = 0``, no flush;
+    ``nagle_threshold = 1`` with ``nagle_margin = 0``, flush on idle);
+    the default is the first, the only one in which Nagle on the server
+    alone splits the queue (chapter 4).
+
+    ``wake_spread_s``: each wake-up of either thread waits a random extra
+    time, uniform in ``[0, spread)``; the mean extra, ``spread / 2`` per
+    wake-up and two wake-ups per round trip, is taken out of the four
+    path start latencies (``spread / 4`` each), so a lone operation's
+    mean round trip stays the source's 275.7 us."""
     if mode not in BUSY_MODES:
         raise ValueError(f"mode must be one of {BUSY_MODES}, got {mode!r}")
-    nodelay = mode == "nodelay"
-    return Scenario(
-        workload={"qd": qd}, client={"nodelay": nodelay},
-        server={"nodelay": nodelay, "msg_more": True,
-                "flush_on_idle": True},
+    sc = Scenario(
+        workload={"qd": qd}, client={"nodelay": True},
+        server={"nodelay": mode == "nodelay", "msg_more": True,
+                "flush_on_idle": flush_on_idle},
         run={"ops": ops})
+    if wake_spread_s:
+        cut = wake_spread_s / 4
+        sc = sc.replace(**{
+            side: {"wake_spread_s": wake_spread_s,
+                   "tx_latency_s": sc.host(side).tx_latency_s - cut,
+                   "rx_latency_s": sc.host(side).rx_latency_s - cut}
+            for side in ("client", "server")})
+    return sc
 
 
 @functools.lru_cache(maxsize=None)

@@ -82,10 +82,11 @@ def test_core_runs_without_numpy_sympy_pandas_and_agrees_exactly():
 
 def _instances(sim):
     s, c = sim.server_ep, sim.client_ep
-    return [sim.loop, sim.clock, sim.c2s, sim.s2c, c, s, c.sender, s.sender,
+    return [sim.loop, sim.clock, sim.c2s, sim.s2c, sim.c2s.rx, sim.s2c.rx,
+            c, s, c.sender, s.sender,
             c.receiver, s.receiver, c.receiver.ack, s.receiver.ack,
             c.sender.cork, c.sender.probe, c.receiver.ack.timer, sim.client,
-            sim.server]
+            sim.server, sim.client.cpu]
 
 
 def _fields(obj) -> set:
@@ -102,11 +103,15 @@ def _classified(obj) -> set:
     return out
 
 
-@pytest.mark.parametrize("kernel", [{}, {"kernel_timers": True},
-                                    {"profile": "linux-2.4"}])
-def test_cycle_detector_classifies_every_field(kernel):
-    sim = Simulation(Scenario(kernel=kernel))
-    for obj in _instances(sim):
+@pytest.mark.parametrize("kernel,host", [
+    ({}, {}), ({"kernel_timers": True}, {}), ({"profile": "linux-2.4"}, {}),
+    ({}, {"rx_usecs": 50e-6, "gro": True}), ({}, {"shared_cpus": 2})])
+def test_cycle_detector_classifies_every_field(kernel, host):
+    host = dict(host)
+    link = {"shared_cpus": host.pop("shared_cpus", None)}
+    sim = Simulation(Scenario(kernel=kernel, server=host, link=link))
+    extra = [sim.cpu] if sim.cpu is not None else []
+    for obj in _instances(sim) + extra:
         missing = _fields(obj) - _classified(obj)
         assert not missing, f"{type(obj).__name__}: {sorted(missing)}"
 

@@ -172,3 +172,126 @@ def test_profiles_documented():
     assert PROFILES["linux-6"].delack_ticks == 10
     assert not PROFILES["linux-2.4"].autocork
     assert PROFILES["linux-6"].autocork
+
+
+# -- host model parts and socket options (all off by default) -----------------
+
+
+def test_tcp_quickack_after_every_read_ends_the_stall():
+    # The client's read of the lone header, followed by TCP_QUICKACK,
+    # sends the ACK that releases the data Nagle holds
+    # (__tcp_sock_set_quickack -> tcp_cleanup_rbuf).
+    stall = simulate(run={"ops": 40})
+    quick = simulate(client={"quickack": True}, run={"ops": 200})
+    assert 24 < stall.iops < 26
+    assert quick.iops > 1000 and quick.delayed_acks["C>S"] == 0
+
+
+def test_quickack_does_not_persist_without_the_application():
+    # Set on the server only, it changes nothing about the client's ACKs.
+    r = simulate(server={"quickack": True}, run={"ops": 40})
+    assert 24 < r.iops < 26
+
+
+def _frames(sc):
+    r = simulate(sc.replace(run={"trace": True, "trace_at": "client"}))
+    return [t for t in r.trace if t.direction == "S > C"]
+
+
+def test_interrupt_moderation_holds_a_second_interrupt_back():
+    # Two lone operations 20 us apart at QD 1: with a 100 us holdoff the
+    # client's second receive interrupt waits for the holdoff.
+    base = presets.one_segment(run={"ops": 6, "warmup_ops": 0})
+    plain = simulate(base)
+    held = simulate(base.replace(client={"rx_usecs": 1e-3}))
+    assert held.rtt_mean_s > plain.rtt_mean_s + 500e-6
+    # a holdoff shorter than the gap between interrupts changes nothing
+    short = simulate(base.replace(client={"rx_usecs": 10e-6}))
+    assert short.rtts_s == plain.rtts_s
+
+
+def test_napi_poll_takes_frames_that_arrive_while_it_runs():
+    # QD 1, header and data as two segments 25 us apart (the server's
+    # transmit CPU between them); the client's poll starts 20 us after
+    # the header's interrupt and spends 10 us on it, so the data arrives
+    # while it runs: NAPI takes it at once, saving most of a new start.
+    sc = Scenario(server={"nodelay": True, "tx_cpu_s": 25e-6,
+                          "tx_latency_s": 0.0},
+                  client={"nodelay": True, "softirq_s": 10e-6,
+                          "rx_latency_s": 20e-6}, run={"ops": 50})
+    plain = simulate(sc)
+    napi = simulate(sc.replace(client={"rx_usecs": 0.0}))
+    saved = plain.rtt_mean_s - napi.rtt_mean_s
+    # the data's wire time puts it 28.7 us after the header, inside the
+    # poll (21.1-31.1 us): it is ready at 41.1 us, not at 58.7 + 1
+    assert 15e-6 < saved < 25e-6
+
+
+def test_gro_merges_back_to_back_segments_of_one_poll():
+    # A 4096-byte response is three segments at MTU 1500; the client's
+    # poll takes them together and GRO hands TCP one segment.
+    sc = Scenario(workload={"response_writes": (48, 4096)},
+                  server={"nodelay": True, "msg_more": True},
+                  client={"nodelay": True, "rx_usecs": 0.0},
+                  run={"ops": 20, "check": True})
+    plain = _frames(sc)
+    gro = _frames(sc.replace(client={"gro": True}))
+    assert len(plain) > len(gro)
+    assert max(t.length for t in gro) > framing.mss(1500)
+    assert sum(t.length for t in gro) == sum(t.length for t in plain)
+
+
+def test_pure_ack_cost_defaults_to_the_segment_cost():
+    sc = Scenario(server={"softirq_s": 2e-6, "nodelay": True},
+                  client={"softirq_s": 2e-6}, run={"ops": 200})
+    same = simulate(sc.replace(server={"ack_cpu_s": 2e-6},
+                               client={"ack_cpu_s": 2e-6}))
+    assert simulate(sc).rtts_s == same.rtts_s
+    free = simulate(sc.replace(server={"ack_cpu_s": 0.0},
+                               client={"ack_cpu_s": 0.0}))
+    assert free.hosts["server"].softirq_utilization < (
+        same.hosts["server"].softirq_utilization)
+
+
+def test_wake_cpu_counts_as_thread_cpu():
+    sc = presets.one_segment(run={"ops": 200})
+    a = simulate(sc)
+    b = simulate(sc.replace(server={"wake_cpu_s": 5e-6}))
+    assert b.rtt_mean_s == pytest.approx(a.rtt_mean_s + 5e-6, rel=1e-6)
+    cpu = [r.hosts["server"].cpu_utilization for r in (a, b)]
+    assert cpu[1] > cpu[0]
+
+
+def test_random_wake_latency_is_seeded_and_turns_the_fast_forward_off():
+    sc = presets.one_segment(workload={"qd": 4},
+                             server={"wake_spread_s": 30e-6},
+                             run={"ops": 400})
+    a, b = simulate(sc), simulate(sc)
+    assert a.rtts_s == b.rtts_s and a.skipped_ops == 0
+    assert simulate(sc.replace(run={"seed": 1})).rtts_s != a.rtts_s
+    assert simulate(presets.one_segment(workload={"qd": 4},
+                                        run={"ops": 400})).skipped_ops > 0
+
+
+def test_send_calls_wait_for_the_transmit_cpu_of_the_one_before():
+    # TCP_NODELAY, header and data as two calls: the data leaves tx_cpu
+    # after the header, so the client wakes for the header alone first.
+    quiet = {"tx_latency_s": 0.0, "rx_latency_s": 0.0}
+    sc = Scenario(server={"nodelay": True, "tx_cpu_s": 10e-6, **quiet},
+                  client={"nodelay": True, "wake_s": 2e-6, **quiet},
+                  run={"ops": 4, "trace": True, "trace_at": "server"})
+    r = simulate(sc)
+    out = [t for t in r.trace if t.direction == "S > C" and t.length]
+    assert out[1].time - out[0].time == pytest.approx(10e-6, abs=1e-12)
+    assert r.hosts["client"].empty_wakeups > 0
+
+
+def test_threads_on_one_shared_cpu_take_turns():
+    # One CPU for both threads: at QD 64 the operations cost the sum of
+    # the two processing times, not the larger of them.
+    sc = presets.one_segment(workload={"qd": 64}, run={"ops": 2000})
+    own = simulate(sc)
+    one = simulate(sc.replace(link={"shared_cpus": 1}))
+    s, c = sc.server.proc_s, sc.client.proc_s
+    assert own.iops == pytest.approx(1 / s, rel=0.01)
+    assert one.iops == pytest.approx(1 / (s + c), rel=0.01)

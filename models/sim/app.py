@@ -1,7 +1,9 @@
 """Application threads: the server's session thread and the initiator.
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
-``wake`` after data arrives in its socket; busy, it reads everything
+``wake`` after data arrives in its socket (plus a random extra latency
+if the host has one), spends ``wake_cpu`` on the wake-up itself, and
+then, busy, reads everything
 queued, processes each *complete* message in turn (``proc`` each; a
 message is complete when all its bytes arrived: the reader knows the
 message lengths), writes the next message of that operation at the end
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 from collections import deque
 from typing import Callable, Optional
+
+from models.sim.cpu import OwnCpu
 
 __all__ = ["AppThread", "ServerThread", "ClientThread"]
 
@@ -42,19 +46,38 @@ class AppThread:
         The scenario part (socket options of the writes).
     factor : callable or None
         The next jitter factor (``None``: deterministic).
+    wake_cpu : int
+        CPU spent on each wake-up before the thread reads, fs.
+    wake_extra : callable or None
+        The next random extra wake-up latency, fs (``None``: none).
+    cpu : OwnCpu or CpuPool, optional
+        Where the thread's work runs (:mod:`models.sim.cpu`).
+
+    With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
+    are made one after another: a call that transmits segments returns
+    ``tx_cpu`` per segment later, and only then is the next call made.
     """
 
     def __init__(self, loop, ep, proc: int, wake: int, tx_cpu: int,
-                 host, factor: Optional[Callable[[], float]]) -> None:
+                 host, factor: Optional[Callable[[], float]],
+                 wake_cpu: int = 0,
+                 wake_extra: Optional[Callable[[], int]] = None,
+                 cpu=None) -> None:
         self.loop = loop
         self.ep = ep
+        self.cpu = OwnCpu() if cpu is None else cpu
         self.proc = proc
         self.wake = wake
         self.tx_cpu = tx_cpu
+        self.writes: deque = deque()  # calls of the message being written
+        self.unwritten = 0            # bytes in them
+        self.wake_cpu = wake_cpu
+        self.wake_extra = wake_extra
         self.msg_more = host.msg_more
         self.msg_more_last = host.msg_more_last
         self.cork = host.cork
         self.flush_on_idle = host.flush_on_idle
+        self.quickack = host.quickack
         self.factor = factor
         self.peer: "AppThread" = None  # type: ignore[assignment]
         # (end sequence, op, leg, processing fs) of incoming messages
@@ -74,7 +97,10 @@ class AppThread:
         """Data arrived in the socket (the endpoint calls this)."""
         if not self.busy and not self.waking:
             self.waking = True
-            self.loop.schedule(now + self.wake, self._wake)
+            delay = self.wake
+            if self.wake_extra is not None:
+                delay += self.wake_extra()
+            self.loop.schedule(now + delay, self._wake)
 
     def _wake(self, now: int, _arg: object) -> None:
         self.waking = False
@@ -82,13 +108,19 @@ class AppThread:
         self.wakeups += 1
         self.busy_start = now
         self.count = 0
-        self._step(now, None)
+        if self.wake_cpu:                   # the wake-up's own CPU
+            self.cpu_fs += self.wake_cpu
+            self.loop.schedule(self.cpu.run(now, self.wake_cpu), self._step)
+        else:
+            self._step(now, None)
 
     def _step(self, now: int, _arg: object) -> None:
         """Read what is queued; start the next message or go idle."""
         rcv = self.ep.receiver
         if rcv.rcv_nxt != rcv.copied_seq:
             rcv.read(now)
+            if self.quickack:               # setsockopt(TCP_QUICKACK, 1)
+                rcv.ack.quickack(now)
         expect = self.expect
         if expect and expect[0][0] <= rcv.copied_seq:
             item = expect.popleft()
@@ -97,7 +129,7 @@ class AppThread:
             if self.factor is not None:
                 proc = round(proc * self.factor())
             self.cpu_fs += proc
-            self.loop.schedule(now + proc, self._done, item)
+            self.loop.schedule(self.cpu.run(now, proc), self._done, item)
             return
         if self.flush_on_idle:
             self.ep.sender.flush(now)
@@ -110,14 +142,23 @@ class AppThread:
             self.empty_wakeups += 1
 
     def _done(self, now: int, item: tuple) -> None:
-        sent = self.finish(now, item[1], item[2])
+        self._written(now, self.finish(now, item[1], item[2]))
+
+    def _written(self, now: int, sent: int) -> None:
+        """``sent`` data segments left in our own ``send()`` calls: their
+        CPU, then the next call of the message or the next step."""
         self.thread_segments += sent
         extra = sent * self.tx_cpu          # CPU of our own send() calls
         if extra:
             self.cpu_fs += extra
-            self.loop.schedule(now + extra, self._step)
+            self.loop.schedule(self.cpu.run(now, extra),
+                               self._next_call if self.writes
+                               else self._step)
         else:
             self._step(now, None)
+
+    def _next_call(self, now: int, _arg: object) -> None:
+        self._written(now, self._calls(now))
 
     def finish(self, now: int, op: int, leg: int) -> int:
         """Message ``leg`` of operation ``op`` is processed; returns the
@@ -125,18 +166,38 @@ class AppThread:
         raise NotImplementedError
 
     def send_message(self, now: int, writes: tuple, op: int, leg: int,
-                     peer_proc: int) -> int:
+                     peer_proc: int, at_once: bool = False) -> int:
         """Write one message as ``send()`` calls; tell the peer where it
-        ends.  Returns the data segments sent."""
+        ends.  Returns the data segments sent now: with a transmit cost
+        the calls after one that transmits wait for its CPU
+        (:meth:`_written`), unless ``at_once``."""
         tx = self.ep.sender
-        sent = tx.set_cork(now, True) if self.cork else 0
+        calls = [("cork", True)] if self.cork else []
         last = len(writes) - 1
         for i, size in enumerate(writes):
             more = self.msg_more_last if i == last else self.msg_more
-            sent += tx.write(now, size, more)
-        self.peer.expect.append((tx.write_seq, op, leg, peer_proc))
+            calls.append((size, more))
         if self.cork:
-            sent += tx.set_cork(now, False)
+            calls.append(("cork", False))
+        size = sum(writes)
+        self.peer.expect.append((tx.write_seq + self.unwritten + size, op,
+                                 leg, peer_proc))
+        self.writes.extend(calls)
+        self.unwritten += size
+        return self._calls(now, at_once or not self.tx_cpu)
+
+    def _calls(self, now: int, all_now: bool = False) -> int:
+        """Make the pending calls until one transmits (or all of them)."""
+        tx = self.ep.sender
+        writes = self.writes
+        sent = 0
+        while writes and (all_now or not sent):
+            a, b = writes.popleft()
+            if a == "cork":
+                sent += tx.set_cork(now, b)
+            else:
+                self.unwritten -= a
+                sent += tx.write(now, a, b)
         return sent
 
 
@@ -197,16 +258,17 @@ class ClientThread(AppThread):
         """At time 0: the setup exchange if any, else ``qd`` requests."""
         if self.setup_legs:
             sent = self.send_message(now, self.setup_legs[0], -1, 0,
-                                     self.setup_server_proc)
+                                     self.setup_server_proc, at_once=True)
         else:
-            sent = sum(self._issue(now) for _ in range(self.qd))
+            sent = sum(self._issue(now, True) for _ in range(self.qd))
         self.thread_segments += sent
 
-    def _issue(self, now: int) -> int:
+    def _issue(self, now: int, at_once: bool = False) -> int:
         op = self.issued
         self.issued += 1
         self.issue_time[op] = now
-        return self.send_message(now, self.legs[0], op, 0, self.server_proc)
+        return self.send_message(now, self.legs[0], op, 0, self.server_proc,
+                                 at_once)
 
     def finish(self, now: int, op: int, leg: int) -> int:
         legs = self.setup_legs if op < 0 else self.legs

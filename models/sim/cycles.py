@@ -35,11 +35,13 @@ from collections import deque
 from typing import Any
 
 from models.sim.app import AppThread, ClientThread, ServerThread
+from models.sim.cpu import CpuPool, OwnCpu
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, Timer
 from models.sim.link import Channel
 from models.sim.receiver import Receiver
-from models.sim.rules import (Autocork, Cork, ImmediateAck, LinuxAck,
+from models.sim.rules import (Autocork, Cork, ImmediateAck,
+                              InterruptModeration, LinuxAck, PerWakeup,
                               RtoMinProbe, SrttProbe, TickClock)
 from models.sim.sender import Sender
 
@@ -58,13 +60,18 @@ FIELDS: dict = {
     TickClock: dict(hz="config", phase="config", sensitive="special"),
     Channel: dict(loop="config", rate="config", tx_latency="config",
                   rx_latency="config", prop="config", softirq="config",
-                  out="config", free_at="special", rx_wake_end="special",
+                  ack_softirq="config", rx="special", gro="config",
+                  out="config", free_at="special",
                   softirq_free="special", busy="count",
                   softirq_busy="count", frames="count",
                   data_frames="count", payload_bytes="count",
                   in_nic="special", nic_bytes="special", batch="special",
-                  batch_time="special", bucket="config", tokens="special",
+                  batch_time="special", batch_event="special",
+                  gro_open="state", gro_size="state", gro_merged="count",
+                  bucket="config", tokens="special",
                   tokens_at="special", _wire_fs="config"),
+    PerWakeup: dict(latency="config", wake_end="special"),
+    InterruptModeration: dict(holdoff="config", last_irq="special"),
     Endpoint: dict(side="config", loop="config", clock="config",
                    channel="config", sender="config", receiver="config",
                    app="config", trace="config", pure_acks="count"),
@@ -74,7 +81,8 @@ FIELDS: dict = {
                  cork="special", probe="special", write_seq="special",
                  snd_nxt="special", snd_una="special", snd_sml="special",
                  queue="special", probe_timer="special",
-                 data_segments="count", probes="count",
+                 data_segments="count", probes="count", hold_fs="count",
+                 hold_max="state",
                  in_send="transient", sent_in_call="transient"),
     Receiver: dict(ep="config", loop="config", clock="config",
                    advmss="config", rcv_nxt="special",
@@ -93,10 +101,15 @@ FIELDS: dict = {
     RtoMinProbe: dict(rto_min_ticks="config", hz="config"),
     SrttProbe: dict(rto_min_ticks="config", hz="config", srtt_us="state",
                     rto_min_us="config", unacked="special"),
-    AppThread: dict(loop="config", ep="config", proc="config",
-                    wake="config", tx_cpu="config", msg_more="config",
+    OwnCpu: dict(),
+    CpuPool: dict(n="config", free_at="special"),
+    AppThread: dict(loop="config", ep="config", cpu="config",
+                    writes="special", unwritten="state", proc="config",
+                    wake="config", tx_cpu="config", wake_cpu="config",
+                    wake_extra="config", msg_more="config",
                     msg_more_last="config", cork="config",
-                    flush_on_idle="config", factor="config", peer="config",
+                    flush_on_idle="config", quickack="config",
+                    factor="config", peer="config",
                     expect="special", busy="state", waking="state",
                     busy_start="special", count="special",
                     busy_counts="count", empty_wakeups="count",
@@ -245,7 +258,7 @@ class CycleSkipper:
         oldest = min(cl.issue_time.values(), default=now)
         return (loop.live_count(), first, now - oldest,
                 c2s.free_at - now, s2c.free_at - now,
-                c2s.rx_wake_end - now, s2c.rx_wake_end - now,
+                c2s.rx.wake_end - now, s2c.rx.wake_end - now,
                 len(ct.queue), len(st.queue), ct.write_seq - ct.snd_nxt,
                 st.write_seq - st.snd_nxt, ct.snd_nxt - ct.snd_una,
                 st.snd_nxt - st.snd_una,
@@ -318,7 +331,9 @@ class CycleSkipper:
                              for op, t in sim.client.issue_time.items())),
                 sim.server.next_op - b[2],
                 tuple(sorted((op - b[2], leg) for op, leg
-                             in sim.server.open_legs.items())))
+                             in sim.server.open_legs.items())),
+                tuple(sorted(max(t - now, 0) for t in sim.cpu.free_at))
+                if sim.cpu is not None else None)
 
     def _seg(self, seg, b: tuple) -> tuple:
         return (seg.src, seg.seq - b[seg.src], seg.end - b[seg.src],
@@ -357,11 +372,20 @@ class CycleSkipper:
                            ch.tokens + (now - ch.tokens_at) * ch.rate), 0)
             else:
                 tok = (ch.tokens, ch.tokens_at - now)
+        rx = ch.rx
+        irq = None
+        if isinstance(rx, InterruptModeration) and rx.last_irq is not None:
+            # an interrupt older than the holdoff constrains nothing
+            irq = (rx.last_irq - now if rx.last_irq + rx.holdoff > now
+                   else "old")
+        batch = None
+        if ch.batch is not None:
+            batch = (ch.batch_time - now, ch.gro_open, ch.gro_size)
         return (ch.free_at - now if ch.free_at >= now else -1,
-                ch.rx_wake_end - now if ch.rx_wake_end > now else None,
+                rx.wake_end - now if rx.wake_end > now else None, irq,
                 max(ch.softirq_free - now, 0),
                 tuple((t - now, n) for t, n in ch.in_nic if t > now),
-                ch.batch_time - now if ch.batch is not None else None, tok)
+                batch, tok)
 
     @staticmethod
     def _sender(tx: Sender, now: int, b: int) -> tuple:
@@ -372,9 +396,10 @@ class CycleSkipper:
             else None
         return (tx.write_seq - b, tx.snd_nxt - b, tx.snd_una - b,
                 tx.snd_sml - b if tx.snd_sml > tx.snd_una else None,
-                tuple((k.start - b, k.end - b, k.psh) for k in tx.queue),
+                tuple((k.start - b, k.end - b, k.psh, k.t_write - now)
+                      for k in tx.queue),
                 tx.mode, tx.corked, _timer(tx.probe_timer, now), probe,
-                cork)
+                cork, tx.hold_max)
 
     def _receiver(self, rx: Receiver, now: int, b: int) -> tuple:
         a = rx.ack
@@ -393,7 +418,8 @@ class CycleSkipper:
 
     def _app(self, th: AppThread, now: int, b_in: int, bops: int) -> tuple:
         return (th.busy, th.waking,
-                tuple(self._item(i, b_in, bops) for i in th.expect))
+                tuple(self._item(i, b_in, bops) for i in th.expect),
+                tuple(th.writes), th.unwritten)
 
     # -- the jump -----------------------------------------------------------
 
@@ -421,6 +447,8 @@ class CycleSkipper:
                 th.busy_start += dt
             else:                              # one period, still growing
                 th.count += n * (s3.counts[i] - s2.counts[i])
+        if sim.cpu is not None:
+            sim.cpu.free_at = [t + dt for t in sim.cpu.free_at]
         cl, sv = sim.client, sim.server
         cl.issued += dops
         cl.issue_time = {op + dops: t + dt
@@ -471,7 +499,9 @@ class CycleSkipper:
     @staticmethod
     def _shift_channel(ch: Channel, dt: int) -> None:
         ch.free_at += dt
-        ch.rx_wake_end += dt
+        ch.rx.wake_end += dt
+        if getattr(ch.rx, "last_irq", None) is not None:
+            ch.rx.last_irq += dt
         ch.softirq_free += dt
         if ch.batch is not None:
             ch.batch_time += dt
@@ -487,6 +517,7 @@ class CycleSkipper:
         for k in tx.queue:
             k.start += d
             k.end += d
+            k.t_write += dt
         if isinstance(tx.probe, SrttProbe):
             tx.probe.unacked = deque((e + d, t + dt)
                                      for e, t in tx.probe.unacked)

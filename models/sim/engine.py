@@ -14,12 +14,14 @@ import time as _time
 from typing import Optional
 
 from models.sim.app import ClientThread, ServerThread
+from models.sim.cpu import CpuPool
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.link import Channel
 from models.sim.result import (DIRECTIONS, DirectionStats, HostStats,
                                Result, TraceRecord)
 from models.sim.rng import PCG64
+from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
 
 __all__ = ["Simulation", "simulate", "run"]
@@ -48,12 +50,8 @@ class Simulation:
         rate = round(link.bandwidth_bps)              # whole bits/s
         fs = seconds_to_fs
         # request direction: client transmit path, server receive path
-        self.c2s = Channel(loop, rate, fs(c.tx_latency_s),
-                           fs(s.rx_latency_s), fs(link.latency_s),
-                           fs(s.softirq_s), link.bucket_bytes)
-        self.s2c = Channel(loop, rate, fs(s.tx_latency_s),
-                           fs(c.rx_latency_s), fs(link.latency_s),
-                           fs(c.softirq_s), link.bucket_bytes)
+        self.c2s = _channel(loop, rate, c, s, link)
+        self.s2c = _channel(loop, rate, s, c, link)
         mss = link.mss
         self.client_ep = Endpoint(0, loop, self.clock, profile, mss,
                                   c.nodelay, self.c2s)
@@ -68,6 +66,15 @@ class Simulation:
             def factor() -> float:
                 return rng.uniform(1 - spread, 1 + spread)
 
+        def wake_extra(host):
+            """Random extra wake-up latency of ``host``, fs, or None."""
+            top = fs(host.wake_spread_s)
+            if not top:
+                return None
+            return lambda: int(rng.random() * top)   # uniform [0, top)
+
+        cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
+        self.cpu = cpu
         wl = sc.workload
         legs = wl.exchange
         setup = ((wl.setup_request_writes, wl.setup_response_writes)
@@ -75,10 +82,12 @@ class Simulation:
         self.server = ServerThread(
             loop, self.server_ep, fs(s.proc_s), fs(s.wake_s),
             fs(s.tx_cpu_s), s, factor, legs=legs, setup_legs=setup,
-            client_proc=fs(c.proc_s))
+            client_proc=fs(c.proc_s), wake_cpu=fs(s.wake_cpu_s),
+            wake_extra=wake_extra(s), cpu=cpu)
         self.client = ClientThread(
             loop, self.client_ep, fs(c.proc_s), fs(c.wake_s),
-            fs(c.tx_cpu_s), c, factor, qd=wl.qd, legs=legs,
+            fs(c.tx_cpu_s), c, factor, wake_cpu=fs(c.wake_cpu_s),
+            wake_extra=wake_extra(c), cpu=cpu, qd=wl.qd, legs=legs,
             setup_legs=setup, server_proc=fs(s.proc_s),
             setup_server_proc=fs(wl.setup_proc_s),
             target=sc.warmup + sc.run.ops)
@@ -140,9 +149,12 @@ class Simulation:
 
     def fast_forward_possible(self) -> bool:
         """Whether the run is deterministic enough to jump over repeats:
-        no jitter, no trace."""
-        r = self.scenario.run
-        return r.fast_forward and not r.jitter and not r.trace
+        no jitter, no random wake-up latency, no trace."""
+        sc = self.scenario
+        r = sc.run
+        return (r.fast_forward and not r.jitter and not r.trace
+                and not sc.client.wake_spread_s
+                and not sc.server.wake_spread_s)
 
     def _result(self, wall: float) -> Result:
         sc = self.scenario
@@ -170,7 +182,10 @@ class Simulation:
                 delayed_acks=ep.receiver.ack.delayed_acks,
                 probes=tx.probes, bytes_sent=tx.snd_nxt - 1,
                 bytes_acked=tx.snd_una - 1,
-                link_utilization=ch.utilization(span))
+                link_utilization=ch.utilization(span),
+                hold_mean_s=(fs_to_seconds(tx.hold_fs) / tx.data_segments
+                             if tx.data_segments else float("nan")),
+                hold_max_s=fs_to_seconds(tx.hold_max))
         hosts = {}
         for name, th, ep, inbound, host in (
                 ("client", cl, self.client_ep, self.s2c, sc.client),
@@ -203,6 +218,23 @@ class Simulation:
             in_flight=cl.issued - cl.completed,
             tick_phase_s=self.tick_phase_s, skipped_ops=self.skipped_ops,
             cycle_ops=self.cycle_ops, trace=trace)
+
+
+def _channel(loop, rate: int, sender, receiver, link) -> Channel:
+    """The direction from host ``sender`` to host ``receiver``: the
+    sender's transmit path, the receiver's receive path and soft
+    interrupt (its receive rule from ``rx_usecs``)."""
+    fs = seconds_to_fs
+    rx_lat = fs(receiver.rx_latency_s)
+    rx = None
+    if receiver.rx_usecs is not None:
+        rx = InterruptModeration(rx_lat, fs(receiver.rx_usecs))
+    ack = receiver.ack_cpu_s
+    return Channel(loop, rate, fs(sender.tx_latency_s), rx_lat,
+                   fs(link.latency_s), fs(receiver.softirq_s),
+                   link.bucket_bytes,
+                   ack_softirq=None if ack is None else fs(ack), rx=rx,
+                   gro=receiver.gro)
 
 
 def simulate(scenario: Optional[Scenario] = None, **parts) -> Result:

@@ -13,11 +13,17 @@ are sent in time order), so a frame costs one event, its delivery:
    (:data:`models.framing.FRAME_OVERHEAD_BYTES`); its TX completion (when
    the kernel frees it, which releases autocorked data) is the end.
 2. **Cable**: the propagation delay.
-3. **Receive path**.  A frame reaching an idle receive path waits the
-   receiver's start latency (``SR`` or ``CR``: interrupt, scheduling);
-   frames arriving while that wake-up is under way ride along with it.
-   There the host's tcpdump sees it.  The receive soft interrupt then
-   spends ``softirq`` on it (FIFO) before TCP processes it.
+3. **Receive path**.  The receiving host's receive rule
+   (:mod:`models.sim.rules.rx`) says when its capture point sees the
+   frame: by default a frame reaching an idle receive path waits the
+   receiver's start latency (``SR`` or ``CR``: interrupt, scheduling) and
+   frames arriving while that wake-up is under way ride along with it;
+   with interrupt moderation an interrupt comes at most once per holdoff
+   and a running NAPI poll takes later frames as they arrive.  There the
+   host's tcpdump sees it.  The receive soft interrupt then spends
+   ``softirq`` on a data segment (``ack_softirq`` on a pure ACK), in
+   order, before TCP processes it; with GRO, back-to-back data segments
+   that one poll takes are merged first (``tcp_gro_receive``).
 
 **Token bucket instead of a wire** (``bucket_bytes``), as Linux's
 ``tbf`` qdisc on a veth pair (``net/sched/sch_tbf.c``): tokens accrue at
@@ -36,10 +42,14 @@ from collections import deque
 
 from models import framing
 from models.sim.events import FS
+from models.sim.rules.rx import PerWakeup
 
 __all__ = ["Channel", "Segment"]
 
 _C2S, _S2C = "C > S", "S > C"
+#: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
+#: less the IPv4, TCP and timestamp headers.
+_GRO_MAX_BYTES = framing.mss(65536)
 
 
 class Segment:
@@ -76,32 +86,44 @@ class Channel:
     propagation : int
         One-way propagation delay, fs.
     softirq : int
-        Receiver soft-interrupt CPU per segment, fs.
+        Receiver soft-interrupt CPU per data segment, fs.
     bucket_bytes : int or None
         Token-bucket depth, bytes (``None``: a serializing wire).
+    ack_softirq : int, optional
+        Receiver soft-interrupt CPU per pure ACK, fs (default:
+        ``softirq``).
+    rx : object, optional
+        The receive rule (:mod:`models.sim.rules.rx`; default
+        :class:`~models.sim.rules.rx.PerWakeup` with ``rx_latency``).
+    gro : bool
+        Merge back-to-back data segments taken by one poll (GRO).
 
     ``out`` is the receiving endpoint's ``receive(now, segment)``.
     """
 
     __slots__ = ("loop", "rate", "tx_latency", "rx_latency", "prop",
-                 "softirq", "out", "free_at", "rx_wake_end",
+                 "softirq", "ack_softirq", "rx", "gro", "out", "free_at",
                  "softirq_free", "busy", "softirq_busy", "frames",
                  "data_frames", "payload_bytes", "in_nic", "nic_bytes",
-                 "batch", "batch_time", "bucket", "tokens", "tokens_at",
-                 "_wire_fs")
+                 "batch", "batch_time", "batch_event", "gro_open",
+                 "gro_size", "gro_merged", "bucket", "tokens",
+                 "tokens_at", "_wire_fs")
 
     def __init__(self, loop, rate_bps: int, tx_latency: int,
                  rx_latency: int, propagation: int, softirq: int,
-                 bucket_bytes=None) -> None:
+                 bucket_bytes=None, ack_softirq=None, rx=None,
+                 gro: bool = False) -> None:
         self.loop = loop
         self.rate = rate_bps
         self.tx_latency = tx_latency
         self.rx_latency = rx_latency
         self.prop = propagation
         self.softirq = softirq
+        self.ack_softirq = softirq if ack_softirq is None else ack_softirq
+        self.rx = PerWakeup(rx_latency) if rx is None else rx
+        self.gro = gro
         self.out = None
         self.free_at = -1           # fs: transmit path done (-1: unused)
-        self.rx_wake_end = -1       # fs: end of the current rx wake-up
         self.softirq_free = 0       # fs: receiver soft interrupt free
         self.busy = 0               # fs of wire occupancy
         self.softirq_busy = 0       # fs of receiver soft-interrupt CPU
@@ -112,6 +134,10 @@ class Channel:
         self.nic_bytes = 0          # payload bytes in in_nic
         self.batch = None           # segments of one delivery event
         self.batch_time = -1
+        self.batch_event = None     # its event entry
+        self.gro_open = False       # the batch's last segment may grow
+        self.gro_size = 0           # its first segment's length
+        self.gro_merged = 0         # segments merged into another
         self.bucket = None if bucket_bytes is None else (
             bucket_bytes * 8 * FS)  # bytes -> bit-femtoseconds
         self.tokens = self.bucket or 0   # the bucket starts full
@@ -163,32 +189,61 @@ class Channel:
             q.append((done, length))
             self.nic_bytes += length
         arrive = done + self.prop
-        if arrive < self.rx_wake_end:   # ride along with the wake-up
-            seen = self.rx_wake_end
-        else:                           # idle: pay the start latency
-            seen = arrive + self.rx_latency
-            self.rx_wake_end = seen
+        seen = self.rx.seen(arrive, self.softirq_free)
         seg.t_tx = now
         seg.t_rx = seen
-        if self.softirq:
+        cost = self.softirq if length else self.ack_softirq
+        if cost:
             begin = seen if seen > self.softirq_free else self.softirq_free
-            ready = begin + self.softirq
+            ready = begin + cost
             self.softirq_free = ready
-            self.softirq_busy += self.softirq
+            self.softirq_busy += cost
         else:
             ready = seen
-        if ready == self.batch_time and self.batch is not None:
-            self.batch.append(seg)      # one event delivers both
+        batch = self.batch
+        if batch is not None and self.gro and self._gro_merge(seg, seen):
+            if ready != self.batch_time:   # the aggregate leaves later
+                self.loop.cancel(self.batch_event)
+                self.batch_time = ready
+                self.batch_event = self.loop.schedule(ready, self._deliver,
+                                                      batch)
+        elif ready == self.batch_time and batch is not None:
+            batch.append(seg)           # one event delivers both
+            self.gro_open = False
         else:
             self.batch = [seg]
             self.batch_time = ready
-            self.loop.schedule(ready, self._deliver, self.batch)
+            self.batch_event = self.loop.schedule(ready, self._deliver,
+                                                  self.batch)
+            self.gro_open = self.gro and length > 0 and not seg.psh
+            self.gro_size = length
         return done
+
+    def _gro_merge(self, seg: Segment, seen: int) -> bool:
+        """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last
+        segment if the same poll takes both (``seen`` before that batch's
+        delivery), the aggregate is still open (no PSH yet, every segment
+        so far as long as the first), ``seg`` continues it with the same
+        ACK and no longer than the first, and it stays within 64 KiB."""
+        last = self.batch[-1]
+        n = seg.end - seg.seq
+        if (not self.gro_open or not n or seen > self.batch_time
+                or seg.seq != last.end or seg.ack != last.ack
+                or n > self.gro_size
+                or last.end - last.seq + n > _GRO_MAX_BYTES):
+            return False
+        last.end = seg.end
+        last.psh = seg.psh
+        self.gro_merged += 1
+        self.gro_open = not seg.psh and n == self.gro_size
+        return True
 
     def _deliver(self, now: int, batch: list) -> None:
         if batch is self.batch:
             self.batch = None
             self.batch_time = -1
+            self.batch_event = None
+            self.gro_open = False
         out = self.out
         for seg in batch:
             out(now, seg)

@@ -65,7 +65,9 @@ class DirectionStats:
 
     Counts of frames, data segments, pure ACKs, ACKs sent by the
     delayed-ACK timer and segments sent by the probe timer; bytes sent
-    and acknowledged; the share of the run its wire was busy.
+    and acknowledged; the share of the run its wire was busy; how long a
+    data segment's first byte waited in the send queue, on average and
+    at most (seconds: Butterfield's ``SN`` or ``CN``, with ``SW``).
     """
 
     frames: int
@@ -76,6 +78,8 @@ class DirectionStats:
     bytes_sent: int
     bytes_acked: int
     link_utilization: float
+    hold_mean_s: float = float("nan")
+    hold_max_s: float = float("nan")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -131,6 +131,11 @@ class Link(Part):
         "token-bucket depth (a tbf rate limiter) instead of a wire; "
         "at least one frame, MTU + 14", optional=True, low=1,
         sample="bucket")
+    shared_cpus: Optional[int] = param(
+        None, "count", "CPUs",
+        "both hosts are one machine (loopback, veth) whose threads share "
+        "this many CPUs (default: a CPU for each host's thread)",
+        optional=True, low=1, sample=OneOf(None, 1, 2))
 
     def _check_together(self, where: str) -> None:
         frame = framing.bucket_bytes(self.mss)
@@ -158,6 +163,13 @@ class Host(Part):
     ``rx_latency_s`` SR / CR  receive-path start latency (idle)
     ``softirq_s``    SI / CI  receive soft-interrupt CPU per segment
     ``tx_cpu_s``     SK / CK  transmit CPU per data segment sent
+
+    The host cost model adds, each off by default: ``ack_cpu_s`` (soft
+    interrupt per pure ACK received), ``wake_cpu_s`` (thread CPU per
+    wake-up), ``wake_spread_s`` (a random extra wake-up latency),
+    ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
+    and the socket option ``quickack`` (``TCP_QUICKACK`` after every
+    read).
     """
 
     part_name = "host"
@@ -179,6 +191,28 @@ class Host(Part):
     tx_cpu_s: float = param(0.0, "seconds", "seconds",
                             "transmit CPU per data segment (SK, CK)",
                             sample=Between(0, 5e-6))
+    ack_cpu_s: Optional[float] = param(
+        None, "seconds", "seconds",
+        "receive soft-interrupt CPU per pure ACK (default: softirq_s)",
+        optional=True, sample=OneOf(None, 0.0, 1e-6))
+    wake_cpu_s: float = param(0.0, "seconds", "seconds",
+                              "thread CPU per wake-up, before it reads "
+                              "(context switch, recv() return)",
+                              sample=Between(0, 5e-6))
+    wake_spread_s: float = param(
+        0.0, "seconds", "seconds",
+        "random extra wake-up latency, uniform in [0, spread) per "
+        "wake-up (seeded; turns the fast-forward off)",
+        sample=OneOf(0.0, 20e-6))
+    rx_usecs: Optional[float] = param(
+        None, "seconds", "seconds",
+        "receive interrupt moderation: at most one interrupt per "
+        "holdoff, NAPI polls while frames arrive (default: off, one start "
+        "latency per idle period)", optional=True,
+        sample=OneOf(None, 0.0, 50e-6))
+    gro: bool = param(False, "flag", "",
+                      "GRO: merge back-to-back data segments one poll "
+                      "takes", sample=OneOf(False, True))
     nodelay: bool = param(False, "flag", "",
                           "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
     msg_more: bool = param(False, "flag", "",
@@ -195,6 +229,10 @@ class Host(Part):
                                 "push held data out before the thread "
                                 "sleeps (SCST usermode)",
                                 sample=OneOf(False, True))
+    quickack: bool = param(False, "flag", "",
+                           "TCP_QUICKACK set after every read (it does "
+                           "not persist: the kernel may delay ACKs again)",
+                           sample=OneOf(False, True))
 
 
 #: Butterfield (2017)'s server: a 512-byte read at QD 1 on 1 Gb/s, in

@@ -15,6 +15,11 @@ transmits.  Sequence numbers are relative: the first byte is 1.
 * An ACK that advances ``snd_una`` pushes again in the socket's mode
   (``tcp_data_snd_check``): it releases ``MSG_MORE``-held data, not
   ``TCP_CORK``-held data.
+
+How long each segment's first byte waited between the ``send()`` that
+wrote it and its transmission is summed (``hold_fs``) and its maximum
+kept (``hold_max``): Butterfield (2017)'s ``SN`` (``CN`` at the client)
+when the queue was empty before, plus ``SW`` behind earlier data.
 """
 
 from __future__ import annotations
@@ -30,14 +35,16 @@ NAGLE, NODELAY, CORK, PUSH = 0, 1, 2, 3
 
 
 class _Skb:
-    """An unsent buffer: payload bytes ``[start, end)``."""
+    """An unsent buffer: payload bytes ``[start, end)``, its first byte
+    written at ``t_write`` (fs)."""
 
-    __slots__ = ("start", "end", "psh")
+    __slots__ = ("start", "end", "psh", "t_write")
 
-    def __init__(self, start: int, end: int) -> None:
+    def __init__(self, start: int, end: int, t_write: int) -> None:
         self.start = start
         self.end = end
         self.psh = False
+        self.t_write = t_write
 
 
 class Sender:
@@ -51,7 +58,7 @@ class Sender:
     __slots__ = ("ep", "loop", "clock", "channel", "mss", "mode", "corked",
                  "nagle", "cork", "probe", "write_seq", "snd_nxt",
                  "snd_una", "snd_sml", "queue", "probe_timer",
-                 "data_segments", "probes",
+                 "data_segments", "probes", "hold_fs", "hold_max",
                  "in_send", "sent_in_call")
 
     def __init__(self, ep, mss: int, nodelay: bool, nagle, cork,
@@ -74,6 +81,8 @@ class Sender:
         self.probe_timer = Timer(self.loop, self._on_probe)
         self.data_segments = 0
         self.probes = 0
+        self.hold_fs = 0           # fs each segment's first byte waited,
+        self.hold_max = 0          # summed, and the longest wait
         self.in_send = False
         self.sent_in_call = 0      # data segments sent inside send()
 
@@ -97,7 +106,7 @@ class Sender:
                 tail.end += copy
             else:                              # a new buffer
                 copy = remaining if remaining < mss else mss
-                tail = _Skb(self.write_seq, self.write_seq + copy)
+                tail = _Skb(self.write_seq, self.write_seq + copy, now)
                 q.append(tail)
             self.write_seq += copy
             remaining -= copy
@@ -160,6 +169,10 @@ class Sender:
         if self.probe_timer.entry is not None:
             self.probe_timer.cancel()          # the RTO timer takes over
         self.data_segments += 1
+        held = now - skb.t_write
+        self.hold_fs += held
+        if held > self.hold_max:
+            self.hold_max = held
         if self.probe.samples:
             self.probe.sent(skb.end, now)
         if self.in_send:

@@ -14,6 +14,10 @@ family        classes                                     module
 ``clock``     :class:`TickClock`, :class:`WheelClock`      ``clock``
 ============  ==========================================  ==============
 
+The receive path (:mod:`~models.sim.rules.rx`: :class:`PerWakeup`,
+:class:`InterruptModeration`) is a host part rather than a kernel rule:
+a host's ``rx_usecs`` chooses its class.
+
 Rule numbers ``[rN]`` refer to ``/work/shared/reference/linux-tcp-rules.md``.
 """
 
@@ -22,6 +26,7 @@ from models.sim.rules.clock import TickClock, WheelClock
 from models.sim.rules.cork import Autocork, Cork
 from models.sim.rules.nagle import ClassicNagle, MinshallNagle, NaglePolicy
 from models.sim.rules.probe import RtoMinProbe, SrttProbe
+from models.sim.rules.rx import InterruptModeration, PerWakeup
 
 #: The base class of each family, by the profile field that names it.
 FAMILIES = {"nagle": NaglePolicy, "ack": AckPolicy, "cork": Cork,
@@ -29,4 +34,5 @@ FAMILIES = {"nagle": NaglePolicy, "ack": AckPolicy, "cork": Cork,
 
 __all__ = ["FAMILIES", "NaglePolicy", "MinshallNagle", "ClassicNagle",
            "AckPolicy", "LinuxAck", "ImmediateAck", "Cork", "Autocork",
-           "RtoMinProbe", "SrttProbe", "TickClock", "WheelClock"]
+           "RtoMinProbe", "SrttProbe", "TickClock", "WheelClock",
+           "PerWakeup", "InterruptModeration"]

@@ -32,7 +32,9 @@ class AckPolicy:
     ``ack_sent(now)``
         a segment carrying the ACK left (a pure ACK or data);
     ``data_sent(now)``
-        a data segment left (after ``ack_sent``).
+        a data segment left (after ``ack_sent``);
+    ``quickack(now)``
+        the application set ``TCP_QUICKACK`` (after a read).
 
     ``owed`` is whether an ACK is owed (``ICSK_ACK_SCHED``): the
     endpoint calls ``check`` only then.  ``delayed_acks`` counts ACKs
@@ -59,6 +61,9 @@ class AckPolicy:
         """Nothing to do by default."""
 
     def data_sent(self, now: int) -> None:
+        """Nothing to do by default."""
+
+    def quickack(self, now: int) -> None:
         """Nothing to do by default."""
 
 
@@ -107,6 +112,11 @@ class LinuxAck(AckPolicy):
     * ``tcp_cleanup_rbuf``: after a read, ACK if more than ``rcv_mss``
       is unacknowledged, or if a small pushed segment was consumed
       (PUSHED2, or PUSHED outside pingpong) [r16].
+    * ``setsockopt(TCP_QUICKACK, 1)`` (``__tcp_sock_set_quickack``):
+      leave pingpong mode, and if an ACK is owed mark it pushed and run
+      ``tcp_cleanup_rbuf``, which sends it.  Nothing persists: the next
+      reply sent within ``ato`` of data received counts towards pingpong
+      mode again, which is why applications set it after every read.
     """
 
     __slots__ = ("rcv_wup", "pushed", "quick", "pingpong", "ato", "lrcv",
@@ -162,6 +172,12 @@ class LinuxAck(AckPolicy):
                           or self.pushed & 2
                           or (self.pushed & 1 and not self.in_pingpong())):
             self.rcv.send_ack(now)
+
+    def quickack(self, now: int) -> None:
+        self.pingpong = 0                      # inet_csk_exit_pingpong_mode
+        if self.owed:
+            self.pushed |= 1                   # ICSK_ACK_PUSHED
+            self.on_read(now)                  # tcp_cleanup_rbuf(sk, 1)
 
     def ack_sent(self, now: int) -> None:
         self.rcv_wup = self.rcv.rcv_nxt
