@@ -20,7 +20,8 @@ from typing import Any, Optional
 
 from models import framing
 from models.sim import get_profile
-from models.validation import kernel as K
+from models import kernel_runs as KR
+
 
 from .live import Live, Range, Select
 
@@ -46,7 +47,7 @@ def _threshold_qd(mtu_bytes: int, size: int) -> int:
     """Largest QD at which the whole queue can stall
     (:func:`models.validation.kernel.stall_possible`)."""
     mss = framing.mss(int(mtu_bytes))
-    h = K.HEADER_BYTES["iscsi"]
+    h = KR.HEADER_BYTES["iscsi"]
     return max(0, math.ceil((mss + h) / (h + size)) - 1)
 
 
@@ -84,7 +85,7 @@ def kernel_vs_sim(link: str, size: int, mode: str, sp_scale: float,
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     if not sp_scale > 0:
         raise ValueError(f"sp_scale must be positive, got {sp_scale!r}")
-    fit = K.HostFit(**host)
+    fit = KR.HostFit(**host)
     sp_s = fit.sp_s * sp_scale
     measured = kernel.get(_key(link, size, mode), {})
     sim_qds = sorted({int(q) for runs in measured.values() for q in runs[0]}
@@ -97,8 +98,8 @@ def kernel_vs_sim(link: str, size: int, mode: str, sp_scale: float,
                                          if 1 <= q <= top})
     row = dict(links[link], sock_mode=mode, iosize_bytes=int(size),
                client_sock_mode="nagle")
-    sims = [K.simulate_summary(
-        K.row_scenario("iscsi_loop", dict(row, qd=q), fit, hz).replace(
+    sims = [KR.simulate_summary(
+        KR.row_scenario("iscsi_loop", dict(row, qd=q), fit, hz).replace(
             server={"proc_s": sp_s})) for q in sim_qds]
     traces = [{"x": sim_qds, "y": [s.iops for s in sims],
                "name": "simulator (linux-6, kernel timers)",
@@ -140,7 +141,7 @@ def kernel_vs_sim(link: str, size: int, mode: str, sp_scale: float,
 
 def _plain(value: Any) -> Any:
     """A table value as plain JSON (``None`` for a missing one)."""
-    if K._missing(value):
+    if KR._missing(value):
         return None
     return int(value) if float(value) == int(value) else float(value)
 
@@ -155,7 +156,7 @@ def kernel_figure(tables: Optional[tuple] = None) -> Live:
     to the page as plain lists.  A choice with a single value in the run
     (a normal user's sweep has only loopback) is passed as fixed.
     """
-    run, host, _, isc, _ = tables or K.kernel_tables()
+    run, host, _, isc, _ = tables or KR.kernel_tables()
     isc = isc[(isc["client_sock_mode"] == "nagle")
               & isc["sock_mode"].isin(list(MODES))]
     present = set(isc["link"])

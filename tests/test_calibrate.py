@@ -8,14 +8,14 @@ import math
 import pytest
 
 from models import calibrate
-from models.validation import kernel as K
+from models import kernel_runs as KR
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    run = K.load_kernel_run()             # the bundled sweep
+    run = KR.load_kernel_run()             # the bundled sweep
     df = calibrate.split(run.iscsi,
-                         run.iscsi["stalled_pct"] >= K.STALL_SHARE_PCT)
+                         run.iscsi["stalled_pct"] >= KR.STALL_SHARE_PCT)
     return run, df
 
 
@@ -34,11 +34,11 @@ def test_the_training_set_is_the_stated_subset(sweep):
     assert set(train["cc"]) == {calibrate.TRAIN["cc"]}
     assert set(train["sock_mode"]) == set(calibrate.TRAIN["sock_mode"])
     assert train["qd"].max() <= calibrate.TRAIN["qd_max"]
-    assert (train["stalled_pct"] < K.STALL_SHARE_PCT).all()
+    assert (train["stalled_pct"] < KR.STALL_SHARE_PCT).all()
     # every run has exactly one role, and no stalled run is tested
     assert set(df["role"]) == {"train", "test", "bbr", "stall"}
     tested = df[df["role"].isin(["test", "bbr"])]
-    assert (tested["stalled_pct"] < K.STALL_SHARE_PCT).all()
+    assert (tested["stalled_pct"] < KR.STALL_SHARE_PCT).all()
 
 
 def test_only_bbr_merges_segments_on_links_without_a_limit(sweep):
@@ -56,7 +56,7 @@ def test_the_fit_recovers_known_costs(sweep):
     run, df = sweep
     truth = calibrate.HostCosts(op_s=3e-6, tx_s=7e-6, ack_s=1e-6,
                                 wake_s=2e-6, path_s=3e-6)
-    median_us = K._median_us(run)
+    median_us = KR._median_us(run)
     pick = df[(df["role"] == "train") & (df["iosize_bytes"] == 512)
               & df["qd"].isin([1, 4])]
     rows = [dict(r, lat_p50_us=median_us(r, truth))

@@ -6,17 +6,17 @@ from __future__ import annotations
 import csv
 import json
 
-import pandas as pd
 import pytest
 
 from models import data
+from models import kernel_runs as KR
 from models.validation import kernel as K
 from models.validation import run as run_set
 
 
 @pytest.fixture(scope="module")
 def bundled():
-    return K.kernel_tables("")                     # the bundled run, whatever the environment says
+    return KR.kernel_tables("")                     # the bundled run, whatever the environment says
 
 
 def _failed(rows):
@@ -25,19 +25,19 @@ def _failed(rows):
 
 def _compare(run, host, tables_run):
     """Re-derive the three tables from a (possibly corrupted) run and return its comparisons."""
-    fl, isc, busy = K.flory_table(tables_run, host), K.iscsi_table(tables_run, host), K.busy_table(tables_run, host)
+    fl, isc, busy = KR.flory_table(tables_run, host), KR.iscsi_table(tables_run, host), KR.busy_table(tables_run, host)
     return K.comparisons_for(tables_run, host, fl, isc, busy)
 
 
 def _with_table(run, name, df):
     tables = dict(run.tables)
     tables[name] = df
-    return K.KernelRun(tables=tables, source=run.source, hz=run.hz, release=run.release,
+    return KR.KernelRun(tables=tables, source=run.source, hz=run.hz, release=run.release,
                        load_1min=run.load_1min, measurement=run.measurement, prefix=run.prefix, folder=run.folder)
 
 
 def test_every_comparison_holds_on_the_bundled_run(monkeypatch):
-    monkeypatch.delenv(K.KERNEL_RUN_ENV, raising=False)
+    monkeypatch.delenv(KR.KERNEL_RUN_ENV, raising=False)
     rows = run_set("ch9.kernel")
     assert len(rows) > 50
     assert all(r.passed for r in rows), _failed(rows)
@@ -82,7 +82,7 @@ def test_a_40_ms_stall_fails_the_stall_period(bundled):
     rows = (df.link == "veth-9000") & (df.sock_mode == "nagle") & (df.qd == 1)
     df.loc[rows, "lat_p50_us"] = 40_000.0
     fl = run.flory.copy()
-    fl.loc[(fl.link == "veth-9000") & (fl.stalled_pct >= K.STALL_SHARE_PCT), "exchange_p50_us"] = 40_000.0
+    fl.loc[(fl.link == "veth-9000") & (fl.stalled_pct >= KR.STALL_SHARE_PCT), "exchange_p50_us"] = 40_000.0
     failed = _failed(_compare(run, host, _with_table(_with_table(run, "iscsi_loop", df), "flory", fl)))
     assert failed == {"veth-9000: median stalled exchange at QD 1 (median of 6 runs)"}
 
@@ -100,7 +100,7 @@ def test_a_slow_stalled_run_fails_the_floor(bundled):
 def test_timers_without_the_round_up_fail(bundled):
     run, host, fl, isc, busy = bundled
     plain = isc.copy()
-    plain["sim_p50_us"] = [K.simulate_summary(K.row_scenario("iscsi_loop", r, host, run.hz)
+    plain["sim_p50_us"] = [KR.simulate_summary(KR.row_scenario("iscsi_loop", r, host, run.hz)
                                               .replace(kernel={"kernel_timers": False})).p50_us
                            if r["sock_mode"] in ("nagle", "more_all") and r["qd"] <= 2 else r["sim_p50_us"]
                            for r in isc.to_dict("records")]
@@ -131,8 +131,8 @@ def _reader_folder(tmp_path, prefix="mine", link="loopback"):
 
 def test_a_readers_folder_is_loaded_fitted_and_compared(tmp_path, monkeypatch):
     folder = _reader_folder(tmp_path)
-    monkeypatch.setenv(K.KERNEL_RUN_ENV, str(folder))
-    run, host, fl, isc, busy = K.kernel_tables()
+    monkeypatch.setenv(KR.KERNEL_RUN_ENV, str(folder))
+    run, host, fl, isc, busy = KR.kernel_tables()
     assert run.folder == folder and run.prefix == "mine" and run.hz == 250
     assert set(isc.link) == {"loopback"} and set(isc.cc) == {"bbr"}
     assert 10e-6 < host.rtt1_s < 25e-6
@@ -146,35 +146,35 @@ def test_a_readers_folder_with_an_edited_csv_is_refused(tmp_path):
     csv_path = folder / "mine_iscsi_loop.csv"
     csv_path.write_text(csv_path.read_text().replace(",nagle,", ",nodelay,", 1))
     with pytest.raises(data.DatasetError, match="hash"):
-        K.load_kernel_run(folder)
+        KR.load_kernel_run(folder)
 
 
 def test_bad_inputs_are_refused(tmp_path, bundled):
     with pytest.raises(ValueError, match="directory"):
-        K.load_kernel_run(tmp_path / "missing")
+        KR.load_kernel_run(tmp_path / "missing")
     with pytest.raises(ValueError, match="iscsi_loop"):
-        K.load_kernel_run(tmp_path)
+        KR.load_kernel_run(tmp_path)
     run, host, *_ = bundled
     row = run.iscsi.iloc[0].to_dict()
     with pytest.raises(ValueError, match="sock_mode"):
-        K.row_scenario("iscsi_loop", dict(row, sock_mode="cork"), host)
+        KR.row_scenario("iscsi_loop", dict(row, sock_mode="cork"), host)
     with pytest.raises(ValueError, match="table"):
-        K.row_scenario("pings", row, host)
+        KR.row_scenario("pings", row, host)
     with pytest.raises(ValueError, match="columns"):
-        K.fit_host(run.iscsi.drop(columns=["lat_p50_us"]))
+        KR.fit_host(run.iscsi.drop(columns=["lat_p50_us"]))
 
 
 @pytest.mark.parametrize("qd, n, mss, stalls", [(1, 1447, 1448, True), (1, 1448, 1448, False),
                                                 (2, 512, 1448, True), (3, 512, 1448, False),
                                                 (16, 512, 8948, True), (17, 512, 8948, False)])
 def test_stall_possible(qd, n, mss, stalls):
-    assert K.stall_possible(qd, 48 if n == 512 else 8, n, mss) is stalls
+    assert KR.stall_possible(qd, 48 if n == 512 else 8, n, mss) is stalls
 
 
 def test_link_options():
-    assert K.link_options(65536) == {"mtu": 65536, "bandwidth_bps": K.UNLIMITED_BPS}   # MSS 65483
-    assert K.link_options(1500, 1e9) == {"mtu": 1500, "bandwidth_bps": 1e9, "bucket_bytes": 3028}
-    assert K.link_options(9000, float("nan"))["bandwidth_bps"] == K.UNLIMITED_BPS
+    assert KR.link_options(65536) == {"mtu": 65536, "bandwidth_bps": KR.UNLIMITED_BPS}   # MSS 65483
+    assert KR.link_options(1500, 1e9) == {"mtu": 1500, "bandwidth_bps": 1e9, "bucket_bytes": 3028}
+    assert KR.link_options(9000, float("nan"))["bandwidth_bps"] == KR.UNLIMITED_BPS
 
 
 def test_the_fit_is_the_stated_recipe(bundled):
