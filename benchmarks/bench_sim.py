@@ -45,24 +45,31 @@ def book_sweeps() -> list:
     """The scenarios behind the main figures of chapters 4-6, each at the
     scenario's default length (2000 measured operations)."""
     out = []
-    for mode in presets.BUSY_MODES:                       # chapter 4
+    for mode in presets.BUSY_MODES:  # chapter 4
         for q in (1, 2, 4, 6, 8, 12, 16, 24, 32, 40, 48, 64):
-            out.append(presets.busy_count(mode, q, ops=2000).replace(
-                server={"proc_s": 11.9e-6, "tx_cpu_s": 4e-6},
-                kernel={"autocork": False}))
-    fixes = ({}, {"nodelay": True}, {"msg_more": True})   # chapter 5
+            out.append(
+                presets.busy_count(mode, q, ops=2000).replace(
+                    server={"proc_s": 11.9e-6, "tx_cpu_s": 4e-6}, kernel={"autocork": False}
+                )
+            )
+    fixes = ({}, {"nodelay": True}, {"msg_more": True})  # chapter 5
     for fix in fixes:
         for q in (1, 2, 3, 4, 6, 8, 12, 16):
             out.append(Scenario(workload={"qd": q}, server=fix))
-    for q in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24,
-              26, 28, 32):                                  # chapter 6
+    for q in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 32):  # chapter 6
         out.append(presets.one_segment(workload={"qd": q}))
     return out
 
 
 def standard() -> list:
-    return [Scenario(workload={"qd": 8}, client={"nodelay": True},
-                     server={"nodelay": True}, run={"ops": 20000})]
+    return [
+        Scenario(
+            workload={"qd": 8},
+            client={"nodelay": True},
+            server={"nodelay": True},
+            run={"ops": 20000},
+        )
+    ]
 
 
 def simpy_ring(qd: int, stage_times: list, ops: int) -> tuple:
@@ -105,9 +112,14 @@ def measure(scenarios: list, fast_forward: bool) -> dict:
         skipped += r.skipped_ops
         events += r.events
         wall += r.wall_time_s
-    return {"ops": ops, "skipped_ops": skipped, "events": events,
-            "wall_s": wall, "ops_per_s": ops / wall,
-            "events_per_op": events / max(ops - skipped, 1)}
+    return {
+        "ops": ops,
+        "skipped_ops": skipped,
+        "events": events,
+        "wall_s": wall,
+        "ops_per_s": ops / wall,
+        "events_per_op": events / max(ops - skipped, 1),
+    }
 
 
 def ring(scenarios: list) -> dict:
@@ -115,13 +127,17 @@ def ring(scenarios: list) -> dict:
     wall = 0.0
     for sc in scenarios:
         n = simulate(sc.replace(run={"fast_forward": True})).completed_total
-        got, steps, w = simpy_ring(sc.workload.qd,
-                                   list(sc.stage_times().values()), n)
+        got, steps, w = simpy_ring(sc.workload.qd, list(sc.stage_times().values()), n)
         ops += got
         events += steps
         wall += w
-    return {"ops": ops, "events": events, "wall_s": wall,
-            "ops_per_s": ops / wall, "events_per_op": events / ops}
+    return {
+        "ops": ops,
+        "events": events,
+        "wall_s": wall,
+        "ops_per_s": ops / wall,
+        "events_per_op": events / ops,
+    }
 
 
 def best(fn, repeat: int) -> dict:
@@ -131,11 +147,11 @@ def best(fn, repeat: int) -> dict:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeat", type=int, default=3,
-                   help="runs of each; the fastest is reported")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each; the fastest is reported")
     p.add_argument("--json", action="store_true", help="one JSON object")
-    p.add_argument("--quick", action="store_true",
-                   help="the book sweeps only, once (for the chapter)")
+    p.add_argument(
+        "--quick", action="store_true", help="the book sweeps only, once (for the chapter)"
+    )
     ns = p.parse_args(argv)
     suites = {"book sweeps": book_sweeps()}
     if not ns.quick:
@@ -143,14 +159,17 @@ def main(argv=None) -> dict:
     repeat = 1 if ns.quick else ns.repeat
     out = {}
     for name, scs in suites.items():
-        on = best(lambda: measure(scs, True), repeat)
-        off = best(lambda: measure(scs, False), repeat)
-        base = best(lambda: ring(scs), repeat)
-        out[name] = {"scenarios": len(scs), "fast_forward": on,
-                     "no_fast_forward": off, "simpy_ring": base,
-                     "ratio": on["ops_per_s"] / base["ops_per_s"],
-                     "ratio_no_fast_forward":
-                         off["ops_per_s"] / base["ops_per_s"]}
+        on = best(lambda scs=scs: measure(scs, True), repeat)
+        off = best(lambda scs=scs: measure(scs, False), repeat)
+        base = best(lambda scs=scs: ring(scs), repeat)
+        out[name] = {
+            "scenarios": len(scs),
+            "fast_forward": on,
+            "no_fast_forward": off,
+            "simpy_ring": base,
+            "ratio": on["ops_per_s"] / base["ops_per_s"],
+            "ratio_no_fast_forward": off["ops_per_s"] / base["ops_per_s"],
+        }
     out["target"] = TARGET
     out["target_met"] = out["book sweeps"]["ratio"] >= TARGET
     if ns.json:
@@ -159,21 +178,29 @@ def main(argv=None) -> dict:
     for name, s in out.items():
         if not isinstance(s, dict):
             continue
-        on, off, base = s["fast_forward"], s["no_fast_forward"], \
-            s["simpy_ring"]
-        print(f"{name}: {s['scenarios']} scenarios, {on['ops']:,} "
-              f"operations")
-        print(f"  simulator, fast-forward : {on['ops_per_s']:>10,.0f} ops/s "
-              f"({on['skipped_ops'] / on['ops']:.0%} of operations skipped, "
-              f"{on['events_per_op']:.2f} events per simulated op)")
-        print(f"  simulator, every event  : {off['ops_per_s']:>10,.0f} ops/s "
-              f"({off['events_per_op']:.2f} events per op)")
-        print(f"  bare SimPy ring         : {base['ops_per_s']:>10,.0f} ops/s "
-              f"({base['events_per_op']:.2f} events per op)")
-        print(f"  ratio to the ring: {s['ratio']:.2f} with the fast-forward,"
-              f" {s['ratio_no_fast_forward']:.2f} without")
-    print(f"target: ratio >= {TARGET:g} on the book sweeps with the "
-          f"fast-forward -> {'met' if out['target_met'] else 'NOT met'}")
+        on, off, base = s["fast_forward"], s["no_fast_forward"], s["simpy_ring"]
+        print(f"{name}: {s['scenarios']} scenarios, {on['ops']:,} operations")
+        print(
+            f"  simulator, fast-forward : {on['ops_per_s']:>10,.0f} ops/s "
+            f"({on['skipped_ops'] / on['ops']:.0%} of operations skipped, "
+            f"{on['events_per_op']:.2f} events per simulated op)"
+        )
+        print(
+            f"  simulator, every event  : {off['ops_per_s']:>10,.0f} ops/s "
+            f"({off['events_per_op']:.2f} events per op)"
+        )
+        print(
+            f"  bare SimPy ring         : {base['ops_per_s']:>10,.0f} ops/s "
+            f"({base['events_per_op']:.2f} events per op)"
+        )
+        print(
+            f"  ratio to the ring: {s['ratio']:.2f} with the fast-forward,"
+            f" {s['ratio_no_fast_forward']:.2f} without"
+        )
+    print(
+        f"target: ratio >= {TARGET:g} on the book sweeps with the "
+        f"fast-forward -> {'met' if out['target_met'] else 'NOT met'}"
+    )
     return out
 
 

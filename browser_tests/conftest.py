@@ -25,12 +25,24 @@ SHOTS = ROOT / "_build" / "screenshots"
 #: Timings of the live figures measured by test_live.py, printed at the end.
 LIVE_TIMINGS: dict = {}
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str | None:
-    for cand in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser")):
+    for cand in (
+        os.environ.get("CHROMIUM"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if cand and Path(cand).exists():
             return cand
     return None
@@ -48,13 +60,17 @@ def pytest_terminal_summary(terminalreporter):
             f"after the first interaction (Python ready "
             f"{t['python_ready_ms'] / 1e3:.1f} s: {t['worker_phases_ms']} ms);"
             f" median update {t['median_update_ms']:4.0f} ms of "
-            f"{len(t['updates_ms'])}")
+            f"{len(t['updates_ms'])}"
+        )
     tr.write_line("(also in _build/browser_timings.json)")
 
 
 def pytest_report_header(config):
     path = chromium_path()
-    return f"browser tests: {'Chromium at ' + path if path else 'SKIPPED, no Chromium found (apt-get install chromium)'}"
+    found = (
+        f"Chromium at {path}" if path else "SKIPPED, no Chromium found (apt-get install chromium)"
+    )
+    return f"browser tests: {found}"
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -79,7 +95,9 @@ def book_url():
 def browser():
     path = chromium_path()
     if path is None:
-        pytest.skip("no Chromium on this machine (install Debian's chromium package); browser tests skipped")
+        pytest.skip(
+            "no Chromium on this machine (install Debian's chromium package); browser tests skipped"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -108,11 +126,15 @@ def visit(browser, url: str, init_script: str | None = None, route=None):
     problems: list[str] = []
     host = urlparse(url).netloc
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("console", lambda m: problems.append(
-        f"console {m.type}: {m.text} ({m.location.get('url')})")
-        if m.type == "error" else None)
-    page.on("requestfailed", lambda r: problems.append(
-        f"request failed: {r.url} ({r.failure})"))
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"console {m.type}: {m.text} ({m.location.get('url')})")
+            if m.type == "error"
+            else None
+        ),
+    )
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
 
     def on_request(r):
         u = urlparse(r.url)

@@ -33,8 +33,8 @@ import math
 import re
 import statistics
 
-import pytest
 import conftest
+import pytest
 from conftest import HTML, ROOT, visit
 from test_pages import PAGES
 
@@ -110,11 +110,7 @@ def _set(page, fid: str, spec: dict, values: dict) -> None:
     """Type each value into its control's number box, as a reader would."""
     for n, c in enumerate(spec["controls"]):
         if c["name"] in values:
-            box = (
-                page.locator(f"#{fid} .qd-live-control")
-                .nth(n)
-                .locator("input[type=number]")
-            )
+            box = page.locator(f"#{fid} .qd-live-control").nth(n).locator("input[type=number]")
             box.fill(str(values[c["name"]]))
             box.dispatch_event("change")
 
@@ -196,9 +192,7 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
             assert "Live:" in root.locator(".qd-live-status").text_content()
 
             updates = []
-            name = next(
-                iter(first)
-            )  # one control at a time, as a reader moves a slider
+            name = next(iter(first))  # one control at a time, as a reader moves a slider
             for shift in range(1, UPDATES + 1):
                 values = {name: _off_grid_values(spec, shift)[name]}
                 _set(page, fid, spec, values)
@@ -226,16 +220,8 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
                 "python": page.evaluate("window.qdLive.python"),
             }
         # Pyodide and the bundle came from the book itself.
-        assert [
-            u
-            for u in requests
-            if u.endswith("/_static/pyodide/pyodide.asm.wasm")
-        ]
-        assert [
-            u
-            for u in requests
-            if u.endswith("/_static/live/queue-depth-python.zip")
-        ]
+        assert [u for u in requests if u.endswith("/_static/pyodide/pyodide.asm.wasm")]
+        assert [u for u in requests if u.endswith("/_static/live/queue-depth-python.zip")]
         assert problems == [], "\n".join(problems)
     finally:
         page.close()
@@ -249,9 +235,7 @@ def _snapped(spec: dict, values: dict) -> dict:
         v = values.get(c["name"], c["value"])
         if c["kind"] in ("range", "number"):
             dist = (
-                (lambda g: abs(math.log(v / g)))
-                if c["log"]
-                else (lambda g: abs(v - g))
+                (lambda g, v=v: abs(math.log(v / g))) if c["log"] else (lambda g, v=v: abs(v - g))
             )
             v = min(c["grid"], key=dist)
         out[c["name"]] = v
@@ -259,13 +243,9 @@ def _snapped(spec: dict, values: dict) -> dict:
 
 
 BLOCKS = {
-    "no-worker": {
-        "init_script": "delete window.Worker; window.Worker = undefined;"
-    },
+    "no-worker": {"init_script": "delete window.Worker; window.Worker = undefined;"},
     "worker-script-missing": {"block": "**/_static/qd/live-worker.js"},
-    "python-bundle-missing": {
-        "block": "**/_static/live/queue-depth-python.zip"
-    },
+    "python-bundle-missing": {"block": "**/_static/live/queue-depth-python.zip"},
 }
 
 
@@ -275,9 +255,7 @@ def test_grid_fallback_when_the_worker_cannot_run(browser, book_url, how):
     fid = LIVE[docname][0]
     blocked = BLOCKS[how].get("block")
     route = (
-        (blocked, lambda r: r.fulfill(status=404, body="blocked by the test"))
-        if blocked
-        else None
+        (blocked, lambda r: r.fulfill(status=404, body="blocked by the test")) if blocked else None
     )
     page, problems = visit(
         browser,
@@ -306,23 +284,14 @@ def test_grid_fallback_when_the_worker_cannot_run(browser, book_url, how):
             arg=[fid, snapped],
             timeout=10_000,
         )
-        key = ",".join(
-            str(c["grid"].index(snapped[c["name"]])) for c in spec["controls"]
-        )
+        key = ",".join(str(c["grid"].index(snapped[c["name"]])) for c in spec["controls"])
         assert root.get_attribute("data-frame") == key
-        assert (
-            _plotted(page, fid)["traces"][1]["y"]
-            == spec["frames"][key]["traces"][1]["y"]
-        )
+        assert _plotted(page, fid)["traces"][1]["y"] == spec["frames"][key]["traces"][1]["y"]
         status = root.locator(".qd-live-status").text_content()
-        assert "Precomputed grid only" in status and "nearest" in status, (
-            status
-        )
+        assert "Precomputed grid only" in status and "nearest" in status, status
         # The one expected failure is the blocked file itself; anything
         # else is a problem.
-        unexpected = [
-            p for p in problems if not (blocked and blocked.strip("*") in p)
-        ]
+        unexpected = [p for p in problems if not (blocked and blocked.strip("*") in p)]
         assert unexpected == [], "\n".join(unexpected)
     finally:
         page.close()

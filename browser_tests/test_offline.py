@@ -53,21 +53,31 @@ def test_every_page_within_budget(files):
 
 def test_live_runtime_within_budget(files):
     runtime = html_report.live_runtime(files)
-    print("live figures' runtime: " + ", ".join(
-        f"{k} {v / 2**20:.2f} MiB" for k, v in runtime.items()))
+    print(
+        "live figures' runtime: "
+        + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in runtime.items())
+    )
     assert all(runtime.values()), f"a runtime part is missing: {runtime}"
     assert sum(runtime.values()) / 2**20 < LIVE_RUNTIME_MIB
 
 
 def test_offline_assets_present(files):
-    live = ("_static/qd/live.js", "_static/qd/live-worker.js",
-            "_static/qd/live.css", "_static/pyodide/pyodide.mjs",
-            "_static/pyodide/pyodide.asm.mjs",
-            "_static/pyodide/pyodide.asm.wasm",
-            "_static/pyodide/python_stdlib.zip",
-            "_static/pyodide/pyodide-lock.json",
-            "_static/live/queue-depth-python.zip")
-    for needed in ("_static/mathjax/tex-chtml.js", "_static/plotly/plotly.min.js", "_static/widgets/embed-amd.js",
-                   "_static/widgets/require.js",
-                   "_static/qd/mathjax-hub-shim.js") + live:
+    live = (
+        "_static/qd/live.js",
+        "_static/qd/live-worker.js",
+        "_static/qd/live.css",
+        "_static/pyodide/pyodide.mjs",
+        "_static/pyodide/pyodide.asm.mjs",
+        "_static/pyodide/pyodide.asm.wasm",
+        "_static/pyodide/python_stdlib.zip",
+        "_static/pyodide/pyodide-lock.json",
+        "_static/live/queue-depth-python.zip",
+    )
+    for needed in (
+        "_static/mathjax/tex-chtml.js",
+        "_static/plotly/plotly.min.js",
+        "_static/widgets/embed-amd.js",
+        "_static/widgets/require.js",
+        "_static/qd/mathjax-hub-shim.js",
+    ) + live:
         assert needed in files, f"missing {needed}"

@@ -45,7 +45,8 @@ def test_page(browser, book_url, screenshots, docname, numbered):
         # Figures: every image has loaded with a real size.
         broken = page.evaluate(
             "Array.from(document.querySelectorAll('article img')).filter(i => !(i.complete && i.naturalWidth > 0))"
-            ".map(i => i.src)")
+            ".map(i => i.src)"
+        )
         assert broken == [], f"images not drawn: {broken}"
 
         # Live figures: each draws an SVG plot.
@@ -58,7 +59,12 @@ def test_page(browser, book_url, screenshots, docname, numbered):
         views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
         if views:
             page.wait_for_selector(".jupyter-widgets", timeout=15_000)
-            assert page.locator(".widget-slider, .widget-hslider, .widget-dropdown, .widget-toggle-buttons").count() > 0
+            assert (
+                page.locator(
+                    ".widget-slider, .widget-hslider, .widget-dropdown, .widget-toggle-buttons"
+                ).count()
+                > 0
+            )
 
         if numbered:
             assert live.count() >= 1, "a numbered chapter needs an interactive main figure"
@@ -67,7 +73,11 @@ def test_page(browser, book_url, screenshots, docname, numbered):
             before_svg = fig.locator(".qd-live-plot").inner_html()
             slider = fig.locator("input[type=range]").first
             slider.focus()
-            key = "ArrowLeft" if slider.input_value() == slider.get_attribute("max") else "ArrowRight"
+            key = (
+                "ArrowLeft"
+                if slider.input_value() == slider.get_attribute("max")
+                else "ArrowRight"
+            )
             page.keyboard.press(key)
             # A grid-only figure redraws at once. A live one may snap to the
             # same grid point at first and redraw when Python has started
@@ -75,7 +85,8 @@ def test_page(browser, book_url, screenshots, docname, numbered):
             page.wait_for_function(
                 "([id, f]) => document.getElementById(id).getAttribute('data-frame') !== f",
                 arg=[fig.get_attribute("id"), before_frame],
-                timeout=120_000 if fig.get_attribute("data-live") else 5_000)
+                timeout=120_000 if fig.get_attribute("data-live") else 5_000,
+            )
             page.wait_for_timeout(300)
             after_svg = fig.locator(".qd-live-plot").inner_html()
             assert after_svg != before_svg, "moving the slider did not change the figure"
@@ -93,16 +104,27 @@ def test_launch_and_download_buttons(browser, book_url):
             continue
         page, problems = visit(browser, f"{book_url}/{docname}.html")
         try:
-            hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+            hrefs = page.eval_on_selector_all(
+                "a[href]", "els => els.map(e => e.getAttribute('href'))"
+            )
             binder = [h for h in hrefs if h.startswith("https://mybinder.org/v2/gh/")]
             assert binder, f"{docname}: no Binder launch button"
             path_in_repo = binder[0].split("urlpath=lab/tree/")[1]
-            assert (ROOT / path_in_repo).is_file(), f"Binder link names {path_in_repo}, not in the repository"
+            assert (ROOT / path_in_repo).is_file(), (
+                f"Binder link names {path_in_repo}, not in the repository"
+            )
             ipynb = [h for h in hrefs if h.endswith(".ipynb")]
             assert ipynb, f"{docname}: no .ipynb download"
             resp = page.request.get(f"{book_url}/{docname.rsplit('/', 1)[0]}/{ipynb[0]}")
-            assert resp.ok and resp.json()["cells"], f"{docname}: the .ipynb download is not a notebook"
+            assert resp.ok and resp.json()["cells"], (
+                f"{docname}: the .ipynb download is not a notebook"
+            )
         finally:
             page.close()
-    for needed in ("binder/requirements.txt", "binder/postBuild", "requirements.txt", "pyproject.toml"):
+    for needed in (
+        "binder/requirements.txt",
+        "binder/postBuild",
+        "requirements.txt",
+        "pyproject.toml",
+    ):
         assert (ROOT / needed).is_file(), f"Binder needs {needed}"

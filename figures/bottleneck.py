@@ -16,20 +16,22 @@ __all__ = ["read_stage_times", "iops_curve", "iops_qd", "IOPS_QD"]
 GBIT = 1e9  # bits per second
 
 
-def read_stage_times(iosize: int, sp_us: float, cp_us: float,
-                     bandwidth_bps: float = GBIT,
-                     mtu: int = 1500) -> dict[str, float]:
+def read_stage_times(
+    iosize: int, sp_us: float, cp_us: float, bandwidth_bps: float = GBIT, mtu: int = 1500
+) -> dict[str, float]:
     """Stage times in seconds for an iSCSI read: wire times from the sizes,
     thread times given in µs."""
-    return {"W1": A.wire_time(A.ISCSI_HEADER_BYTES, bandwidth_bps, mtu),
-            "SP": sp_us * 1e-6,  # microseconds -> seconds
-            "W2": A.wire_time(A.ISCSI_HEADER_BYTES + iosize, bandwidth_bps,
-                              mtu),
-            "CP": cp_us * 1e-6}
+    return {
+        "W1": A.wire_time(A.ISCSI_HEADER_BYTES, bandwidth_bps, mtu),
+        "SP": sp_us * 1e-6,  # microseconds -> seconds
+        "W2": A.wire_time(A.ISCSI_HEADER_BYTES + iosize, bandwidth_bps, mtu),
+        "CP": cp_us * 1e-6,
+    }
 
 
-def iops_curve(times: Mapping[str, float], latencies: Mapping[str, float],
-               qds: Sequence[int], ops: int = 800) -> list[float]:
+def iops_curve(
+    times: Mapping[str, float], latencies: Mapping[str, float], qds: Sequence[int], ops: int = 800
+) -> list[float]:
     """Simulated IOPS of the four-stage ring at each queue depth (see
     :class:`models.ring.Ring`)."""
     ring = Ring.from_times(times, latencies)
@@ -38,12 +40,18 @@ def iops_curve(times: Mapping[str, float], latencies: Mapping[str, float],
     # but does not remove it: the steady-state pattern of a ring with start
     # latencies need not repeat every QD completions. Little's window
     # allowance still bounds it.
-    return [ring.run(int(q), ops=-(-ops // int(q)) * int(q)).iops
-            for q in qds]
+    return [ring.run(int(q), ops=-(-ops // int(q)) * int(q)).iops for q in qds]
 
 
-def iops_qd(iosize: int, sp_us: float, cp_us: float, sl_us: float,
-            cl_us: float, max_qd: int = 24, ops: int = 150) -> dict:
+def iops_qd(
+    iosize: int,
+    sp_us: float,
+    cp_us: float,
+    sl_us: float,
+    cl_us: float,
+    max_qd: int = 24,
+    ops: int = 150,
+) -> dict:
     """IOPS (thousands) against QD 1..``max_qd``: the ring simulated with
     start latencies, the bound ``min(QD/RTTmin, 1/TPTmin)``, the knee, and
     the threshold of [1] (response link the bottleneck) or [2] (server
@@ -64,11 +72,20 @@ def iops_qd(iosize: int, sp_us: float, cp_us: float, sl_us: float,
     top = 1.15 / A.tpt_min(times) * k
     knee = A.knee_qd(times)
     traces = [
-        {"x": qds, "y": bound, "name": "bound min(QD/RTTmin, 1/TPTmin)",
-         "mode": "lines", "line": {"dash": "dash", "color": "black",
-                                   "width": 1}},
-        {"x": qds, "y": sim, "name": "ring simulation",
-         "mode": "lines+markers", "line": {"color": "#1f77b4"}},
+        {
+            "x": qds,
+            "y": bound,
+            "name": "bound min(QD/RTTmin, 1/TPTmin)",
+            "mode": "lines",
+            "line": {"dash": "dash", "color": "black", "width": 1},
+        },
+        {
+            "x": qds,
+            "y": sim,
+            "name": "ring simulation",
+            "mode": "lines+markers",
+            "line": {"color": "#1f77b4"},
+        },
     ]
     if bottleneck in ("W2", "SP"):
         if bottleneck == "W2":
@@ -77,42 +94,62 @@ def iops_qd(iosize: int, sp_us: float, cp_us: float, sl_us: float,
         else:
             q_need = A.qd_min_cpu(lat["CP"], rtt, times["SP"])
             label = "[2] CPU bound"
-        traces.append({"x": [q_need, q_need], "y": [0, top],
-                       "name": f"{label} from QD ≥ {q_need:.1f}",
-                       "mode": "lines",
-                       "line": {"color": "#d62728", "width": 1}})
-    traces.append({"x": [knee, knee], "y": [0, top],
-                   "name": f"knee RTTmin/TPTmin = {knee:.1f}",
-                   "mode": "lines",
-                   "line": {"color": "grey", "width": 1, "dash": "dot"}})
-    where = ("" if bottleneck in ("W2", "SP") else
-             " (the client: neither [1] nor [2] applies)")
-    return {"traces": traces,
-            "title": (f"bottleneck {bottleneck} = "
-                      f"{times[bottleneck] * 1e6:.1f} µs{where}; peak "
-                      f"{1 / A.tpt_min(times):,.0f} IOPS")}
+        traces.append(
+            {
+                "x": [q_need, q_need],
+                "y": [0, top],
+                "name": f"{label} from QD ≥ {q_need:.1f}",
+                "mode": "lines",
+                "line": {"color": "#d62728", "width": 1},
+            }
+        )
+    traces.append(
+        {
+            "x": [knee, knee],
+            "y": [0, top],
+            "name": f"knee RTTmin/TPTmin = {knee:.1f}",
+            "mode": "lines",
+            "line": {"color": "grey", "width": 1, "dash": "dot"},
+        }
+    )
+    where = "" if bottleneck in ("W2", "SP") else " (the client: neither [1] nor [2] applies)"
+    return {
+        "traces": traces,
+        "title": (
+            f"bottleneck {bottleneck} = "
+            f"{times[bottleneck] * 1e6:.1f} µs{where}; peak "
+            f"{1 / A.tpt_min(times):,.0f} IOPS"
+        ),
+    }
 
 
 #: The chapter's main figure.
 IOPS_QD = Live(
-    "ch3-iops-qd", iops_qd,
+    "ch3-iops-qd",
+    iops_qd,
     controls=[
-        Range("iosize", "IOSIZE (bytes)", 1, 65536,
-              grid=[512, 2048, 4096, 16384], value=512, integer=True,
-              log=True),
-        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, 15.9, 25.0, 40.0],
-              value=15.9, step=0.1),
-        Range("cp_us", "CP (µs)", 1, 60, grid=[8.0, 30.0], value=8.0,
-              step=0.1),
-        Range("sl_us", "SL (µs)", 0, 200, grid=[0.0, 16.7, 100.0],
-              value=16.7, step=0.1),
-        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, 23.7, 100.0],
-              value=23.7, step=0.1),
+        Range(
+            "iosize",
+            "IOSIZE (bytes)",
+            1,
+            65536,
+            grid=[512, 2048, 4096, 16384],
+            value=512,
+            integer=True,
+            log=True,
+        ),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, 15.9, 25.0, 40.0], value=15.9, step=0.1),
+        Range("cp_us", "CP (µs)", 1, 60, grid=[8.0, 30.0], value=8.0, step=0.1),
+        Range("sl_us", "SL (µs)", 0, 200, grid=[0.0, 16.7, 100.0], value=16.7, step=0.1),
+        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, 23.7, 100.0], value=23.7, step=0.1),
     ],
     fixed={"max_qd": 24, "ops": 150},
     layout=iops_qd_layout(25, legend_x=0.55),
     digits=4,
-    caption=("Each curve is a ring simulation (models.ring) of 150 "
-             "operations per queue depth 1-24 (1 Gb/s, MTU 1500). 360 "
-             "points (IOSIZE x SP x CP x SL x CL) were computed when the "
-             "book was built."))
+    caption=(
+        "Each curve is a ring simulation (models.ring) of 150 "
+        "operations per queue depth 1-24 (1 Gb/s, MTU 1500). 360 "
+        "points (IOSIZE x SP x CP x SL x CL) were computed when the "
+        "book was built."
+    ),
+)

@@ -13,8 +13,7 @@ __all__ = ["rtt_tpt", "RTT_TPT"]
 GBIT = 1e9  # bits per second
 
 
-def rtt_tpt(sp_us: float, cp_us: float, cl_us: float, max_qd: int = 16,
-            ops: int = 400) -> dict:
+def rtt_tpt(sp_us: float, cp_us: float, cl_us: float, max_qd: int = 16, ops: int = 400) -> dict:
     """RTT, TPT and QD x TPT against QD for a ring of 512-byte reads.
 
     W1 and W2 are the wire times of the request and response at 1 Gb/s;
@@ -22,44 +21,63 @@ def rtt_tpt(sp_us: float, cp_us: float, cl_us: float, max_qd: int = 16,
     ``cl_us`` the client's wake-up latency, all in µs.  Each queue depth
     1..``max_qd`` is a :class:`models.ring.Ring` run of ``ops`` operations.
     """
-    times = {"W1": A.wire_time(48, GBIT), "W2": A.wire_time(560, GBIT),
-             "SP": sp_us * 1e-6, "CP": cp_us * 1e-6}  # µs -> seconds
-    ring = Ring.from_times({k: times[k] for k in A.RING4},
-                           {"CP": cl_us * 1e-6})
+    times = {
+        "W1": A.wire_time(48, GBIT),
+        "W2": A.wire_time(560, GBIT),
+        "SP": sp_us * 1e-6,
+        "CP": cp_us * 1e-6,
+    }  # µs -> seconds
+    ring = Ring.from_times({k: times[k] for k in A.RING4}, {"CP": cl_us * 1e-6})
     qds = list(range(1, max_qd + 1))
     runs = [ring.run(q, ops=ops) for q in qds]
     us = 1e6  # seconds -> microseconds
-    return {"traces": [
-        {"x": qds, "y": [r.rtt_mean * us for r in runs],
-         "name": "RTT (one operation, round trip)", "mode": "lines+markers"},
-        {"x": qds, "y": [r.tpt * us for r in runs],
-         "name": "TPT = 1/IOPS (between completions)",
-         "mode": "lines+markers"},
-        {"x": qds, "y": [q / r.iops * us for q, r in zip(qds, runs)],
-         "name": "QD x TPT (Little's law)", "mode": "lines",
-         "line": {"dash": "dot", "color": "black", "width": 1}},
-    ], "title": ("TPT settles at the slowest stage, "
-                 f"{max(times.values()) * us:.1f} µs")}
+    return {
+        "traces": [
+            {
+                "x": qds,
+                "y": [r.rtt_mean * us for r in runs],
+                "name": "RTT (one operation, round trip)",
+                "mode": "lines+markers",
+            },
+            {
+                "x": qds,
+                "y": [r.tpt * us for r in runs],
+                "name": "TPT = 1/IOPS (between completions)",
+                "mode": "lines+markers",
+            },
+            {
+                "x": qds,
+                "y": [q / r.iops * us for q, r in zip(qds, runs)],
+                "name": "QD x TPT (Little's law)",
+                "mode": "lines",
+                "line": {"dash": "dot", "color": "black", "width": 1},
+            },
+        ],
+        "title": (f"TPT settles at the slowest stage, {max(times.values()) * us:.1f} µs"),
+    }
 
 
 #: The chapter's main figure.
 RTT_TPT = Live(
-    "ch1-rtt-tpt", rtt_tpt,
+    "ch1-rtt-tpt",
+    rtt_tpt,
     controls=[
-        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, 15.9, 25.0, 40.0],
-              value=15.9, step=0.1),
-        Range("cp_us", "CP (µs)", 1, 60, grid=[2.0, 8.0, 15.0, 30.0],
-              value=8.0, step=0.1),
-        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, 23.7, 60.0], value=0.0,
-              step=0.1),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, 15.9, 25.0, 40.0], value=15.9, step=0.1),
+        Range("cp_us", "CP (µs)", 1, 60, grid=[2.0, 8.0, 15.0, 30.0], value=8.0, step=0.1),
+        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, 23.7, 60.0], value=0.0, step=0.1),
     ],
     fixed={"max_qd": 16, "ops": 400},
-    layout={"xaxis": {"title": {"text": "queue depth QD"}},
-            "yaxis": {"title": {"text": "microseconds"}},
-            "legend": {"x": 0.02, "y": 0.98},
-            "margin": {"t": 40, "r": 10, "b": 45, "l": 55}},
-    caption=("Each curve is a ring simulation (models.ring) of 400 "
-             "operations per queue depth 1-16, with W1 and W2 of a 512-byte "
-             "read at 1 Gb/s. 60 points (SP x CP x CL) were computed when the "
-             "book was built. The dotted line is QD x TPT: Little's law says "
-             "it equals RTT."))
+    layout={
+        "xaxis": {"title": {"text": "queue depth QD"}},
+        "yaxis": {"title": {"text": "microseconds"}},
+        "legend": {"x": 0.02, "y": 0.98},
+        "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
+    },
+    caption=(
+        "Each curve is a ring simulation (models.ring) of 400 "
+        "operations per queue depth 1-16, with W1 and W2 of a 512-byte "
+        "read at 1 Gb/s. 60 points (SP x CP x CL) were computed when the "
+        "book was built. The dotted line is QD x TPT: Little's law says "
+        "it equals RTT."
+    ),
+)

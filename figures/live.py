@@ -118,10 +118,19 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
-__all__ = ["LIVE_MODULES", "Range", "Number", "Select", "Live", "LiveFigure",
-           "browser_call", "evaluate_json", "iops_qd_layout"]
+__all__ = [
+    "LIVE_MODULES",
+    "Range",
+    "Number",
+    "Select",
+    "Live",
+    "LiveFigure",
+    "browser_call",
+    "evaluate_json",
+    "iops_qd_layout",
+]
 
 #: The ``figures`` modules whose functions run in the browser.  Each must
 #: import with the standard library alone (checked by
@@ -161,7 +170,7 @@ def _finite_or_none(obj: Any) -> Any:
         return {str(k): _finite_or_none(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_finite_or_none(v) for v in obj]
-    if hasattr(obj, "tolist"):          # a NumPy array or scalar
+    if hasattr(obj, "tolist"):  # a NumPy array or scalar
         return _finite_or_none(obj.tolist())
     if hasattr(obj, "__float__"):
         return _finite_or_none(float(obj))
@@ -235,65 +244,69 @@ class Range:
     max: float
     grid: Sequence[float]
     value: float
-    step: Union[float, None] = None
+    step: float | None = None
     integer: bool = False
     log: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
-            raise ValueError(
-                f"name must be a Python identifier, got {self.name!r}")
+            raise ValueError(f"name must be a Python identifier, got {self.name!r}")
         lo = _number(f"{self.name}: min", self.min)
         hi = _number(f"{self.name}: max", self.max)
         if not lo < hi:
-            raise ValueError(f"{self.name}: min must be below max, "
-                             f"got {self.min!r} and {self.max!r}")
+            raise ValueError(
+                f"{self.name}: min must be below max, got {self.min!r} and {self.max!r}"
+            )
         if self.log and lo <= 0:
             raise ValueError(
-                f"{self.name}: min must be positive for a log scale, "
-                f"got {self.min!r}")
+                f"{self.name}: min must be positive for a log scale, got {self.min!r}"
+            )
         grid = list(self.grid)
         if len(grid) < 2:
-            raise ValueError(f"{self.name}: grid needs at least two values, "
-                             f"got {grid!r}")
+            raise ValueError(f"{self.name}: grid needs at least two values, got {grid!r}")
         for g in grid:
             if not lo <= _number(f"{self.name}: grid", g) <= hi:
-                raise ValueError(f"{self.name}: grid value {g!r} lies "
-                                 f"outside [{self.min!r}, {self.max!r}]")
+                raise ValueError(
+                    f"{self.name}: grid value {g!r} lies outside [{self.min!r}, {self.max!r}]"
+                )
             if self.integer and g != int(g):
-                raise ValueError(f"{self.name}: grid value {g!r} is not "
-                                 "a whole number")
+                raise ValueError(f"{self.name}: grid value {g!r} is not a whole number")
         if sorted(grid) != grid or len(set(grid)) != len(grid):
             raise ValueError(f"{self.name}: grid must increase, got {grid!r}")
         if self.value not in grid:
-            raise ValueError(f"{self.name}: value {self.value!r} is not on "
-                             f"the grid {grid!r}")
-        if self.step is not None and not _number(
-                f"{self.name}: step", self.step) > 0:
-            raise ValueError(
-                f"{self.name}: step must be positive, got {self.step!r}")
+            raise ValueError(f"{self.name}: value {self.value!r} is not on the grid {grid!r}")
+        if self.step is not None and not _number(f"{self.name}: step", self.step) > 0:
+            raise ValueError(f"{self.name}: step must be positive, got {self.step!r}")
         object.__setattr__(self, "grid", tuple(grid))
 
-    def coerce(self, value: Any) -> Union[float, int]:
+    def coerce(self, value: Any) -> float | int:
         """``value`` as the function receives it, or ``ValueError``."""
         v = _number(self.name, value)
         if self.integer:
             v = round(v)
         if not self.min <= v <= self.max:
-            raise ValueError(f"{self.name} must lie in [{self.min!r}, "
-                             f"{self.max!r}], got {value!r}")
+            raise ValueError(
+                f"{self.name} must lie in [{self.min!r}, {self.max!r}], got {value!r}"
+            )
         return int(v) if self.integer else float(v)
 
     def to_json(self) -> dict:
         """The control as the page's JSON describes it."""
         step = self.step
         if step is None:
-            step = 1 if self.integer else _nice_step((self.max - self.min)
-                                                     / 200)
-        return {"kind": self.kind, "name": self.name, "label": self.label,
-                "min": self.min, "max": self.max, "grid": list(self.grid),
-                "value": self.value, "step": step,
-                "integer": self.integer, "log": self.log}
+            step = 1 if self.integer else _nice_step((self.max - self.min) / 200)
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "label": self.label,
+            "min": self.min,
+            "max": self.max,
+            "grid": list(self.grid),
+            "value": self.value,
+            "step": step,
+            "integer": self.integer,
+            "log": self.log,
+        }
 
 
 @dataclass(frozen=True)
@@ -331,15 +344,12 @@ class Select:
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
-            raise ValueError(
-                f"name must be a Python identifier, got {self.name!r}")
+            raise ValueError(f"name must be a Python identifier, got {self.name!r}")
         options = list(self.options)
         if len(options) < 2:
-            raise ValueError(f"{self.name}: options needs at least two "
-                             f"choices, got {options!r}")
+            raise ValueError(f"{self.name}: options needs at least two choices, got {options!r}")
         if self.value not in options:
-            raise ValueError(f"{self.name}: value {self.value!r} is not one "
-                             f"of {options!r}")
+            raise ValueError(f"{self.name}: value {self.value!r} is not one of {options!r}")
         object.__setattr__(self, "options", tuple(options))
 
     @property
@@ -352,25 +362,28 @@ class Select:
         for option in self.options:
             if value == option and not isinstance(value, bool):
                 return option
-        raise ValueError(f"{self.name} must be one of {list(self.options)!r}"
-                         f", got {value!r}")
+        raise ValueError(f"{self.name} must be one of {list(self.options)!r}, got {value!r}")
 
     def to_json(self) -> dict:
         """The control as the page's JSON describes it."""
-        return {"kind": self.kind, "name": self.name, "label": self.label,
-                "grid": list(self.options), "value": self.value}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "label": self.label,
+            "grid": list(self.options),
+            "value": self.value,
+        }
 
 
 def _nice_step(raw: float) -> float:
     """1, 2 or 5 times a power of ten, near ``raw`` (a slider step)."""
     exponent = math.floor(math.log10(raw))
-    mantissa = raw / 10 ** exponent
-    nice = 1 if mantissa < 1.5 else 2 if mantissa < 3.5 else 5 \
-        if mantissa < 7.5 else 10
-    return float(f"{nice * 10.0 ** exponent:.12g}")
+    mantissa = raw / 10**exponent
+    nice = 1 if mantissa < 1.5 else 2 if mantissa < 3.5 else 5 if mantissa < 7.5 else 10
+    return float(f"{nice * 10.0**exponent:.12g}")
 
 
-Control = Union[Range, Number, Select]
+Control = Range | Number | Select
 _KINDS = {"range": Range, "number": Number, "select": Select}
 
 
@@ -378,14 +391,20 @@ def _control_from_json(data: Mapping[str, Any]) -> Control:
     """Rebuild a control from the page's JSON (the browser's side)."""
     kind = data.get("kind")
     if kind == "select":
-        return Select(data["name"], data["label"], data["grid"],
-                      data["value"])
+        return Select(data["name"], data["label"], data["grid"], data["value"])
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
-    return _KINDS[kind](data["name"], data["label"], data["min"],
-                        data["max"], data["grid"], data["value"],
-                        data.get("step"), data.get("integer", False),
-                        data.get("log", False))
+    return _KINDS[kind](
+        data["name"],
+        data["label"],
+        data["min"],
+        data["max"],
+        data["grid"],
+        data["value"],
+        data.get("step"),
+        data.get("integer", False),
+        data.get("log", False),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -400,11 +419,14 @@ def _function_path(fn: Callable[..., Any]) -> str:
     if not module.startswith("figures.") or not _NAME.match(qualname):
         raise ValueError(
             "function must be defined at module level in a figures module, "
-            f"got {module}:{qualname}")
+            f"got {module}:{qualname}"
+        )
     if module not in LIVE_MODULES:
-        raise ValueError(f"function: module {module} is not listed in "
-                         "figures.live.LIVE_MODULES (its functions run in "
-                         "the browser; see this module's docstring)")
+        raise ValueError(
+            f"function: module {module} is not listed in "
+            "figures.live.LIVE_MODULES (its functions run in "
+            "the browser; see this module's docstring)"
+        )
     return f"{module}:{qualname}"
 
 
@@ -412,12 +434,10 @@ def _call(path: str, kwargs: Mapping[str, Any]) -> dict:
     """Import ``module:function``, call it, return its JSON-able result."""
     module, sep, name = path.partition(":")
     if not sep or module not in LIVE_MODULES:
-        raise ValueError(f"function must name a function in one of "
-                         f"{LIVE_MODULES}, got {path!r}")
+        raise ValueError(f"function must name a function in one of {LIVE_MODULES}, got {path!r}")
     fn = getattr(importlib.import_module(module), name)
     result = fn(**kwargs)
-    if not isinstance(result, Mapping) or not isinstance(
-            result.get("traces"), list):
+    if not isinstance(result, Mapping) or not isinstance(result.get("traces"), list):
         raise ValueError(f"{path} must return a dict with a 'traces' list")
     return _finite_or_none(result)
 
@@ -445,8 +465,7 @@ def browser_call(spec_json: str) -> str:
     """The browser worker's entry point: :func:`evaluate_json` on a JSON
     string, the result as a JSON string (full precision: JSON numbers
     round-trip a float exactly)."""
-    return json.dumps(evaluate_json(json.loads(spec_json)), allow_nan=False,
-                      separators=(",", ":"))
+    return json.dumps(evaluate_json(json.loads(spec_json)), allow_nan=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------
@@ -493,8 +512,7 @@ class Live:
 
     def __post_init__(self) -> None:
         if not _ID.match(self.fig_id):
-            raise ValueError(
-                f"fig_id must match {_ID.pattern}, got {self.fig_id!r}")
+            raise ValueError(f"fig_id must match {_ID.pattern}, got {self.fig_id!r}")
         _function_path(self.function)
         controls = tuple(self.controls)
         if not controls:
@@ -502,16 +520,17 @@ class Live:
         names = [c.name for c in controls]
         labels = [c.label for c in controls]
         if len(set(names)) != len(names) or len(set(labels)) != len(labels):
-            raise ValueError(
-                f"controls: names and labels must be unique, got {names}")
+            raise ValueError(f"controls: names and labels must be unique, got {names}")
         clash = set(names) & set(self.fixed)
         if clash:
             raise ValueError(f"fixed: {sorted(clash)} are also controls")
         fixed = dict(self.fixed)
         if json.loads(json.dumps(fixed)) != fixed:
-            raise ValueError("fixed must survive a JSON round trip unchanged "
-                             "(plain numbers, strings, lists, dicts), got "
-                             f"{fixed!r}")
+            raise ValueError(
+                "fixed must survive a JSON round trip unchanged "
+                "(plain numbers, strings, lists, dicts), got "
+                f"{fixed!r}"
+            )
         object.__setattr__(self, "controls", controls)
         object.__setattr__(self, "fixed", fixed)
 
@@ -522,15 +541,18 @@ class Live:
 
     def spec_json(self) -> dict:
         """What the page (and :func:`evaluate_json`) needs to run it."""
-        return {"function": self.path, "fixed": dict(self.fixed),
-                "controls": [c.to_json() for c in self.controls]}
+        return {
+            "function": self.path,
+            "fixed": dict(self.fixed),
+            "controls": [c.to_json() for c in self.controls],
+        }
 
     def evaluate(self, **values: Any) -> dict:
         """The figure at control values (default: the first view), exactly
         as the browser computes it."""
         return evaluate_json({**self.spec_json(), "values": values})
 
-    def figure(self) -> "LiveFigure":
+    def figure(self) -> LiveFigure:
         """Compute the grid and return the figure for the page."""
         return LiveFigure.from_live(self)
 
@@ -569,62 +591,67 @@ class LiveFigure:
         Shown under the figure.
     """
 
-    def __init__(self, fig_id: str, axes: Mapping[str, Sequence[Any]],
-                 compute: Callable[..., dict],
-                 layout: Mapping[str, Any] | None = None,
-                 defaults: Mapping[str, Any] | None = None,
-                 arg_names: Mapping[str, str] | None = None,
-                 digits: int = 5, caption: str = ""):
+    def __init__(
+        self,
+        fig_id: str,
+        axes: Mapping[str, Sequence[Any]],
+        compute: Callable[..., dict],
+        layout: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        arg_names: Mapping[str, str] | None = None,
+        digits: int = 5,
+        caption: str = "",
+    ):
         if not _ID.match(fig_id):
-            raise ValueError(
-                f"fig_id must match {_ID.pattern}, got {fig_id!r}")
+            raise ValueError(f"fig_id must match {_ID.pattern}, got {fig_id!r}")
         if not axes:
             raise ValueError("axes must name at least one slider")
         for name, values in axes.items():
             if len(values) < 2:
-                raise ValueError(f"axes[{name!r}] needs at least two grid "
-                                 f"values, got {list(values)!r}")
+                raise ValueError(
+                    f"axes[{name!r}] needs at least two grid values, got {list(values)!r}"
+                )
         self.fig_id = fig_id
         self.axes = {k: list(v) for k, v in axes.items()}
         self.arg_names = dict(arg_names or {k: k for k in axes})
         missing = set(self.axes) - set(self.arg_names)
         if missing:
-            raise ValueError(
-                f"arg_names: no keyword for axes {sorted(missing)}")
+            raise ValueError(f"arg_names: no keyword for axes {sorted(missing)}")
         self.layout = dict(layout or {})
         defaults = dict(defaults or {})
         self.defaults: dict[str, int] = {}
         for k, v in self.axes.items():
             d = defaults.get(k, v[len(v) // 2])
             if d not in v:
-                raise ValueError(
-                    f"defaults[{k!r}] = {d!r} is not on the grid {v!r}")
+                raise ValueError(f"defaults[{k!r}] = {d!r} is not on the grid {v!r}")
             self.defaults[k] = v.index(d)
         self.digits = digits
         self.caption = caption
         self.live: Live | None = None
         t0 = time.perf_counter()
         self.frames: dict[str, dict] = {}
-        for idx in itertools.product(
-                *(range(len(v)) for v in self.axes.values())):
-            params = {self.arg_names[k]: self.axes[k][i]
-                      for k, i in zip(self.axes, idx)}
+        for idx in itertools.product(*(range(len(v)) for v in self.axes.values())):
+            params = {self.arg_names[k]: self.axes[k][i] for k, i in zip(self.axes, idx)}
             result = compute(**params)
             if "traces" not in result:
-                raise ValueError(
-                    "compute must return a dict with a 'traces' list")
-            self.frames[",".join(map(str, idx))] = _round(dict(result),
-                                                          digits)
+                raise ValueError("compute must return a dict with a 'traces' list")
+            self.frames[",".join(map(str, idx))] = _round(dict(result), digits)
         self.compute_seconds = time.perf_counter() - t0
 
     @classmethod
-    def from_live(cls, spec: Live) -> "LiveFigure":
+    def from_live(cls, spec: Live) -> LiveFigure:
         """The grid of a :class:`Live` declaration, computed now."""
         axes = {c.label: list(c.grid) for c in spec.controls}
-        fig = cls(spec.fig_id, axes, spec.evaluate, layout=spec.layout,
-                  defaults={c.label: c.value for c in spec.controls},
-                  arg_names={c.label: c.name for c in spec.controls},
-                  digits=spec.digits, caption=spec.caption)
+        fig = cls(
+            spec.fig_id,
+            axes,
+            spec.evaluate,
+            layout=spec.layout,
+            defaults={c.label: c.value for c in spec.controls},
+            arg_names={c.label: c.name for c in spec.controls},
+            digits=spec.digits,
+            caption=spec.caption,
+        )
         fig.live = spec
         return fig
 
@@ -639,15 +666,13 @@ class LiveFigure:
         for key, value in values.items():
             label = key if key in self.axes else by_name.get(key)
             if label is None:
-                raise ValueError(f"no control named {key!r}; known: "
-                                 f"{sorted(self.axes)}")
+                raise ValueError(f"no control named {key!r}; known: {sorted(self.axes)}")
             chosen[label] = value
         idx = []
         for label, grid in self.axes.items():
             value = chosen.get(label, grid[self.defaults[label]])
             if value not in grid:
-                raise ValueError(f"{label} = {value!r} is not on the grid "
-                                 f"{grid!r}")
+                raise ValueError(f"{label} = {value!r} is not on the grid {grid!r}")
             idx.append(grid.index(value))
         return ",".join(map(str, idx))
 
@@ -658,15 +683,20 @@ class LiveFigure:
 
     def _payload(self) -> dict:
         if self.live is None:
-            controls = [{"kind": "steps", "name": self.arg_names[label],
-                         "label": label, "grid": grid,
-                         "value": grid[self.defaults[label]]}
-                        for label, grid in self.axes.items()]
+            controls = [
+                {
+                    "kind": "steps",
+                    "name": self.arg_names[label],
+                    "label": label,
+                    "grid": grid,
+                    "value": grid[self.defaults[label]],
+                }
+                for label, grid in self.axes.items()
+            ]
             payload = {"controls": controls}
         else:
             payload = {**self.live.spec_json(), "exact": self.live.exact}
-        payload.update(frames=self.frames, layout=self.layout,
-                       default=self._index({}))
+        payload.update(frames=self.frames, layout=self.layout, default=self._index({}))
         return payload
 
     def _controls_html(self, controls: list[dict]) -> str:
@@ -682,32 +712,35 @@ class LiveFigure:
                     f'max="{len(grid) - 1}" step="1" '
                     f'value="{grid.index(c["value"])}" '
                     f'aria-label="{label}">'
-                    f'<output>{html.escape(str(c["value"]))}</output>')
+                    f"<output>{html.escape(str(c['value']))}</output>"
+                )
             elif c["kind"] == "select":
                 options = "".join(
                     f'<option value="{i}"'
-                    f'{" selected" if o == c["value"] else ""}>'
-                    f'{html.escape(str(o))}</option>'
-                    for i, o in enumerate(c["grid"]))
-                widget = (f'<select id="{cid}" aria-label="{label}">'
-                          f'{options}</select>')
+                    f"{' selected' if o == c['value'] else ''}>"
+                    f"{html.escape(str(o))}</option>"
+                    for i, o in enumerate(c["grid"])
+                )
+                widget = f'<select id="{cid}" aria-label="{label}">{options}</select>'
             else:
                 # A range: the slider (set up by live.js, which knows the
                 # log scale) and a number box; a number: the box alone.
                 slider = c["kind"] == "range"
                 box_id = f"{cid}-box" if slider else cid
-                widget = (f'<input type="range" id="{cid}" '
-                          f'aria-label="{label}">' if slider else "")
+                widget = f'<input type="range" id="{cid}" aria-label="{label}">' if slider else ""
                 widget += (
                     f'<input type="number" class="qd-live-number" '
                     f'id="{box_id}" min="{c["min"]}" max="{c["max"]}" '
                     f'step="{1 if c["integer"] else "any"}" '
                     f'value="{c["value"]}" aria-label="{label}">'
                     f'<span class="qd-live-range">{c["min"]:g}–'
-                    f'{c["max"]:g}</span>')
-            rows.append(f'<div class="qd-live-control" data-kind="{c["kind"]}"'
-                        f' data-name="{html.escape(c["name"])}">'
-                        f'<label for="{cid}">{label}</label>{widget}</div>')
+                    f"{c['max']:g}</span>"
+                )
+            rows.append(
+                f'<div class="qd-live-control" data-kind="{c["kind"]}"'
+                f' data-name="{html.escape(c["name"])}">'
+                f'<label for="{cid}">{label}</label>{widget}</div>'
+            )
         return "".join(rows)
 
     def to_html(self) -> str:
@@ -718,10 +751,12 @@ class LiveFigure:
         data = json.dumps(payload, separators=(",", ":"), allow_nan=False)
         # "</" cannot end the script element early inside JSON strings.
         data = data.replace("</", "<\\/")
-        live = (f' data-live="{html.escape(self.live.path)}"'
-                if self.live else "")
-        caption = (f'<span class="qd-live-text">{html.escape(self.caption)}'
-                   '</span> ' if self.caption else "")
+        live = f' data-live="{html.escape(self.live.path)}"' if self.live else ""
+        caption = (
+            f'<span class="qd-live-text">{html.escape(self.caption)}</span> '
+            if self.caption
+            else ""
+        )
         return (
             f'<div class="qd-live-figure" id="{fid}" data-mode="static"'
             f' data-grid-points="{self.grid_size}"{live}>\n'
@@ -731,11 +766,12 @@ class LiveFigure:
             "Python themselves; in a notebook, call its function or use "
             "its .plot() method.</div>\n"
             f'<div class="qd-live-controls">'
-            f'{self._controls_html(payload["controls"])}</div>\n'
+            f"{self._controls_html(payload['controls'])}</div>\n"
             f'<div class="qd-live-caption">{caption}'
             '<span class="qd-live-status" role="status"></span></div>\n'
             f'<script type="application/json" id="{fid}-data">{data}'
-            "</script>\n</div>")
+            "</script>\n</div>"
+        )
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -763,16 +799,16 @@ class LiveFigure:
             _plot_trace(ax, trace, n)
         for shape in frame.get("shapes", []):
             if shape.get("type", "line") == "line":
-                ax.plot([shape["x0"], shape["x1"]], [shape["y0"], shape["y1"]],
-                        color=shape.get("line", {}).get("color", "grey"),
-                        lw=1)
-        layout = {**self.layout, **{k: frame[k] for k in ("title",)
-                                    if k in frame}}
-        for axis, setter in (("xaxis", ax.set_xlabel),
-                             ("yaxis", ax.set_ylabel)):
+                ax.plot(
+                    [shape["x0"], shape["x1"]],
+                    [shape["y0"], shape["y1"]],
+                    color=shape.get("line", {}).get("color", "grey"),
+                    lw=1,
+                )
+        layout = {**self.layout, **{k: frame[k] for k in ("title",) if k in frame}}
+        for axis, setter in (("xaxis", ax.set_xlabel), ("yaxis", ax.set_ylabel)):
             title = layout.get(axis, {}).get("title", {})
-            setter(title.get("text", "") if isinstance(title, dict)
-                   else title)
+            setter(title.get("text", "") if isinstance(title, dict) else title)
             if layout.get(axis, {}).get("type") == "log":
                 (ax.set_xscale if axis == "xaxis" else ax.set_yscale)("log")
             rng = layout.get(axis, {}).get("range")
@@ -782,8 +818,7 @@ class LiveFigure:
             ax.set_ylim(bottom=0)
         title = layout.get("title")
         if title:
-            ax.set_title(title["text"] if isinstance(title, dict) else title,
-                         fontsize=10)
+            ax.set_title(title["text"] if isinstance(title, dict) else title, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         return ax
@@ -798,13 +833,12 @@ def _plot_trace(ax, trace: Mapping[str, Any], n: int) -> None:
     y = [v if v is not None else math.nan for v in trace.get("y", [])]
     mode = trace.get("mode", "lines+markers")
     line = trace.get("line", {})
-    kw: dict[str, Any] = {"label": trace.get("name"),
-                          "color": line.get("color",
-                                            trace.get("marker", {}).get(
-                                                "color", f"C{n}"))}
+    kw: dict[str, Any] = {
+        "label": trace.get("name"),
+        "color": line.get("color", trace.get("marker", {}).get("color", f"C{n}")),
+    }
     if "lines" in mode:
-        kw.update(ls=_DASH.get(line.get("dash", "solid"), "-"),
-                  lw=line.get("width", 1.5))
+        kw.update(ls=_DASH.get(line.get("dash", "solid"), "-"), lw=line.get("width", 1.5))
     else:
         kw.update(ls="none")
     if "markers" in mode:
@@ -817,9 +851,9 @@ def _plot_trace(ax, trace: Mapping[str, Any], n: int) -> None:
 def iops_qd_layout(max_qd: float, legend_x: float = 0.5) -> dict:
     """The Plotly layout shared by the book's IOPS-against-queue-depth
     figures (y in thousand IOPS)."""
-    return {"xaxis": {"title": {"text": "queue depth QD"},
-                      "range": [0, max_qd]},
-            "yaxis": {"title": {"text": "thousand IOPS"},
-                      "rangemode": "tozero"},
-            "legend": {"x": legend_x, "y": 0.05, "font": {"size": 11}},
-            "margin": {"t": 40, "r": 10, "b": 45, "l": 55}}
+    return {
+        "xaxis": {"title": {"text": "queue depth QD"}, "range": [0, max_qd]},
+        "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
+        "legend": {"x": legend_x, "y": 0.05, "font": {"size": 11}},
+        "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
+    }

@@ -26,8 +26,14 @@ QDS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 40, 48, 64)
 CPU_PER_OP_US = 15.9
 
 
-def nagle_iops(mode: str, sk_us: float, sl_us: float, autocork: bool,
-               qds: Sequence[int] = QDS, ops: int = 3000) -> list[float]:
+def nagle_iops(
+    mode: str,
+    sk_us: float,
+    sl_us: float,
+    autocork: bool,
+    qds: Sequence[int] = QDS,
+    ops: int = 3000,
+) -> list[float]:
     """Simulated IOPS at each queue depth for ``mode`` ``"nagle"`` or
     ``"nodelay"``.
 
@@ -36,17 +42,21 @@ def nagle_iops(mode: str, sk_us: float, sl_us: float, autocork: bool,
     (``proc_s``, SP); ``sl_us`` is the server thread's wake-up latency.
     """
     if not 0 <= sk_us < CPU_PER_OP_US:
-        raise ValueError(f"sk_us must be in [0, {CPU_PER_OP_US}) µs, "
-                         f"got {sk_us!r}")
-    server = dict(proc_s=(CPU_PER_OP_US - sk_us) * 1e-6,   # µs -> seconds
-                  tx_cpu_s=sk_us * 1e-6, wake_s=sl_us * 1e-6)
-    return [simulate(busy_count(mode, int(q), ops=ops).replace(
-                server=server, kernel={"autocork": autocork})).iops
-            for q in qds]
+        raise ValueError(f"sk_us must be in [0, {CPU_PER_OP_US}) µs, got {sk_us!r}")
+    server = dict(
+        proc_s=(CPU_PER_OP_US - sk_us) * 1e-6,  # µs -> seconds
+        tx_cpu_s=sk_us * 1e-6,
+        wake_s=sl_us * 1e-6,
+    )
+    return [
+        simulate(
+            busy_count(mode, int(q), ops=ops).replace(server=server, kernel={"autocork": autocork})
+        ).iops
+        for q in qds
+    ]
 
 
-def nagle_qd(sk_us: float, sl_us: float, autocork: str,
-             ops: int = 3000) -> dict:
+def nagle_qd(sk_us: float, sl_us: float, autocork: str, ops: int = 3000) -> dict:
     """IOPS (thousands) against QD with Nagle and with TCP_NODELAY, and
     the server's CPU limits with one segment per operation (``1/(SP +
     SK)``) and with the segment cost fully shared (``1/SP``).
@@ -58,7 +68,7 @@ def nagle_qd(sk_us: float, sl_us: float, autocork: str,
     if autocork not in ("on", "off"):
         raise ValueError(f"autocork must be 'on' or 'off', got {autocork!r}")
     qds = list(QDS)
-    k = 1e-3                                             # IOPS -> thousands
+    k = 1e-3  # IOPS -> thousands
     on = autocork == "on"
     nd = [x * k for x in nagle_iops("nodelay", sk_us, sl_us, on, qds, ops)]
     ng = [x * k for x in nagle_iops("nagle", sk_us, sl_us, on, qds, ops)]
@@ -67,44 +77,84 @@ def nagle_qd(sk_us: float, sl_us: float, autocork: str,
     shared = 1e3 / (CPU_PER_OP_US - sk_us)
     ahead = [q for q, a, b in zip(qds, nd, ng) if b > a * 1.005]
     i8 = qds.index(8)
-    title = (f"QD 8: Nagle {ng[i8] / nd[i8]:.0%} of TCP_NODELAY; "
-             + (f"Nagle ahead from QD {ahead[0]}" if ahead
-                else "TCP_NODELAY never behind"))
+    title = f"QD 8: Nagle {ng[i8] / nd[i8]:.0%} of TCP_NODELAY; " + (
+        f"Nagle ahead from QD {ahead[0]}" if ahead else "TCP_NODELAY never behind"
+    )
     top = [0, qds[-1] + 2]
-    return {"traces": [
-        {"x": qds, "y": nd, "name": "TCP_NODELAY", "mode": "lines+markers",
-         "line": {"color": "#1f77b4"}, "marker": {"symbol": "square"}},
-        {"x": qds, "y": ng, "name": "Nagle", "mode": "lines+markers",
-         "line": {"color": "#ff7f0e"}},
-        {"x": top, "y": [one_seg, one_seg],
-         "name": "1/(SP+SK): one segment per operation", "mode": "lines",
-         "line": {"color": "black", "dash": "dot", "width": 1}},
-        {"x": top, "y": [shared, shared],
-         "name": "1/SP: segment cost fully shared", "mode": "lines",
-         "line": {"color": "grey", "dash": "dash", "width": 1}},
-    ], "title": title}
+    return {
+        "traces": [
+            {
+                "x": qds,
+                "y": nd,
+                "name": "TCP_NODELAY",
+                "mode": "lines+markers",
+                "line": {"color": "#1f77b4"},
+                "marker": {"symbol": "square"},
+            },
+            {
+                "x": qds,
+                "y": ng,
+                "name": "Nagle",
+                "mode": "lines+markers",
+                "line": {"color": "#ff7f0e"},
+            },
+            {
+                "x": top,
+                "y": [one_seg, one_seg],
+                "name": "1/(SP+SK): one segment per operation",
+                "mode": "lines",
+                "line": {"color": "black", "dash": "dot", "width": 1},
+            },
+            {
+                "x": top,
+                "y": [shared, shared],
+                "name": "1/SP: segment cost fully shared",
+                "mode": "lines",
+                "line": {"color": "grey", "dash": "dash", "width": 1},
+            },
+        ],
+        "title": title,
+    }
 
 
 _OPS = 3000
 
 #: The chapter's main figure.
 NAGLE_QD = Live(
-    "ch4-nagle-qd", nagle_qd,
+    "ch4-nagle-qd",
+    nagle_qd,
     controls=[
-        Range("sk_us", "per-segment CPU SK (µs)", 0, 12,
-              grid=[0.0, 2.0, 4.0, 6.0, 8.0], value=4.0, step=0.1),
-        Range("sl_us", "server wake-up SL (µs)", 0, 200,
-              grid=[0.0, 16.7, 50.0, 100.0], value=16.7, step=0.1),
+        Range(
+            "sk_us",
+            "per-segment CPU SK (µs)",
+            0,
+            12,
+            grid=[0.0, 2.0, 4.0, 6.0, 8.0],
+            value=4.0,
+            step=0.1,
+        ),
+        Range(
+            "sl_us",
+            "server wake-up SL (µs)",
+            0,
+            200,
+            grid=[0.0, 16.7, 50.0, 100.0],
+            value=16.7,
+            step=0.1,
+        ),
         Select("autocork", "autocorking", ["off", "on"], "off"),
     ],
     fixed={"ops": _OPS},
     layout=iops_qd_layout(QDS[-1] + 2, legend_x=0.45),
     digits=4,
-    caption=(f"Each pair of curves is a packet simulation (models.sim) of "
-             f"{_OPS} operations at each of {len(QDS)} queue depths "
-             f"{QDS[0]}-{QDS[-1]}, with Nagle and with TCP_NODELAY on "
-             "the server's socket (512-byte reads, MSG_MORE on the header, "
-             "the initiator's TCP_NODELAY; "
-             f"SP + SK = {CPU_PER_OP_US} µs). 40 points "
-             "(SK x SL x autocorking) were computed when the book was "
-             "built."))
+    caption=(
+        f"Each pair of curves is a packet simulation (models.sim) of "
+        f"{_OPS} operations at each of {len(QDS)} queue depths "
+        f"{QDS[0]}-{QDS[-1]}, with Nagle and with TCP_NODELAY on "
+        "the server's socket (512-byte reads, MSG_MORE on the header, "
+        "the initiator's TCP_NODELAY; "
+        f"SP + SK = {CPU_PER_OP_US} µs). 40 points "
+        "(SK x SL x autocorking) were computed when the book was "
+        "built."
+    ),
+)

@@ -20,6 +20,7 @@ def comparison_table(rows: Sequence, extra: Sequence[str] = (), caption: str = "
     df = pd.DataFrame([r.row() for r in rows])
     kind = ["kind"] if "kind" in df and (df["kind"] != "check").any() else []
     cols = ["quantity", "measured", "predicted", "unit", "tolerance", *extra, *kind, "passed"]
-    styled = (df[cols].style.format({"measured": fmt_value, "predicted": fmt_value})
-              .hide(axis="index"))
+    styled = (
+        df[cols].style.format({"measured": fmt_value, "predicted": fmt_value}).hide(axis="index")
+    )
     return styled.set_caption(caption) if caption else styled

@@ -66,5 +66,4 @@ def use_book_notation() -> None:
     import sympy as sp
 
     # print_builtin=False: plain Python numbers keep their own repr (glue)
-    sp.init_printing(use_latex="mathjax", latex_printer=latex,
-                     print_builtin=False)
+    sp.init_printing(use_latex="mathjax", latex_printer=latex, print_builtin=False)

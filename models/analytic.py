@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any, Union
 
 from . import framing
@@ -39,24 +39,55 @@ from .checks import non_negative as _non_negative
 from .checks import positive as _positive
 
 __all__ = [
-    "TCPIP_BYTES", "MAC_BYTES", "FRAME_OVERHEAD_BYTES", "ISCSI_HEADER_BYTES", "UNITS", "S",
-    "RING4", "RING8", "ring_time", "rtt_min_expr", "iops_identity",
-    "network_bound_condition", "cpu_bound_condition", "nagle_backlog_condition",
-    "qd_min_network_bound", "qd_min_cpu_bound", "backlog_min_nagle",
-    "nagle_delay_bound_fill", "nagle_ack_window_condition", "nagle_delay_bound_ack",
+    "TCPIP_BYTES",
+    "MAC_BYTES",
+    "FRAME_OVERHEAD_BYTES",
+    "ISCSI_HEADER_BYTES",
+    "UNITS",
+    "S",
+    "RING4",
+    "RING8",
+    "ring_time",
+    "rtt_min_expr",
+    "iops_identity",
+    "network_bound_condition",
+    "cpu_bound_condition",
+    "nagle_backlog_condition",
+    "qd_min_network_bound",
+    "qd_min_cpu_bound",
+    "backlog_min_nagle",
+    "nagle_delay_bound_fill",
+    "nagle_ack_window_condition",
+    "nagle_delay_bound_ack",
     "qd_max_for_response_time_expr",
-    "mss", "framing_efficiency", "wire_time", "frames", "w1_lower_bound", "w2_lower_bound",
-    "rtt_min", "tpt_min", "knee_qd", "iops_bound", "iops_bandwidth_cap", "qd_max_for_response_time",
-    "responses_per_packet", "responses_per_packet_expr", "numeric",
-    "PLACEMENTS", "tpt_min_eight_stage_expr", "tpt_min_eight_stage",
-    "qd_min_cpu", "qd_min_network", "page_time",
+    "mss",
+    "framing_efficiency",
+    "wire_time",
+    "frames",
+    "w1_lower_bound",
+    "w2_lower_bound",
+    "rtt_min",
+    "tpt_min",
+    "knee_qd",
+    "iops_bound",
+    "iops_bandwidth_cap",
+    "qd_max_for_response_time",
+    "responses_per_packet",
+    "responses_per_packet_expr",
+    "numeric",
+    "PLACEMENTS",
+    "tpt_min_eight_stage_expr",
+    "tpt_min_eight_stage",
+    "qd_min_cpu",
+    "qd_min_network",
+    "page_time",
 ]
 
 if TYPE_CHECKING:  # annotations only: neither is imported when the module is
     import numpy as np
     import sympy as sp
 
-Number = Union[int, float]
+Number = int | float
 ArrayLike = Union[Number, "np.ndarray", Iterable[Number]]
 
 
@@ -66,11 +97,11 @@ def _sympy() -> Any:
 
     return sympy
 
+
 # The wire facts (header bytes, the MSS rule) live in models.framing; they
 # are re-exported here because the derivations speak of them.
 from .framing import (  # noqa: E402
     FRAME_OVERHEAD_BYTES,
-    IPV4_MAX_PACKET,
     ISCSI_HEADER_BYTES,
     MAC_BYTES,
     TCPIP_BYTES,
@@ -90,12 +121,18 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
     "IOPS": ("1/s", "operations completed per second"),
     "IOSIZE": ("bytes", "application data per operation"),
     "H": ("bytes", "iSCSI header size (48)"),
-    "BW": ("bytes/s", "raw link bandwidth (symbolic results use bytes per second, as the source does)"),
+    "BW": (
+        "bytes/s",
+        "raw link bandwidth (symbolic results use bytes per second, as the source does)",
+    ),
     "MTU": ("bytes", "largest IP packet, excluding Ethernet framing"),
     "MAC": ("bytes", "Ethernet framing per frame: preamble, SOF, MAC header, CRC, gap (38)"),
     "TCPIP": ("bytes", "TCP and IP headers with timestamps per segment (52)"),
     "TI": ("s", "response-time target"),
-    "BACKLOG": ("operations", "requests queued in the server's receive buffer when it would sleep"),
+    "BACKLOG": (
+        "operations",
+        "requests queued in the server's receive buffer when it would sleep",
+    ),
     "W1": ("s", "request transmission: wire time plus receive-side delivery"),
     "W2": ("s", "response transmission: wire time plus receive-side delivery"),
     "SP": ("s", "server thread processing time per operation"),
@@ -133,8 +170,7 @@ class _Symbols:
 
     def __getattr__(self, name: str) -> sp.Symbol:
         if name.startswith("_") or name not in _SYMBOL_UNITS:
-            raise AttributeError(
-                f"no symbol {name!r}; known: {sorted(_SYMBOL_UNITS)}")
+            raise AttributeError(f"no symbol {name!r}; known: {sorted(_SYMBOL_UNITS)}")
         symbol = _sympy().Symbol(name, positive=True)
         setattr(self, name, symbol)  # later look-ups find it directly
         return symbol
@@ -161,7 +197,9 @@ RING8 = ("W1", "SI", "SP", "SK", "W2", "CI", "CP", "CK")
 _LATENCY_BEFORE = {"SP": "SL", "CP": "CL", "W2": "SN", "W1": "CN"}
 
 
-def ring_time(start: str, stop: str, ring: tuple[str, ...] = RING4, latencies: Iterable[str] = ()) -> sp.Expr:
+def ring_time(
+    start: str, stop: str, ring: tuple[str, ...] = RING4, latencies: Iterable[str] = ()
+) -> sp.Expr:
     """Time for an operation to travel the ring from the *end* of stage ``start`` to the *end* of ``stop``.
 
     The operation passes through every stage strictly after ``start`` up to and including ``stop``,
@@ -179,7 +217,9 @@ def ring_time(start: str, stop: str, ring: tuple[str, ...] = RING4, latencies: I
     names = set(latencies)
     unknown = names - set(_LATENCY_BEFORE.values())
     if unknown:
-        raise ValueError(f"latencies: unknown start latency {sorted(unknown)}; known: {sorted(_LATENCY_BEFORE.values())}")
+        raise ValueError(
+            f"latencies: unknown start latency {sorted(unknown)}; known: {sorted(_LATENCY_BEFORE.values())}"
+        )
     i = ring.index(start)
     total = sp.Integer(0)
     while True:
@@ -271,19 +311,19 @@ def _solve_threshold(condition: sp.Rel, unknown: sp.Symbol) -> sp.Expr:
     return sp.simplify(solutions[0])
 
 
-@lru_cache(maxsize=None)
+@cache
 def qd_min_network_bound() -> sp.Expr:
     """Smallest QD that keeps the response link busy: ``(CL + RTTmin + SL) / W2`` (inequality [1])."""
     return _solve_threshold(network_bound_condition(), S.QD)
 
 
-@lru_cache(maxsize=None)
+@cache
 def qd_min_cpu_bound() -> sp.Expr:
     """Smallest QD that keeps the server thread busy: ``(CL + RTTmin) / SP`` (inequality [2])."""
     return _solve_threshold(cpu_bound_condition(), S.QD)
 
 
-@lru_cache(maxsize=None)
+@cache
 def backlog_min_nagle() -> sp.Expr:
     """Smallest receive-buffer backlog that keeps the server busy under Nagle: ``(CL + RTTmin + SN)/SP - 1``."""
     return _solve_threshold(nagle_backlog_condition(), S.BACKLOG)
@@ -357,7 +397,9 @@ def numeric(expr: sp.Expr):
         missing = set(names) - set(values)
         extra = set(values) - set(names)
         if missing or extra:
-            raise ValueError(f"expected values for {names}; missing {sorted(missing)}, unexpected {sorted(extra)}")
+            raise ValueError(
+                f"expected values for {names}; missing {sorted(missing)}, unexpected {sorted(extra)}"
+            )
         return fn(*(values[n] for n in names))
 
     evaluate.__doc__ = f"Evaluate {expr} (arguments: {', '.join(names)})."
@@ -379,13 +421,11 @@ def _check_mtu(mtu: float) -> int:
     return int(m)
 
 
-def _stage_values(
-        stage_times: Mapping[str, float] | Iterable[float]) -> list[float]:
+def _stage_values(stage_times: Mapping[str, float] | Iterable[float]) -> list[float]:
     if isinstance(stage_times, Mapping):
         items = [(f"stage_times[{k!r}]", t) for k, t in stage_times.items()]
     else:
-        items = [(f"stage_times[{i}]", t)
-                 for i, t in enumerate(stage_times)]
+        items = [(f"stage_times[{i}]", t) for i, t in enumerate(stage_times)]
     if not items:
         raise ValueError("stage_times must name at least one stage")
     return [_positive(name, t) for name, t in items]
@@ -414,8 +454,11 @@ def _over_qd(fn, qd: ArrayLike):
         arr = np.asarray(qd, dtype=float)
         values = [fn(_qd_value(q)) for q in arr.ravel().tolist()]
         return np.array(values).reshape(arr.shape)
-    if (getattr(qd, "ndim", None) == 0 or isinstance(qd, (str, bytes))
-            or not isinstance(qd, Iterable)):
+    if (
+        getattr(qd, "ndim", None) == 0
+        or isinstance(qd, (str, bytes))
+        or not isinstance(qd, Iterable)
+    ):
         return float(fn(_qd_value(qd)))
     return [fn(_qd_value(q)) for q in qd]
 
@@ -459,11 +502,13 @@ def wire_time(payload_bytes: int, bandwidth_bps: float, mtu: int = 1500) -> floa
     (1.104e-06, 5.2e-06)
     """
     bw = _positive("bandwidth_bps", bandwidth_bps)
-    frames(payload_bytes, mtu)                     # the checks, with this module's messages
+    frames(payload_bytes, mtu)  # the checks, with this module's messages
     return framing.wire_time(int(payload_bytes), bw, int(mtu))  # the rule, in one place
 
 
-def w1_lower_bound(bandwidth_bps: float, mtu: int = 9000, header_bytes: int = ISCSI_HEADER_BYTES) -> float:
+def w1_lower_bound(
+    bandwidth_bps: float, mtu: int = 9000, header_bytes: int = ISCSI_HEADER_BYTES
+) -> float:
     """Least request wire time if requests were packed into full frames: ``H / (eff * BW)`` seconds.
 
     The source's 388 ns is this at MTU 9000 and 1 Gb/s.
@@ -472,8 +517,9 @@ def w1_lower_bound(bandwidth_bps: float, mtu: int = 9000, header_bytes: int = IS
     return _non_negative("header_bytes", header_bytes) / (framing_efficiency(mtu) * bw_bytes)
 
 
-def w2_lower_bound(iosize: int, bandwidth_bps: float, mtu: int = 9000,
-                   header_bytes: int = ISCSI_HEADER_BYTES) -> float:
+def w2_lower_bound(
+    iosize: int, bandwidth_bps: float, mtu: int = 9000, header_bytes: int = ISCSI_HEADER_BYTES
+) -> float:
     """Least response wire time with full frames: ``(IOSIZE + H) / (eff * BW)`` seconds."""
     bw_bytes = _positive("bandwidth_bps", bandwidth_bps) / 8  # bits/s -> bytes/s
     size = _non_negative("iosize", iosize) + _non_negative("header_bytes", header_bytes)
@@ -496,7 +542,9 @@ def knee_qd(stage_times: Mapping[str, float] | Iterable[float], latency: float =
     return (math.fsum(t) + _non_negative("latency", latency)) / max(t)
 
 
-def iops_bound(qd: ArrayLike, stage_times: Mapping[str, float] | Iterable[float], latency: float = 0.0):
+def iops_bound(
+    qd: ArrayLike, stage_times: Mapping[str, float] | Iterable[float], latency: float = 0.0
+):
     """Asymptotic upper bound on IOPS for a closed ring: ``min(QD / (RTTmin + latency), 1 / TPTmin)``.
 
     This is Denning & Buzen's (1978) operational bound for a closed network: with ``QD`` customers and
@@ -545,8 +593,7 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     link busy, ``(CL + RTTmin + SL) / W2`` (:func:`qd_min_network_bound`,
     checked equal by a test).  Times in seconds.
     """
-    refill = (_non_negative("cl", cl) + _positive("rtt_min", rtt_min)
-              + _non_negative("sl", sl))
+    refill = _non_negative("cl", cl) + _positive("rtt_min", rtt_min) + _non_negative("sl", sl)
     return refill / _positive("w2", w2)
 
 
@@ -568,8 +615,12 @@ def page_time(rtt_s: float, pages: float, qd: ArrayLike):
     return _over_qd(lambda q: r / (p * q), qd)
 
 
-def iops_bandwidth_cap(iosize: int, bandwidth_bps: float, header_bytes: int = ISCSI_HEADER_BYTES,
-                       mtu: int | None = None) -> float:
+def iops_bandwidth_cap(
+    iosize: int,
+    bandwidth_bps: float,
+    header_bytes: int = ISCSI_HEADER_BYTES,
+    mtu: int | None = None,
+) -> float:
     """Most operations per second a link can carry for reads of ``iosize`` bytes.
 
     With ``mtu=None`` this is the source's raw bound ``BW / (IOSIZE + H)`` (no framing); with an MTU the
@@ -584,14 +635,17 @@ def iops_bandwidth_cap(iosize: int, bandwidth_bps: float, header_bytes: int = IS
     return 1.0 / wire_time(int(size), bandwidth_bps, mtu)
 
 
-def qd_max_for_response_time(ti_s: float, iosize: int, bandwidth_bps: float,
-                             header_bytes: int = ISCSI_HEADER_BYTES) -> float:
+def qd_max_for_response_time(
+    ti_s: float, iosize: int, bandwidth_bps: float, header_bytes: int = ISCSI_HEADER_BYTES
+) -> float:
     """Largest queue depth that can keep the response time below ``ti_s`` seconds: ``TI*BW/(IOSIZE+H)``."""
     ti = _positive("ti_s", ti_s)
     return ti * iops_bandwidth_cap(iosize, bandwidth_bps, header_bytes)
 
 
-def responses_per_packet(iosize: int, mtu: int = 1500, header_bytes: int = ISCSI_HEADER_BYTES) -> float:
+def responses_per_packet(
+    iosize: int, mtu: int = 1500, header_bytes: int = ISCSI_HEADER_BYTES
+) -> float:
     """How many ``IOSIZE + H`` byte responses fit in one full segment (a real number, not rounded)."""
     size = _non_negative("iosize", iosize) + _non_negative("header_bytes", header_bytes)
     if size <= 0:
@@ -602,9 +656,9 @@ def responses_per_packet(iosize: int, mtu: int = 1500, header_bytes: int = ISCSI
 #: How the server's soft-interrupt (SI), thread (SP) and kworker (SK) stages share CPUs in the eight-stage
 #: ring: each group of stages runs serially on one CPU, so its times add up into one stage.
 PLACEMENTS: Mapping[str, tuple[tuple[str, ...], ...]] = {
-    "separate": (("SI",), ("SP",), ("SK",)),          # three CPUs: each stage on its own
-    "sirq-same-cpu": (("SI", "SP"), ("SK",)),          # network soft interrupt pinned with the thread
-    "uniprocessor": (("SI", "SP", "SK"),),             # one server CPU does all three
+    "separate": (("SI",), ("SP",), ("SK",)),  # three CPUs: each stage on its own
+    "sirq-same-cpu": (("SI", "SP"), ("SK",)),  # network soft interrupt pinned with the thread
+    "uniprocessor": (("SI", "SP", "SK"),),  # one server CPU does all three
 }
 
 

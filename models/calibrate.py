@@ -46,27 +46,33 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from models import framing
 
-__all__ = ["HostCosts", "COSTS", "TRAIN", "START", "split", "Fit",
-           "fit_costs", "min_segments", "set_by_congestion_control"]
+__all__ = [
+    "HostCosts",
+    "COSTS",
+    "TRAIN",
+    "START",
+    "split",
+    "Fit",
+    "fit_costs",
+    "min_segments",
+    "set_by_congestion_control",
+]
 
 #: The fitted costs, in the order of :class:`HostCosts`.
 COSTS = ("op_s", "tx_s", "ack_s", "wake_s", "path_s")
 #: The training subset: one link (loopback, one MTU), its default
 #: congestion control, two socket modes (one segment per response, and
 #: header and data as separate segments), queue depths 1 to 8.
-TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"),
-         "qd_max": 8}
+TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_max": 8}
 #: Where the search starts, seconds: a few microseconds each.
-START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6,
-         "path_s": 1e-6}
-_HEADER = 48                     # bytes of the iSCSI-like response header
+START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
+_HEADER = 48  # bytes of the iSCSI-like response header
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,18 +89,23 @@ class HostCosts:
     def scenario_options(self) -> dict:
         """The ``client`` and ``server`` parts of a
         :class:`~models.sim.Scenario` for these costs."""
-        host = dict(proc_s=self.op_s, tx_cpu_s=self.tx_s,
-                    ack_cpu_s=self.ack_s, softirq_s=0.0,
-                    wake_s=self.wake_s, tx_latency_s=self.path_s / 2,
-                    rx_latency_s=self.path_s / 2)
+        host = dict(
+            proc_s=self.op_s,
+            tx_cpu_s=self.tx_s,
+            ack_cpu_s=self.ack_s,
+            softirq_s=0.0,
+            wake_s=self.wake_s,
+            tx_latency_s=self.path_s / 2,
+            rx_latency_s=self.path_s / 2,
+        )
         return {"client": dict(host), "server": dict(host)}
 
     def as_us(self) -> dict:
         """The costs in microseconds, by name."""
-        return {k: getattr(self, k) * 1e6 for k in COSTS}   # s -> us
+        return {k: getattr(self, k) * 1e6 for k in COSTS}  # s -> us
 
 
-def min_segments(sock_mode: str, iosize: int, mss: int) -> Optional[int]:
+def min_segments(sock_mode: str, iosize: int, mss: int) -> int | None:
     """Data segments per response a server in ``sock_mode`` sends when
     nothing holds its data back: ``nodelay`` the header and the data
     separately, ``more_nodelay`` both together; ``None`` for the modes
@@ -116,13 +127,18 @@ def set_by_congestion_control(df: pd.DataFrame) -> pd.Series:
     Behind a ``tbf`` qdisc frames wait in the queue and autocorking can
     merge, so rate-limited links are left out."""
     mss = df["mtu_bytes"].map(lambda m: framing.mss(int(m)))
-    need = [min_segments(m, int(n), int(s)) for m, n, s
-            in zip(df["sock_mode"], df["iosize_bytes"], mss)]
+    need = [
+        min_segments(m, int(n), int(s))
+        for m, n, s in zip(df["sock_mode"], df["iosize_bytes"], mss)
+    ]
     free = df["rate_limit_bits_per_s"].isna()
-    return pd.Series([bool(f) and n is not None and seg < 0.95 * n
-                      for f, n, seg in zip(free, need,
-                                           df["server_data_segments_per_op"])],
-                     index=df.index)
+    return pd.Series(
+        [
+            bool(f) and n is not None and seg < 0.95 * n
+            for f, n, seg in zip(free, need, df["server_data_segments_per_op"])
+        ],
+        index=df.index,
+    )
 
 
 def split(iscsi: pd.DataFrame, stalls: pd.Series) -> pd.DataFrame:
@@ -132,13 +148,16 @@ def split(iscsi: pd.DataFrame, stalls: pd.Series) -> pd.DataFrame:
     ``test``.  ``stalls`` marks the kernel's stalled runs; the misused
     ``MSG_MORE`` runs are stalls too."""
     df = iscsi.copy()
-    train = ((df["link"] == TRAIN["link"]) & (df["cc"] == TRAIN["cc"])
-             & df["sock_mode"].isin(TRAIN["sock_mode"])
-             & (df["qd"] <= TRAIN["qd_max"]))
-    role = np.where(stalls | (df["sock_mode"] == "more_all"), "stall",
-                    np.where(train, "train", "test"))
-    role = np.where((role == "test") & set_by_congestion_control(df),
-                    "bbr", role)
+    train = (
+        (df["link"] == TRAIN["link"])
+        & (df["cc"] == TRAIN["cc"])
+        & df["sock_mode"].isin(TRAIN["sock_mode"])
+        & (df["qd"] <= TRAIN["qd_max"])
+    )
+    role = np.where(
+        stalls | (df["sock_mode"] == "more_all"), "stall", np.where(train, "train", "test")
+    )
+    role = np.where((role == "test") & set_by_congestion_control(df), "bbr", role)
     df["role"] = role
     return df
 
@@ -154,8 +173,7 @@ class Fit:
     loss: float
 
 
-def fit_costs(rows: list, median_us, start: dict = START,
-              max_evaluations: int = 600) -> Fit:
+def fit_costs(rows: list, median_us, start: dict = START, max_evaluations: int = 600) -> Fit:
     """Fit :class:`HostCosts` to ``rows`` (records of the sweep):
     ``median_us(row, costs)`` is the simulated median operation time of
     a row, microseconds.  Deterministic: a fixed start and Nelder-Mead in
@@ -166,8 +184,7 @@ def fit_costs(rows: list, median_us, start: dict = START,
     measured = np.array([float(r["lat_p50_us"]) for r in rows])
 
     def costs_of(x) -> HostCosts:
-        return HostCosts(**{k: float(math.exp(v) * 1e-6)
-                            for k, v in zip(COSTS, x)})
+        return HostCosts(**{k: float(math.exp(v) * 1e-6) for k, v in zip(COSTS, x)})
 
     def residuals(x) -> np.ndarray:
         c = costs_of(x)
@@ -177,17 +194,24 @@ def fit_costs(rows: list, median_us, start: dict = START,
     def loss(x) -> float:
         return float(np.mean(np.minimum(residuals(x) ** 2, 1.0)))
 
-    x = np.log([start[k] * 1e6 for k in COSTS])        # s -> us, logs
+    x = np.log([start[k] * 1e6 for k in COSTS])  # s -> us, logs
     evaluations, best, step = 0, math.inf, 0.7
     while evaluations < max_evaluations:
         # A simplex as wide as a factor 2 in each cost (the default one,
         # 5 % of each coordinate, barely moves a cost that starts at
         # 1 us, whose logarithm is 0), narrowed at each restart.
         simplex = np.vstack([x] + [x + step * e for e in np.eye(len(x))])
-        res = minimize(loss, x, method="Nelder-Mead",
-                       options={"maxfev": max_evaluations - evaluations,
-                                "xatol": 0.01, "fatol": 1e-5,
-                                "initial_simplex": simplex})
+        res = minimize(
+            loss,
+            x,
+            method="Nelder-Mead",
+            options={
+                "maxfev": max_evaluations - evaluations,
+                "xatol": 0.01,
+                "fatol": 1e-5,
+                "initial_simplex": simplex,
+            },
+        )
         evaluations += int(res.nfev)
         improved = res.fun < best - 1e-4
         if res.fun < best:
@@ -195,5 +219,6 @@ def fit_costs(rows: list, median_us, start: dict = START,
         if not improved:
             break
         step = 0.3
-    return Fit(costs=costs_of(x), residuals=tuple(residuals(x)),
-               evaluations=evaluations, loss=best)
+    return Fit(
+        costs=costs_of(x), residuals=tuple(residuals(x)), evaluations=evaluations, loss=best
+    )

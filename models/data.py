@@ -40,13 +40,25 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
 __all__ = [
-    "DATA_DIR", "DatasetError", "data_dir", "list_datasets", "describe", "load", "validate", "sha256_of",
-    "rehash", "datapackage", "write_datapackage", "check_datapackage", "citation", "main",
+    "DATA_DIR",
+    "DatasetError",
+    "data_dir",
+    "list_datasets",
+    "describe",
+    "load",
+    "validate",
+    "sha256_of",
+    "rehash",
+    "datapackage",
+    "write_datapackage",
+    "check_datapackage",
+    "citation",
+    "main",
 ]
 
 #: The repository's ``data/`` folder (override with the ``QUEUE_DEPTH_DATA`` environment variable).
@@ -56,11 +68,32 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 DATAPACKAGE = "datapackage.json"
 
 _FIELD_TYPES = ("string", "number", "integer", "boolean")
-_REQUIRED_KEYS = ("name", "path", "profile", "format", "encoding", "title", "description", "sources",
-                  "transcription", "hash", "schema")
+_REQUIRED_KEYS = (
+    "name",
+    "path",
+    "profile",
+    "format",
+    "encoding",
+    "title",
+    "description",
+    "sources",
+    "transcription",
+    "hash",
+    "schema",
+)
 _SOURCE_KEYS = ("title", "author", "year", "file", "section")
-_KNOWN_CONSTRAINTS = {"required", "unique", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                      "enum", "pattern", "minLength", "maxLength"}
+_KNOWN_CONSTRAINTS = {
+    "required",
+    "unique",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+}
 _TRUE = {"true", "True", "TRUE"}
 _FALSE = {"false", "False", "FALSE"}
 _INTEGER_RE = re.compile(r"^[+-]?\d+$")
@@ -85,7 +118,7 @@ class DatasetError(ValueError):
 # --------------------------------------------------------------------------------------------------
 
 
-def data_dir(directory: Optional[Path | str] = None) -> Path:
+def data_dir(directory: Path | str | None = None) -> Path:
     """The data folder: ``directory`` if given, else ``$QUEUE_DEPTH_DATA``, else :data:`DATA_DIR`."""
     if directory is not None:
         return Path(directory)
@@ -95,13 +128,15 @@ def data_dir(directory: Optional[Path | str] = None) -> Path:
 
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ValueError(f"name must be a dataset name like 'butterfield2017_busy_count', got {name!r}")
+        raise ValueError(
+            f"name must be a dataset name like 'butterfield2017_busy_count', got {name!r}"
+        )
     if name == Path(DATAPACKAGE).stem:
         raise ValueError(f"name {name!r} is the package descriptor, not a dataset")
     return name
 
 
-def list_datasets(directory: Optional[Path | str] = None) -> list[str]:
+def list_datasets(directory: Path | str | None = None) -> list[str]:
     """Names of every dataset in the data folder (every ``*.json`` sidecar except ``datapackage.json``)."""
     d = data_dir(directory)
     if not d.is_dir():
@@ -122,12 +157,14 @@ def sha256_of(path: Path | str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _read_descriptor(name: str, directory: Optional[Path | str]) -> tuple[dict, Path]:
+def _read_descriptor(name: str, directory: Path | str | None) -> tuple[dict, Path]:
     d = data_dir(directory)
     sidecar = d / f"{_check_name(name)}.json"
     if not sidecar.is_file():
         known = list_datasets(d) if d.is_dir() else []
-        raise DatasetError(sidecar, f"descriptor not found (known datasets: {', '.join(known) or 'none'})")
+        raise DatasetError(
+            sidecar, f"descriptor not found (known datasets: {', '.join(known) or 'none'})"
+        )
     try:
         desc = json.loads(sidecar.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -143,8 +180,13 @@ def _check_descriptor(desc: Any, name: str, sidecar: Path) -> None:
     missing = [k for k in _REQUIRED_KEYS if k not in desc]
     if missing:
         raise DatasetError(sidecar, f"descriptor lacks {missing}")
-    expect = {"name": name, "path": f"{name}.csv", "profile": "tabular-data-resource", "format": "csv",
-              "encoding": "utf-8"}
+    expect = {
+        "name": name,
+        "path": f"{name}.csv",
+        "profile": "tabular-data-resource",
+        "format": "csv",
+        "encoding": "utf-8",
+    }
     for key, value in expect.items():
         if desc[key] != value:
             raise DatasetError(sidecar, f"{key} must be {value!r}, got {desc[key]!r}")
@@ -161,14 +203,22 @@ def _check_descriptor(desc: Any, name: str, sidecar: Path) -> None:
         if lacking:
             raise DatasetError(sidecar, f"sources[{i}] lacks {lacking}")
         if not isinstance(src["year"], int):
-            raise DatasetError(sidecar, f"sources[{i}].year must be an integer, got {src['year']!r}")
+            raise DatasetError(
+                sidecar, f"sources[{i}].year must be an integer, got {src['year']!r}"
+            )
     if not isinstance(desc["hash"], str) or not _HASH_RE.match(desc["hash"]):
-        raise DatasetError(sidecar, f"hash must look like 'sha256:<64 hex digits>', got {desc['hash']!r}")
+        raise DatasetError(
+            sidecar, f"hash must look like 'sha256:<64 hex digits>', got {desc['hash']!r}"
+        )
     _check_schema(desc["schema"], sidecar)
 
 
 def _check_schema(schema: Any, sidecar: Path) -> None:
-    if not isinstance(schema, dict) or not isinstance(schema.get("fields"), list) or not schema["fields"]:
+    if (
+        not isinstance(schema, dict)
+        or not isinstance(schema.get("fields"), list)
+        or not schema["fields"]
+    ):
         raise DatasetError(sidecar, "schema.fields must be a non-empty list")
     names = []
     for i, f in enumerate(schema["fields"]):
@@ -176,10 +226,14 @@ def _check_schema(schema: Any, sidecar: Path) -> None:
             raise DatasetError(sidecar, f"schema.fields[{i}] needs a name")
         where = f"schema field {f['name']!r}"
         if f.get("type") not in _FIELD_TYPES:
-            raise DatasetError(sidecar, f"{where}: type must be one of {_FIELD_TYPES}, got {f.get('type')!r}")
+            raise DatasetError(
+                sidecar, f"{where}: type must be one of {_FIELD_TYPES}, got {f.get('type')!r}"
+            )
         if not isinstance(f.get("description"), str) or not f["description"].strip():
             raise DatasetError(sidecar, f"{where}: needs a description")
-        if f["type"] in ("number", "integer") and not (isinstance(f.get("unit"), str) and f["unit"].strip()):
+        if f["type"] in ("number", "integer") and not (
+            isinstance(f.get("unit"), str) and f["unit"].strip()
+        ):
             raise DatasetError(sidecar, f"{where}: a numeric field needs a unit")
         cons = f.get("constraints", {})
         if not isinstance(cons, dict):
@@ -198,7 +252,9 @@ def _check_schema(schema: Any, sidecar: Path) -> None:
         raise DatasetError(sidecar, "schema.primaryKey is required")
     pk = [pk] if isinstance(pk, str) else pk
     if not isinstance(pk, list) or not pk or not all(isinstance(k, str) for k in pk):
-        raise DatasetError(sidecar, f"schema.primaryKey must be a field name or a list of them, got {pk!r}")
+        raise DatasetError(
+            sidecar, f"schema.primaryKey must be a field name or a list of them, got {pk!r}"
+        )
     unknown_pk = [k for k in pk if k not in names]
     if unknown_pk:
         raise DatasetError(sidecar, f"schema.primaryKey names unknown fields {unknown_pk}")
@@ -209,7 +265,7 @@ def _primary_key(schema: dict) -> list[str]:
     return [pk] if isinstance(pk, str) else list(pk)
 
 
-def describe(name: str, directory: Optional[Path | str] = None) -> dict:
+def describe(name: str, directory: Path | str | None = None) -> dict:
     """The dataset's descriptor (a copy), after checking its structure.
 
     Keys: ``name``, ``title``, ``description``, ``sources``, ``transcription``, ``hash``, ``schema`` ...
@@ -218,7 +274,7 @@ def describe(name: str, directory: Optional[Path | str] = None) -> dict:
     return copy.deepcopy(desc)
 
 
-def citation(name: str, directory: Optional[Path | str] = None) -> str:
+def citation(name: str, directory: Path | str | None = None) -> str:
     """Short citation of a dataset's sources: ``"Butterfield (2017)"``."""
     return _citation(describe(name, directory))
 
@@ -270,20 +326,28 @@ def _check_constraints(value: Any, text: str, field: dict, where: str, csv_path:
         if value not in allowed:
             raise DatasetError(csv_path, f"{where}: {text!r} is not one of {cons['enum']}")
     if field["type"] in ("number", "integer"):
-        checks = (("minimum", lambda v, b: v >= b, "below the minimum"),
-                  ("maximum", lambda v, b: v <= b, "above the maximum"),
-                  ("exclusiveMinimum", lambda v, b: v > b, "not above the exclusive minimum"),
-                  ("exclusiveMaximum", lambda v, b: v < b, "not below the exclusive maximum"))
+        checks = (
+            ("minimum", lambda v, b: v >= b, "below the minimum"),
+            ("maximum", lambda v, b: v <= b, "above the maximum"),
+            ("exclusiveMinimum", lambda v, b: v > b, "not above the exclusive minimum"),
+            ("exclusiveMaximum", lambda v, b: v < b, "not below the exclusive maximum"),
+        )
         for key, ok, words in checks:
             if key in cons and not ok(value, cons[key]):
                 raise DatasetError(csv_path, f"{where}: {text} is {words} {cons[key]}")
     if field["type"] == "string":
         if "pattern" in cons and not re.fullmatch(cons["pattern"], value):
-            raise DatasetError(csv_path, f"{where}: {text!r} does not match pattern {cons['pattern']!r}")
+            raise DatasetError(
+                csv_path, f"{where}: {text!r} does not match pattern {cons['pattern']!r}"
+            )
         if "minLength" in cons and len(value) < cons["minLength"]:
-            raise DatasetError(csv_path, f"{where}: {text!r} is shorter than {cons['minLength']} characters")
+            raise DatasetError(
+                csv_path, f"{where}: {text!r} is shorter than {cons['minLength']} characters"
+            )
         if "maxLength" in cons and len(value) > cons["maxLength"]:
-            raise DatasetError(csv_path, f"{where}: {text!r} is longer than {cons['maxLength']} characters")
+            raise DatasetError(
+                csv_path, f"{where}: {text!r} is longer than {cons['maxLength']} characters"
+            )
 
 
 def _column(values: list, kind: str) -> pd.Series:
@@ -320,7 +384,9 @@ def _read_table(desc: dict, csv_path: Path) -> pd.DataFrame:
             detail.append(f"unexpected columns {extra}")
         if not detail:
             detail.append("columns in a different order")
-        raise DatasetError(csv_path, f"header {header} does not match the schema {expected}: " + "; ".join(detail))
+        raise DatasetError(
+            csv_path, f"header {header} does not match the schema {expected}: " + "; ".join(detail)
+        )
     if not body:
         raise DatasetError(csv_path, "no data rows")
     columns: dict[str, list] = {f["name"]: [] for f in fields}
@@ -340,8 +406,11 @@ def _read_table(desc: dict, csv_path: Path) -> pd.DataFrame:
                 if v is None:
                     continue
                 if v in seen:
-                    raise DatasetError(csv_path, f"column {f['name']!r}: value {v!r} on lines {seen[v]} and {i + 2} "
-                                                 "must be unique")
+                    raise DatasetError(
+                        csv_path,
+                        f"column {f['name']!r}: value {v!r} on lines {seen[v]} and {i + 2} "
+                        "must be unique",
+                    )
                 seen[v] = i + 2
     pk = _primary_key(desc["schema"])
     seen_keys: dict[tuple, int] = {}
@@ -350,12 +419,15 @@ def _read_table(desc: dict, csv_path: Path) -> pd.DataFrame:
         if any(v is None for v in key):
             raise DatasetError(csv_path, f"line {i + 2}: primary key {pk} has an empty value")
         if key in seen_keys:
-            raise DatasetError(csv_path, f"duplicate primary key {pk} = {key} on lines {seen_keys[key]} and {i + 2}")
+            raise DatasetError(
+                csv_path,
+                f"duplicate primary key {pk} = {key} on lines {seen_keys[key]} and {i + 2}",
+            )
         seen_keys[key] = i + 2
     return pd.DataFrame({f["name"]: _column(columns[f["name"]], f["type"]) for f in fields})
 
 
-def load(name: str, directory: Optional[Path | str] = None) -> pd.DataFrame:
+def load(name: str, directory: Path | str | None = None) -> pd.DataFrame:
     """Load dataset ``name`` as a DataFrame after validating it against its sidecar descriptor.
 
     Checks, in order: the descriptor's structure; the CSV exists; its SHA-256 equals ``hash``; the header
@@ -379,16 +451,22 @@ def load(name: str, directory: Optional[Path | str] = None) -> pd.DataFrame:
     csv_path = data_dir(directory) / desc["path"]
     actual = sha256_of(csv_path)
     if actual != desc["hash"]:
-        raise DatasetError(csv_path, f"content hash {actual} does not match the descriptor's {desc['hash']} "
-                                     f"(if the edit was intended: python -m models.data rehash {name})")
+        raise DatasetError(
+            csv_path,
+            f"content hash {actual} does not match the descriptor's {desc['hash']} "
+            f"(if the edit was intended: python -m models.data rehash {name})",
+        )
     df = _read_table(desc, csv_path)
-    df.attrs.update(name=name, title=desc["title"],
-                    citation=_citation(desc),
-                    units={f["name"]: f.get("unit", "") for f in desc["schema"]["fields"]})
+    df.attrs.update(
+        name=name,
+        title=desc["title"],
+        citation=_citation(desc),
+        units={f["name"]: f.get("unit", "") for f in desc["schema"]["fields"]},
+    )
     return df
 
 
-def validate(directory: Optional[Path | str] = None) -> dict[str, int]:
+def validate(directory: Path | str | None = None) -> dict[str, int]:
     """Load every dataset (raising on the first bad one) and return ``{name: row count}``."""
     return {name: len(load(name, directory)) for name in list_datasets(directory)}
 
@@ -402,7 +480,7 @@ def _dump(obj: dict) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
-def rehash(name: str, directory: Optional[Path | str] = None) -> str:
+def rehash(name: str, directory: Path | str | None = None) -> str:
     """Store the CSV's current SHA-256 in the sidecar (other keys untouched) and return it.
 
     The table is then validated, so a rehash never hides a table that breaks its schema.
@@ -420,38 +498,44 @@ def rehash(name: str, directory: Optional[Path | str] = None) -> str:
     return new
 
 
-def datapackage(directory: Optional[Path | str] = None) -> dict:
+def datapackage(directory: Path | str | None = None) -> dict:
     """The package descriptor: every dataset's sidecar, in name order, under ``resources``."""
     return {
         "name": "queue-depth-data",
         "title": "Queue Depth: measurements transcribed from the book's sources",
         "profile": "data-package",
         "description": "Generated by `python -m models.data datapackage` from the data/*.json sidecars; "
-                       "do not edit by hand.",
+        "do not edit by hand.",
         "resources": [describe(n, directory) for n in list_datasets(directory)],
     }
 
 
-def write_datapackage(directory: Optional[Path | str] = None) -> Path:
+def write_datapackage(directory: Path | str | None = None) -> Path:
     """Regenerate ``datapackage.json`` in the data folder and return its path."""
     path = data_dir(directory) / DATAPACKAGE
     path.write_text(_dump(datapackage(directory)), encoding="utf-8")
     return path
 
 
-def check_datapackage(directory: Optional[Path | str] = None) -> None:
+def check_datapackage(directory: Path | str | None = None) -> None:
     """Raise :class:`DatasetError` unless ``datapackage.json`` equals what :func:`datapackage` generates."""
     path = data_dir(directory) / DATAPACKAGE
     if not path.is_file():
         raise DatasetError(path, "missing; run: python -m models.data datapackage")
     if path.read_text(encoding="utf-8") != _dump(datapackage(directory)):
-        raise DatasetError(path, "out of date with the sidecars; run: python -m models.data datapackage")
+        raise DatasetError(
+            path, "out of date with the sidecars; run: python -m models.data datapackage"
+        )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m models.data", description=__doc__.split("\n")[0])
-    parser.add_argument("--dir", default=None, help="data folder (default: the repository's data/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m models.data", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--dir", default=None, help="data folder (default: the repository's data/)"
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="list datasets with row counts")
     sub.add_parser("check", help="validate every dataset and datapackage.json")
@@ -463,11 +547,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.cmd == "list":
             for n in list_datasets(args.dir):
-                print(f"{n:40s} {len(load(n, args.dir)):5d} rows  {describe(n, args.dir)['title']}")
+                print(
+                    f"{n:40s} {len(load(n, args.dir)):5d} rows  {describe(n, args.dir)['title']}"
+                )
         elif args.cmd == "check":
             counts = validate(args.dir)
             check_datapackage(args.dir)
-            print(f"{len(counts)} datasets, {sum(counts.values())} rows: all valid; {DATAPACKAGE} in sync")
+            print(
+                f"{len(counts)} datasets, {sum(counts.values())} rows: all valid; {DATAPACKAGE} in sync"
+            )
         elif args.cmd == "rehash":
             names = list_datasets(args.dir) if args.all else args.names
             if not names:

@@ -52,19 +52,11 @@ IPV4_MAX_PACKET = 65535
 
 
 def _whole_mtu(mtu: object) -> int:
-    if (
-        isinstance(mtu, bool)
-        or not isinstance(mtu, (int, float))
-        or mtu != mtu
-        or mtu != int(mtu)
-    ):
+    if isinstance(mtu, bool) or not isinstance(mtu, (int, float)) or mtu != mtu or mtu != int(mtu):
         raise ValueError(f"mtu must be a whole number of bytes, got {mtu!r}")
     m = int(mtu)
     if m <= TCPIP_BYTES:
-        raise ValueError(
-            f"mtu must exceed the {TCPIP_BYTES} bytes of TCP/IP headers, "
-            f"got {mtu!r}"
-        )
+        raise ValueError(f"mtu must exceed the {TCPIP_BYTES} bytes of TCP/IP headers, got {mtu!r}")
     return m
 
 
@@ -91,29 +83,34 @@ def bucket_bytes(payload_bytes: int) -> int:
 def frames(payload_bytes: int, mtu: int = 1500) -> int:
     """Segments a message of ``payload_bytes`` needs at this MTU (at
     least one: an empty message is one bare ACK)."""
-    if (isinstance(payload_bytes, bool)
-            or not isinstance(payload_bytes, (int, float))
-            or payload_bytes != payload_bytes or payload_bytes < 0
-            or payload_bytes != int(payload_bytes)):
+    if (
+        isinstance(payload_bytes, bool)
+        or not isinstance(payload_bytes, (int, float))
+        or payload_bytes != payload_bytes
+        or payload_bytes < 0
+        or payload_bytes != int(payload_bytes)
+    ):
         raise ValueError(
-            "payload_bytes must be a whole, non-negative number of bytes, "
-            f"got {payload_bytes!r}")
+            f"payload_bytes must be a whole, non-negative number of bytes, got {payload_bytes!r}"
+        )
     return max(1, -(-int(payload_bytes) // mss(mtu)))
 
 
-def wire_time(payload_bytes: int, bandwidth_bps: float,
-              mtu: int = 1500) -> float:
+def wire_time(payload_bytes: int, bandwidth_bps: float, mtu: int = 1500) -> float:
     """Seconds a message of ``payload_bytes`` occupies a wire.
 
     The message is cut into segments of at most :func:`mss` bytes, each
     paying :data:`FRAME_OVERHEAD_BYTES` of headers and framing.
     """
-    if (isinstance(bandwidth_bps, bool)
-            or not isinstance(bandwidth_bps, (int, float))
-            or not bandwidth_bps > 0 or bandwidth_bps == float("inf")):
+    if (
+        isinstance(bandwidth_bps, bool)
+        or not isinstance(bandwidth_bps, (int, float))
+        or not bandwidth_bps > 0
+        or bandwidth_bps == float("inf")
+    ):
         raise ValueError(
-            "bandwidth_bps must be a positive number of bits per second, "
-            f"got {bandwidth_bps!r}")
+            f"bandwidth_bps must be a positive number of bits per second, got {bandwidth_bps!r}"
+        )
     n = frames(payload_bytes, mtu)
     total = int(payload_bytes) + n * FRAME_OVERHEAD_BYTES
     return total * 8 / bandwidth_bps  # bytes -> bits, bits / (bits/s) = s

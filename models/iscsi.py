@@ -71,15 +71,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional, Union
 
 from . import framing
 
 __all__ = [
-    "BHS_BYTES", "DIGEST_BYTES", "KeySpec", "KEYS", "RFC7143_DEFAULTS",
-    "IET_DEFAULTS", "OPEN_ISCSI_DEFAULTS", "Session", "negotiate", "Pdu",
-    "Leg", "exchange", "round_trips", "unsolicited_bytes",
-    "leg_wire_bytes", "command_latency_s", "throughput_bound_Bps",
+    "BHS_BYTES",
+    "DIGEST_BYTES",
+    "KeySpec",
+    "KEYS",
+    "RFC7143_DEFAULTS",
+    "IET_DEFAULTS",
+    "OPEN_ISCSI_DEFAULTS",
+    "Session",
+    "negotiate",
+    "Pdu",
+    "Leg",
+    "exchange",
+    "round_trips",
+    "unsolicited_bytes",
+    "leg_wire_bytes",
+    "command_latency_s",
+    "throughput_bound_Bps",
 ]
 
 #: Basic header segment of every PDU, bytes (RFC 7143, section 11.2).
@@ -88,7 +100,7 @@ BHS_BYTES = framing.ISCSI_HEADER_BYTES
 DIGEST_BYTES = 4
 _LARGEST_24BIT = 2**24 - 1
 
-KeyValue = Union[bool, int, str]
+KeyValue = bool | int | str
 
 
 @dataclass(frozen=True)
@@ -103,8 +115,8 @@ class KeySpec:
     name: str
     default: KeyValue
     rule: str
-    low: Optional[int] = None
-    high: Optional[int] = None
+    low: int | None = None
+    high: int | None = None
 
     @property
     def boolean(self) -> bool:
@@ -114,27 +126,28 @@ class KeySpec:
 
 #: The operational keys this model knows, with RFC 7143 defaults (section
 #: 13).  Any other key name raises ``ValueError``.
-KEYS: dict[str, KeySpec] = {k.name: k for k in (
-    KeySpec("InitialR2T", True, "or"),
-    KeySpec("ImmediateData", True, "and"),
-    KeySpec("MaxRecvDataSegmentLength", 8192, "declared", 512,
-            _LARGEST_24BIT),
-    KeySpec("MaxBurstLength", 262144, "min", 512, _LARGEST_24BIT),
-    KeySpec("FirstBurstLength", 65536, "min", 512, _LARGEST_24BIT),
-    KeySpec("MaxOutstandingR2T", 1, "min", 1, 65535),
-    KeySpec("MaxConnections", 1, "min", 1, 65535),
-    KeySpec("DataPDUInOrder", True, "or"),
-    KeySpec("DataSequenceInOrder", True, "or"),
-    KeySpec("ErrorRecoveryLevel", 0, "min", 0, 2),
-    KeySpec("DefaultTime2Wait", 2, "max", 0, 3600),
-    KeySpec("DefaultTime2Retain", 20, "min", 0, 3600),
-    KeySpec("HeaderDigest", "None", "list"),
-    KeySpec("DataDigest", "None", "list"),
-)}
+KEYS: dict[str, KeySpec] = {
+    k.name: k
+    for k in (
+        KeySpec("InitialR2T", True, "or"),
+        KeySpec("ImmediateData", True, "and"),
+        KeySpec("MaxRecvDataSegmentLength", 8192, "declared", 512, _LARGEST_24BIT),
+        KeySpec("MaxBurstLength", 262144, "min", 512, _LARGEST_24BIT),
+        KeySpec("FirstBurstLength", 65536, "min", 512, _LARGEST_24BIT),
+        KeySpec("MaxOutstandingR2T", 1, "min", 1, 65535),
+        KeySpec("MaxConnections", 1, "min", 1, 65535),
+        KeySpec("DataPDUInOrder", True, "or"),
+        KeySpec("DataSequenceInOrder", True, "or"),
+        KeySpec("ErrorRecoveryLevel", 0, "min", 0, 2),
+        KeySpec("DefaultTime2Wait", 2, "max", 0, 3600),
+        KeySpec("DefaultTime2Retain", 20, "min", 0, 3600),
+        KeySpec("HeaderDigest", "None", "list"),
+        KeySpec("DataDigest", "None", "list"),
+    )
+}
 
 #: Every key at its RFC 7143 default.
-RFC7143_DEFAULTS: dict[str, KeyValue] = {
-    name: spec.default for name, spec in KEYS.items()}
+RFC7143_DEFAULTS: dict[str, KeyValue] = {name: spec.default for name, spec in KEYS.items()}
 
 #: The iSCSI Enterprise Target's (IET) built-in values of the keys that
 #: shape a command (its ``usr/param.c`` table; ``ietd.conf(5)``).  The
@@ -142,17 +155,23 @@ RFC7143_DEFAULTS: dict[str, KeyValue] = {
 #: and sample configuration say Yes; chapter 10 shows the write's round
 #: trips are the same either way.
 IET_DEFAULTS: dict[str, KeyValue] = {
-    "InitialR2T": True, "ImmediateData": True,
-    "MaxRecvDataSegmentLength": 8192, "MaxBurstLength": 262144,
-    "FirstBurstLength": 65536, "MaxOutstandingR2T": 1,
+    "InitialR2T": True,
+    "ImmediateData": True,
+    "MaxRecvDataSegmentLength": 8192,
+    "MaxBurstLength": 262144,
+    "FirstBurstLength": 65536,
+    "MaxOutstandingR2T": 1,
 }
 
 #: The open-iscsi initiator's offers (``iscsid.conf`` defaults of the
 #: 2.0 series, ``usr/iscsi_settings.h``).
 OPEN_ISCSI_DEFAULTS: dict[str, KeyValue] = {
-    "InitialR2T": False, "ImmediateData": True,
-    "MaxRecvDataSegmentLength": 131072, "MaxBurstLength": 16776192,
-    "FirstBurstLength": 262144, "MaxOutstandingR2T": 1,
+    "InitialR2T": False,
+    "ImmediateData": True,
+    "MaxRecvDataSegmentLength": 131072,
+    "MaxBurstLength": 16776192,
+    "FirstBurstLength": 262144,
+    "MaxOutstandingR2T": 1,
 }
 
 _DIGESTS = ("None", "CRC32C")
@@ -161,15 +180,12 @@ _DIGESTS = ("None", "CRC32C")
 def _parse(name: str, value: object) -> KeyValue:
     """A key's value as bool, int or digest list, checked against KEYS."""
     if name not in KEYS:
-        raise ValueError(
-            f"unknown iSCSI key {name!r}; known keys: {sorted(KEYS)}")
+        raise ValueError(f"unknown iSCSI key {name!r}; known keys: {sorted(KEYS)}")
     spec = KEYS[name]
     if spec.rule == "list":
         items = value.split(",") if isinstance(value, str) else None
         if not items or any(v not in _DIGESTS for v in items):
-            raise ValueError(
-                f"{name} must be a comma-separated list of {_DIGESTS}, "
-                f"got {value!r}")
+            raise ValueError(f"{name} must be a comma-separated list of {_DIGESTS}, got {value!r}")
         return ",".join(items)
     if spec.boolean:
         if isinstance(value, bool):
@@ -185,12 +201,11 @@ def _parse(name: str, value: object) -> KeyValue:
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     assert spec.low is not None and spec.high is not None
     if not spec.low <= value <= spec.high:
-        raise ValueError(
-            f"{name} must lie in {spec.low}..{spec.high}, got {value!r}")
+        raise ValueError(f"{name} must lie in {spec.low}..{spec.high}, got {value!r}")
     return value
 
 
-def _offers(side: str, given: Optional[Mapping[str, object]]) -> dict:
+def _offers(side: str, given: Mapping[str, object] | None) -> dict:
     """One side's complete set of values: RFC defaults overlaid by given."""
     out: dict[str, KeyValue] = dict(RFC7143_DEFAULTS)
     for name, value in (given or {}).items():
@@ -199,8 +214,8 @@ def _offers(side: str, given: Optional[Mapping[str, object]]) -> dict:
     assert isinstance(fbl, int) and isinstance(mbl, int)
     if fbl > mbl:
         raise ValueError(
-            f"{side}: FirstBurstLength ({fbl}) must not exceed "
-            f"MaxBurstLength ({mbl})")
+            f"{side}: FirstBurstLength ({fbl}) must not exceed MaxBurstLength ({mbl})"
+        )
     return out
 
 
@@ -241,26 +256,28 @@ class Session:
     data_digest: bool = False
 
     def __post_init__(self) -> None:
-        checks = (("FirstBurstLength", self.first_burst_length),
-                  ("MaxBurstLength", self.max_burst_length),
-                  ("MaxOutstandingR2T", self.max_outstanding_r2t),
-                  ("MaxRecvDataSegmentLength", self.target_mrdsl),
-                  ("MaxRecvDataSegmentLength", self.initiator_mrdsl))
+        checks = (
+            ("FirstBurstLength", self.first_burst_length),
+            ("MaxBurstLength", self.max_burst_length),
+            ("MaxOutstandingR2T", self.max_outstanding_r2t),
+            ("MaxRecvDataSegmentLength", self.target_mrdsl),
+            ("MaxRecvDataSegmentLength", self.initiator_mrdsl),
+        )
         for name, value in checks:
             _parse(name, value)
         if self.first_burst_length > self.max_burst_length:
             raise ValueError(
                 f"FirstBurstLength ({self.first_burst_length}) must not "
-                f"exceed MaxBurstLength ({self.max_burst_length})")
-        for name in ("initial_r2t", "immediate_data", "header_digest",
-                     "data_digest"):
+                f"exceed MaxBurstLength ({self.max_burst_length})"
+            )
+        for name in ("initial_r2t", "immediate_data", "header_digest", "data_digest"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"{name} must be a bool, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
 
-def negotiate(initiator: Optional[Mapping[str, object]] = None,
-              target: Optional[Mapping[str, object]] = None) -> Session:
+def negotiate(
+    initiator: Mapping[str, object] | None = None, target: Mapping[str, object] | None = None
+) -> Session:
     """The session two sides agree on, by the rules of RFC 7143.
 
     Parameters
@@ -287,18 +304,15 @@ def negotiate(initiator: Optional[Mapping[str, object]] = None,
                 return choice == "CRC32C"
         raise ValueError(
             f"{name}: no common value (initiator offers {ini[name]!r}, "
-            f"target accepts {tgt[name]!r})")
+            f"target accepts {tgt[name]!r})"
+        )
 
     return Session(
         initial_r2t=bool(ini["InitialR2T"]) or bool(tgt["InitialR2T"]),
-        immediate_data=(bool(ini["ImmediateData"])
-                        and bool(tgt["ImmediateData"])),
-        first_burst_length=min(int(ini["FirstBurstLength"]),
-                               int(tgt["FirstBurstLength"])),
-        max_burst_length=min(int(ini["MaxBurstLength"]),
-                             int(tgt["MaxBurstLength"])),
-        max_outstanding_r2t=min(int(ini["MaxOutstandingR2T"]),
-                                int(tgt["MaxOutstandingR2T"])),
+        immediate_data=(bool(ini["ImmediateData"]) and bool(tgt["ImmediateData"])),
+        first_burst_length=min(int(ini["FirstBurstLength"]), int(tgt["FirstBurstLength"])),
+        max_burst_length=min(int(ini["MaxBurstLength"]), int(tgt["MaxBurstLength"])),
+        max_outstanding_r2t=min(int(ini["MaxOutstandingR2T"]), int(tgt["MaxOutstandingR2T"])),
         target_mrdsl=int(tgt["MaxRecvDataSegmentLength"]),
         initiator_mrdsl=int(ini["MaxRecvDataSegmentLength"]),
         header_digest=digest("HeaderDigest"),
@@ -362,13 +376,11 @@ class Leg:
 _OPS = ("read", "write")
 
 
-def _check(op: str, size_bytes: int, session: Optional[Session]) -> Session:
+def _check(op: str, size_bytes: int, session: Session | None) -> Session:
     if op not in _OPS:
         raise ValueError(f"op must be one of {_OPS}, got {op!r}")
-    if (isinstance(size_bytes, bool) or not isinstance(size_bytes, int)
-            or size_bytes < 0):
-        raise ValueError(
-            f"size_bytes must be a whole number >= 0, got {size_bytes!r}")
+    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
+        raise ValueError(f"size_bytes must be a whole number >= 0, got {size_bytes!r}")
     if session is None:
         return Session()
     if not isinstance(session, Session):
@@ -387,8 +399,7 @@ def _chunks(total: int, limit: int, start: int) -> list:
     return out
 
 
-def unsolicited_bytes(size_bytes: int, session: Optional[Session] = None
-                      ) -> tuple:
+def unsolicited_bytes(size_bytes: int, session: Session | None = None) -> tuple:
     """``(immediate, unsolicited Data-Out)`` bytes of a write, no R2T.
 
     Immediate data ride in the command PDU (ImmediateData=Yes), at most
@@ -403,8 +414,7 @@ def unsolicited_bytes(size_bytes: int, session: Optional[Session] = None
     return immediate, unsolicited
 
 
-def round_trips(op: str, size_bytes: int,
-                session: Optional[Session] = None) -> int:
+def round_trips(op: str, size_bytes: int, session: Session | None = None) -> int:
     """Round trips of a command: 1 for a read, 1 + R2T rounds for a write.
 
     A write's solicited bytes ``S = size - immediate - unsolicited`` need
@@ -420,15 +430,19 @@ def round_trips(op: str, size_bytes: int,
     return 1 + math.ceil(r2ts / s.max_outstanding_r2t)
 
 
-def _leg(direction: str, pdus: list, kind: str, session: Session,
-         split_header: bool) -> Leg:
+def _leg(direction: str, pdus: list, kind: str, session: Session, split_header: bool) -> Leg:
     writes = tuple(w for p in pdus for w in p.writes(session, split_header))
     return Leg(direction, tuple(pdus), writes, kind)
 
 
-def exchange(op: str, size_bytes: int, session: Optional[Session] = None,
-             *, status_in_data_in: bool = False,
-             split_header: bool = False) -> tuple:
+def exchange(
+    op: str,
+    size_bytes: int,
+    session: Session | None = None,
+    *,
+    status_in_data_in: bool = False,
+    split_header: bool = False,
+) -> tuple:
     """The legs of one read or write of ``size_bytes`` (see module doc).
 
     Parameters
@@ -454,9 +468,15 @@ def exchange(op: str, size_bytes: int, session: Optional[Session] = None,
         for off, n in _chunks(size_bytes, s.initiator_mrdsl, 0):
             end = off + n
             last = end == size_bytes
-            data.append(Pdu("SCSI Data-In", n, off,
-                            final=last or end >= burst_end,
-                            status=last and status_in_data_in))
+            data.append(
+                Pdu(
+                    "SCSI Data-In",
+                    n,
+                    off,
+                    final=last or end >= burst_end,
+                    status=last and status_in_data_in,
+                )
+            )
             if end >= burst_end:
                 burst_end += s.max_burst_length
         pdus = list(data)
@@ -470,8 +490,10 @@ def exchange(op: str, size_bytes: int, session: Optional[Session] = None,
     immediate, unsolicited = unsolicited_bytes(size_bytes, s)
     first = [Pdu("SCSI Command", immediate, 0, final=unsolicited == 0)]
     out_pieces = _chunks(unsolicited, s.target_mrdsl, immediate)
-    first += [Pdu("SCSI Data-Out", n, off, final=i == len(out_pieces) - 1)
-              for i, (off, n) in enumerate(out_pieces)]
+    first += [
+        Pdu("SCSI Data-Out", n, off, final=i == len(out_pieces) - 1)
+        for i, (off, n) in enumerate(out_pieces)
+    ]
     kind = "command"
     if immediate:
         kind += f" + {immediate} B immediate data"
@@ -481,22 +503,30 @@ def exchange(op: str, size_bytes: int, session: Optional[Session] = None,
     offset = immediate + unsolicited
     bursts = _chunks(size_bytes - offset, s.max_burst_length, offset)
     for i in range(0, len(bursts), s.max_outstanding_r2t):
-        batch = bursts[i:i + s.max_outstanding_r2t]
+        batch = bursts[i : i + s.max_outstanding_r2t]
         r2ts = [Pdu("R2T", 0, off, r2t_bytes=n) for off, n in batch]
         lengths = ", ".join(str(n) for _, n in batch)
-        legs.append(_leg("S>C", r2ts, f"R2T for {lengths} B"
-                         if len(batch) == 1 else
-                         f"{len(batch)} R2Ts for {lengths} B", s, sh))
+        legs.append(
+            _leg(
+                "S>C",
+                r2ts,
+                f"R2T for {lengths} B"
+                if len(batch) == 1
+                else f"{len(batch)} R2Ts for {lengths} B",
+                s,
+                sh,
+            )
+        )
         outs = []
         for off, n in batch:
             pieces = _chunks(n, s.target_mrdsl, off)
-            outs += [Pdu("SCSI Data-Out", m, o, final=j == len(pieces) - 1)
-                     for j, (o, m) in enumerate(pieces)]
+            outs += [
+                Pdu("SCSI Data-Out", m, o, final=j == len(pieces) - 1)
+                for j, (o, m) in enumerate(pieces)
+            ]
         moved = sum(n for _, n in batch)
-        legs.append(_leg("C>S", outs, f"{len(outs)} Data-Out ({moved} B)",
-                         s, sh))
-    legs.append(_leg("S>C", [Pdu("SCSI Response", status=True)], "response",
-                     s, sh))
+        legs.append(_leg("C>S", outs, f"{len(outs)} Data-Out ({moved} B)", s, sh))
+    legs.append(_leg("S>C", [Pdu("SCSI Response", status=True)], "response", s, sh))
     return tuple(legs)
 
 
@@ -521,9 +551,15 @@ def _positive(name: str, value: float) -> float:
     return v
 
 
-def command_latency_s(op: str, size_bytes: int, rtt_s: float,
-                      link_bps: float, session: Optional[Session] = None,
-                      mtu: int = 1500, added_delay_s: float = 0.0) -> float:
+def command_latency_s(
+    op: str,
+    size_bytes: int,
+    rtt_s: float,
+    link_bps: float,
+    session: Session | None = None,
+    mtu: int = 1500,
+    added_delay_s: float = 0.0,
+) -> float:
     """Least time for one command alone on an idle path, seconds.
 
     Every leg waits for the previous one, so the command takes one RTT per
@@ -538,8 +574,7 @@ def command_latency_s(op: str, size_bytes: int, rtt_s: float,
         raise ValueError(f"rtt_s must be finite and >= 0, got {rtt_s!r}")
     added = float(added_delay_s)
     if not (math.isfinite(added) and added >= 0):
-        raise ValueError(
-            f"added_delay_s must be finite and >= 0, got {added_delay_s!r}")
+        raise ValueError(f"added_delay_s must be finite and >= 0, got {added_delay_s!r}")
     rate = _positive("link_bps", link_bps) / 8  # bits/s -> bytes/s
     legs = exchange(op, size_bytes, s)
     wire = sum(leg_wire_bytes(leg, mtu) for leg in legs)
@@ -547,10 +582,15 @@ def command_latency_s(op: str, size_bytes: int, rtt_s: float,
     return len(legs) // 2 * rtt + wire / rate + back * added
 
 
-def throughput_bound_Bps(op: str, size_bytes: int, rtt_s: float,
-                         link_bps: float, qd: int = 1,
-                         session: Optional[Session] = None,
-                         mtu: int = 1500) -> float:
+def throughput_bound_Bps(
+    op: str,
+    size_bytes: int,
+    rtt_s: float,
+    link_bps: float,
+    qd: int = 1,
+    session: Session | None = None,
+    mtu: int = 1500,
+) -> float:
     """Upper bound on data bytes per second with ``qd`` commands in flight.
 
     ``min(qd * size / latency, size * C / wire bytes of the busier
@@ -568,7 +608,6 @@ def throughput_bound_Bps(op: str, size_bytes: int, rtt_s: float,
     per_dir = {"C>S": 0, "S>C": 0}
     for leg in legs:
         per_dir[leg.direction] += leg_wire_bytes(leg, mtu)
-    ring = qd * size_bytes / command_latency_s(op, size_bytes, rtt_s,
-                                               link_bps, s, mtu)
+    ring = qd * size_bytes / command_latency_s(op, size_bytes, rtt_s, link_bps, s, mtu)
     link = size_bytes * rate / max(per_dir.values())
     return min(ring, link)

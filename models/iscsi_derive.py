@@ -26,9 +26,24 @@ import sympy as sp
 
 from .iscsi import Session
 
-__all__ = ["N", "F", "B", "M", "R", "RTT", "d", "X", "C", "QD",
-           "unsolicited_expr", "round_trips_expr", "latency_expr",
-           "delayed_waits", "throughput_expr", "session_values"]
+__all__ = [
+    "N",
+    "F",
+    "B",
+    "M",
+    "R",
+    "RTT",
+    "d",
+    "X",
+    "C",
+    "QD",
+    "unsolicited_expr",
+    "round_trips_expr",
+    "latency_expr",
+    "delayed_waits",
+    "throughput_expr",
+    "session_values",
+]
 
 N = sp.Symbol("N", nonnegative=True, integer=True)
 F = sp.Symbol("F", positive=True, integer=True)
@@ -54,8 +69,7 @@ def unsolicited_expr(initial_r2t: bool, immediate_data: bool) -> sp.Expr:
     return sp.Min(N, F, M) if immediate_data else sp.Integer(0)
 
 
-def round_trips_expr(op: str, initial_r2t: bool = True,
-                     immediate_data: bool = True) -> sp.Expr:
+def round_trips_expr(op: str, initial_r2t: bool = True, immediate_data: bool = True) -> sp.Expr:
     """Round trips of one command (the response's included)."""
     if op == "read":
         return sp.Integer(1)
@@ -82,6 +96,10 @@ def throughput_expr(n: sp.Expr) -> sp.Expr:
 
 def session_values(session: Session, size_bytes: int) -> dict:
     """Substitutions that put a session's keys and a size into the exprs."""
-    return {N: size_bytes, F: session.first_burst_length,
-            B: session.max_burst_length, M: session.target_mrdsl,
-            R: session.max_outstanding_r2t}
+    return {
+        N: size_bytes,
+        F: session.first_burst_length,
+        B: session.max_burst_length,
+        M: session.target_mrdsl,
+        R: session.max_outstanding_r2t,
+    }

@@ -33,7 +33,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from models import framing
 from models.sim import Scenario, simulate
@@ -43,10 +43,29 @@ if TYPE_CHECKING:  # annotations only: the scenario code runs without them
     import pandas as pd
 
 __all__ = [
-    "KERNEL_RUN_ENV", "STALL_MS", "STALL_SHARE_PCT", "HEADER_BYTES", "UNLIMITED_BPS",
-    "MODE_OPTIONS", "KernelRun", "HostFit", "SimSummary", "load_kernel_run", "fit_host", "link_options",
-    "row_scenario", "simulate_summary", "stall_possible", "flory_table", "iscsi_table", "busy_table",
-    "kernel_tables", "SCENARIO_KEY", "link_limited_iops", "calibration", "calibration_groups",
+    "KERNEL_RUN_ENV",
+    "STALL_MS",
+    "STALL_SHARE_PCT",
+    "HEADER_BYTES",
+    "UNLIMITED_BPS",
+    "MODE_OPTIONS",
+    "KernelRun",
+    "HostFit",
+    "SimSummary",
+    "load_kernel_run",
+    "fit_host",
+    "link_options",
+    "row_scenario",
+    "simulate_summary",
+    "stall_possible",
+    "flory_table",
+    "iscsi_table",
+    "busy_table",
+    "kernel_tables",
+    "SCENARIO_KEY",
+    "link_limited_iops",
+    "calibration",
+    "calibration_groups",
 ]
 
 #: Environment variable naming a folder written by ``python -m models.measure sweep --out DIR``.
@@ -111,18 +130,18 @@ class KernelRun:
     load_1min: tuple = field(default=(math.nan, math.nan))
     measurement: dict = field(default_factory=dict)
     prefix: str = _BUNDLED
-    folder: Optional[Path] = None
+    folder: Path | None = None
 
     @property
-    def flory(self) -> Optional[pd.DataFrame]:
+    def flory(self) -> pd.DataFrame | None:
         return self.tables.get("flory")
 
     @property
-    def iscsi(self) -> Optional[pd.DataFrame]:
+    def iscsi(self) -> pd.DataFrame | None:
         return self.tables.get("iscsi_loop")
 
     @property
-    def busy(self) -> Optional[pd.DataFrame]:
+    def busy(self) -> pd.DataFrame | None:
         return self.tables.get("busy_counts")
 
 
@@ -131,14 +150,16 @@ def _prefix_in(folder: Path) -> str:
     if not names:
         names = sorted(p.name[: -len("_flory.json")] for p in folder.glob("*_flory.json"))
     if not names:
-        raise ValueError(f"{folder}: no <prefix>_iscsi_loop.json or <prefix>_flory.json from "
-                         "'python -m models.measure sweep --out DIR' in this folder")
+        raise ValueError(
+            f"{folder}: no <prefix>_iscsi_loop.json or <prefix>_flory.json from "
+            "'python -m models.measure sweep --out DIR' in this folder"
+        )
     if len(names) > 1:
         raise ValueError(f"{folder}: several sweeps ({', '.join(names)}); pass prefix=")
     return names[0]
 
 
-def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str] = None) -> KernelRun:
+def load_kernel_run(directory: Path | str | None = None, prefix: str | None = None) -> KernelRun:
     """The bundled kernel sweep, or the one in ``directory`` (default: ``$QUEUE_DEPTH_KERNEL_RUN``).
 
     Every table is loaded with :func:`models.data.load`, so a folder written by the harness is checked
@@ -153,8 +174,10 @@ def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str
     if directory is not None:
         folder = Path(directory).expanduser()
         if not folder.is_dir():
-            raise ValueError(f"directory: {folder} is not a folder (set {KERNEL_RUN_ENV} to the --out folder "
-                             "of 'python -m models.measure sweep')")
+            raise ValueError(
+                f"directory: {folder} is not a folder (set {KERNEL_RUN_ENV} to the --out folder "
+                "of 'python -m models.measure sweep')"
+            )
         prefix = prefix or _prefix_in(folder)
         where, source = folder, str(folder)
     else:
@@ -173,10 +196,16 @@ def load_kernel_run(directory: Optional[Path | str] = None, prefix: Optional[str
         raise ValueError(f"{source}: neither {prefix}_iscsi_loop nor {prefix}_flory was found")
     kernel = (meta or {}).get("kernel", {})
     loads = pd.concat([df["load_1min"] for k, df in tables.items() if "load_1min" in df])
-    return KernelRun(tables=tables, source=source, hz=int(kernel.get("config_hz") or 250),
-                     release=str(kernel.get("release", "unknown")),
-                     load_1min=(float(loads.min()), float(loads.max())) if len(loads) else (math.nan, math.nan),
-                     measurement=dict(meta or {}), prefix=prefix, folder=where)
+    return KernelRun(
+        tables=tables,
+        source=source,
+        hz=int(kernel.get("config_hz") or 250),
+        release=str(kernel.get("release", "unknown")),
+        load_1min=(float(loads.min()), float(loads.max())) if len(loads) else (math.nan, math.nan),
+        measurement=dict(meta or {}),
+        prefix=prefix,
+        folder=where,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,20 +252,32 @@ class HostFit:
         """The ``client`` and ``server`` parts of a :class:`~models.sim.Scenario` for these host times."""
         r = self.rest_s
         quiet = dict(tx_latency_s=0.0, rx_latency_s=0.0)
-        return {"client": dict(proc_s=r, wake_s=r, **quiet),
-                "server": dict(proc_s=self.sp_s, wake_s=r, **quiet)}
+        return {
+            "client": dict(proc_s=r, wake_s=r, **quiet),
+            "server": dict(proc_s=self.sp_s, wake_s=r, **quiet),
+        }
 
 
 def fit_host(iscsi: pd.DataFrame) -> HostFit:
     """Fit :class:`HostFit` from an ``iscsi_loop`` table (see :class:`HostFit` for the recipe)."""
-    need = {"sock_mode", "qd", "iosize_bytes", "mtu_bytes", "lat_p50_us", "iops", "rate_limit_bits_per_s"}
+    need = {
+        "sock_mode",
+        "qd",
+        "iosize_bytes",
+        "mtu_bytes",
+        "lat_p50_us",
+        "iops",
+        "rate_limit_bits_per_s",
+    }
     missing = need - set(iscsi.columns)
     if missing:
         raise ValueError(f"iscsi: columns {sorted(missing)} missing")
-    one_seg = (iscsi["sock_mode"].isin(["more", "more_nodelay"])
-               & iscsi["rate_limit_bits_per_s"].isna()
-               & (HEADER_BYTES["iscsi"] + iscsi["iosize_bytes"] <= _mss(iscsi["mtu_bytes"])))
-    if "cc" in iscsi:                        # the congestion-control variants repeat the default runs
+    one_seg = (
+        iscsi["sock_mode"].isin(["more", "more_nodelay"])
+        & iscsi["rate_limit_bits_per_s"].isna()
+        & (HEADER_BYTES["iscsi"] + iscsi["iosize_bytes"] <= _mss(iscsi["mtu_bytes"]))
+    )
+    if "cc" in iscsi:  # the congestion-control variants repeat the default runs
         default_cc = iscsi.loc[one_seg, "cc"].mode()
         if len(default_cc):
             one_seg &= iscsi["cc"] == default_cc.iloc[0]
@@ -244,10 +285,12 @@ def fit_host(iscsi: pd.DataFrame) -> HostFit:
     top = iscsi.loc[one_seg, "qd"].max()
     qmax = iscsi.loc[one_seg & (iscsi["qd"] == top), "iops"]
     if not len(q1) or not len(qmax) or top < 8:
-        raise ValueError("iscsi: the fit needs more/more_nodelay runs at QD 1 and at a QD of 8 or more with "
-                         "one-segment responses")
-    rtt1 = float(q1.median()) * 1e-6                       # microseconds -> seconds
-    per_op = float((1.0 / qmax).median())                  # operations per second -> seconds per operation
+        raise ValueError(
+            "iscsi: the fit needs more/more_nodelay runs at QD 1 and at a QD of 8 or more with "
+            "one-segment responses"
+        )
+    rtt1 = float(q1.median()) * 1e-6  # microseconds -> seconds
+    per_op = float((1.0 / qmax).median())  # operations per second -> seconds per operation
     return HostFit(rtt1_s=rtt1, per_op_s=min(per_op, rtt1), n_rtt1=len(q1), n_per_op=len(qmax))
 
 
@@ -255,11 +298,11 @@ def _missing(value) -> bool:
     """True for a missing table value: ``None``, NaN or pandas' ``NA``."""
     try:
         return value is None or math.isnan(float(value))
-    except TypeError:                       # float(pandas.NA) raises
+    except TypeError:  # float(pandas.NA) raises
         return True
 
 
-def link_options(mtu_bytes: float, rate_bits_per_s: Optional[float] = None) -> dict:
+def link_options(mtu_bytes: float, rate_bits_per_s: float | None = None) -> dict:
     """The ``link`` part of the simulated scenario for a row's MTU and rate limit.
 
     The MTU is the interface's (loopback: 65536; the simulator applies the IPv4 cap to the MSS itself).
@@ -271,7 +314,7 @@ def link_options(mtu_bytes: float, rate_bits_per_s: Optional[float] = None) -> d
     rate = rate_bits_per_s
     if _missing(rate):
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
-    frame = framing.bucket_bytes(framing.mss(mtu))         # one full frame as tbf counts it
+    frame = framing.bucket_bytes(framing.mss(mtu))  # one full frame as tbf counts it
     return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
 
 
@@ -314,11 +357,15 @@ def row_scenario(table: str, row, host: HostFit, hz: int = 250) -> Scenario:
     hosts = host.scenario_options()
     hosts["server"].update(MODE_OPTIONS[mode])
     hosts["client"]["nodelay"] = get("client_sock_mode", "nagle") == "nodelay"
-    return Scenario(workload=dict(qd=qd, request_writes=(h,),
-                                  response_writes=(h, payload) if payload else (h,)),
-                    link=link_options(get("mtu_bytes"), get("rate_limit_bits_per_s")),
-                    kernel=dict(profile="linux-6", hz=int(hz), kernel_timers=True),
-                    run=dict(ops=ops, warmup_ops=warm), **hosts)
+    return Scenario(
+        workload=dict(
+            qd=qd, request_writes=(h,), response_writes=(h, payload) if payload else (h,)
+        ),
+        link=link_options(get("mtu_bytes"), get("rate_limit_bits_per_s")),
+        kernel=dict(profile="linux-6", hz=int(hz), kernel_timers=True),
+        run=dict(ops=ops, warmup_ops=warm),
+        **hosts,
+    )
 
 
 @dataclass(frozen=True)
@@ -330,7 +377,7 @@ class SimSummary:
     stall_mean_ms: float
     p50_us: float
     busy_more_pct: float
-    segments_per_op: float = math.nan   # server data segments per operation
+    segments_per_op: float = math.nan  # server data segments per operation
 
     @property
     def stalls(self) -> bool:
@@ -341,17 +388,19 @@ class SimSummary:
 def simulate_summary(scenario: Scenario) -> SimSummary:
     """Simulate ``scenario`` and summarise it as the harness does (cached: scenarios are immutable)."""
     r = simulate(scenario)
-    lat_ms = [t * 1e3 for t in r.rtts_s]                      # seconds -> milliseconds
+    lat_ms = [t * 1e3 for t in r.rtts_s]  # seconds -> milliseconds
     slow = [t for t in lat_ms if t > STALL_MS]
-    busy = r.hosts["server"].busy_counts_with_open()         # the busy cycle still running counts too
+    busy = r.hosts["server"].busy_counts_with_open()  # the busy cycle still running counts too
     cycles = sum(busy.values())
     more = sum(n for k, n in busy.items() if k > scenario.workload.qd)
-    return SimSummary(iops=float(r.iops), stalled_pct=float(100.0 * len(slow) / max(len(lat_ms), 1)),
-                      stall_mean_ms=math.fsum(slow) / len(slow) if slow else math.nan,
-                      p50_us=statistics.median(lat_ms) * 1e3 if lat_ms else math.nan,  # ms -> us
-                      busy_more_pct=float(100.0 * more / cycles) if cycles else math.nan,
-                      segments_per_op=(r.data_segments["S>C"]
-                                       / max(r.completed_total, 1)))
+    return SimSummary(
+        iops=float(r.iops),
+        stalled_pct=float(100.0 * len(slow) / max(len(lat_ms), 1)),
+        stall_mean_ms=math.fsum(slow) / len(slow) if slow else math.nan,
+        p50_us=statistics.median(lat_ms) * 1e3 if lat_ms else math.nan,  # ms -> us
+        busy_more_pct=float(100.0 * more / cycles) if cycles else math.nan,
+        segments_per_op=(r.data_segments["S>C"] / max(r.completed_total, 1)),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -374,16 +423,18 @@ def _sim_columns(table: str, df: pd.DataFrame, host: HostFit, hz: int) -> pd.Dat
     return out
 
 
-def flory_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
+def flory_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """The Flory table with the simulator's columns (``sim_*``), both verdicts and the MSS rule."""
     host = host or fit_host(run.iscsi)
     df = _sim_columns("flory", run.flory, host, run.hz)
-    df["rule_stalls"] = [mode == "nagle" and stall_possible(1, HEADER_BYTES["flory"], n, int(m))
-                         for mode, n, m in zip(df["sock_mode"], df["payload_bytes"], _mss(df["mtu_bytes"]))]
+    df["rule_stalls"] = [
+        mode == "nagle" and stall_possible(1, HEADER_BYTES["flory"], n, int(m))
+        for mode, n, m in zip(df["sock_mode"], df["payload_bytes"], _mss(df["mtu_bytes"]))
+    ]
     return df
 
 
-def iscsi_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
+def iscsi_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """The iSCSI-loop table with the simulator's columns, both verdicts, the MSS rule and exclusions.
 
     ``excluded`` holds the reason a row is left out of the exact stall verdicts ('' when it is kept): only
@@ -395,11 +446,16 @@ def iscsi_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
     host = host or fit_host(run.iscsi)
     df = _sim_columns("iscsi_loop", run.iscsi, host, run.hz)
     df["rule_stalls"] = [
-        (mode == "nagle" and stall_possible(q, HEADER_BYTES["iscsi"], n, int(m))) or mode == "more_all"
-        for mode, q, n, m in zip(df["sock_mode"], df["qd"], df["iosize_bytes"], _mss(df["mtu_bytes"]))]
+        (mode == "nagle" and stall_possible(q, HEADER_BYTES["iscsi"], n, int(m)))
+        or mode == "more_all"
+        for mode, q, n, m in zip(
+            df["sock_mode"], df["qd"], df["iosize_bytes"], _mss(df["mtu_bytes"])
+        )
+    ]
     split = df.groupby(SCENARIO_KEY)["kernel_stalls"].transform("nunique") > 1
-    df["excluded"] = np.where(split, "the kernel's two runs of this scenario (bbr, cubic) gave opposite verdicts",
-                              "")
+    df["excluded"] = np.where(
+        split, "the kernel's two runs of this scenario (bbr, cubic) gave opposite verdicts", ""
+    )
     return df
 
 
@@ -411,12 +467,14 @@ def link_limited_iops(row) -> float:
         return math.inf
     mss = int(_mss([row["mtu_bytes"]])[0])
     payload = HEADER_BYTES["iscsi"] + int(row["iosize_bytes"])
-    segments = 2 if row["sock_mode"] == "nodelay" else 1            # header alone, then the data
+    segments = 2 if row["sock_mode"] == "nodelay" else 1  # header alone, then the data
     segments = max(segments, math.ceil(payload / mss))
-    return float(rate) / 8.0 / (payload + segments * framing.BUCKET_OVERHEAD_BYTES)  # bits/s -> B/s -> ops/s
+    return (
+        float(rate) / 8.0 / (payload + segments * framing.BUCKET_OVERHEAD_BYTES)
+    )  # bits/s -> B/s -> ops/s
 
 
-def busy_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
+def busy_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """Per run of the busy-count table: measured and simulated share of busy cycles handling more than QD.
 
     ``excluded`` is set where the simulated run is held by its link's token bucket (at least 90 % of the
@@ -439,9 +497,13 @@ def busy_table(run: KernelRun, host: Optional[HostFit] = None) -> pd.DataFrame:
         limit = link_limited_iops(lrow)
         excluded = ""
         if s.iops >= 0.9 * limit:
-            excluded = (f"simulated run held by the {lrow['rate_limit_bits_per_s'] / 1e9:g} Gb/s token bucket "
-                        f"({s.iops:,.0f} of {limit:,.0f} operations/s; the kernel ran {lrow['iops']:,.0f})")
-        rows.append(dict(row, kernel_more_pct=float(pct), sim_more_pct=s.busy_more_pct, excluded=excluded))
+            excluded = (
+                f"simulated run held by the {lrow['rate_limit_bits_per_s'] / 1e9:g} Gb/s token bucket "
+                f"({s.iops:,.0f} of {limit:,.0f} operations/s; the kernel ran {lrow['iops']:,.0f})"
+            )
+        rows.append(
+            dict(row, kernel_more_pct=float(pct), sim_more_pct=s.busy_more_pct, excluded=excluded)
+        )
     return pd.DataFrame(rows)
 
 
@@ -452,7 +514,7 @@ def _tables_for(source_key: str) -> tuple:
     return run, host, flory_table(run, host), iscsi_table(run, host), busy_table(run, host)
 
 
-def kernel_tables(directory: Optional[Path | str] = None) -> tuple:
+def kernel_tables(directory: Path | str | None = None) -> tuple:
     """``(run, host, flory, iscsi, busy)`` for the bundled run, ``directory``, or ``$QUEUE_DEPTH_KERNEL_RUN``.
 
     Cached per source, so the chapter, its figure and the validation dashboard simulate each row once.
@@ -467,29 +529,32 @@ def kernel_tables(directory: Optional[Path | str] = None) -> tuple:
 # ---------------------------------------------------------------------------
 
 
-
 def _median_us(run: KernelRun):
     """``median_us(row, costs)`` for :func:`models.calibrate.fit_costs`:
     a row's simulated median operation time (not cached: the search
     tries thousands of cost sets)."""
+
     def median_us(row, costs) -> float:
         sc = row_scenario("iscsi_loop", row, costs, run.hz)
         return simulate_summary.__wrapped__(sc).p50_us
+
     return median_us
 
 
 @functools.lru_cache(maxsize=8)
 def _calibration_for(source_key: str) -> tuple:
     from models import calibrate
+
     run = load_kernel_run(source_key or None)
     isc = run.iscsi
     stalls = isc["stalled_pct"] >= STALL_SHARE_PCT
     df = calibrate.split(isc, stalls)
     train = df[df["role"] == "train"].to_dict("records")
     fit = calibrate.fit_costs(train, _median_us(run))
-    sims = [simulate_summary(row_scenario("iscsi_loop", r, fit.costs,
-                                          run.hz))
-            for r in df.to_dict("records")]
+    sims = [
+        simulate_summary(row_scenario("iscsi_loop", r, fit.costs, run.hz))
+        for r in df.to_dict("records")
+    ]
     out = df.copy()
     out["sim_p50_us"] = [x.p50_us for x in sims]
     out["sim_iops"] = [x.iops for x in sims]
@@ -501,13 +566,15 @@ def _calibration_for(source_key: str) -> tuple:
     out["ratio"] = out["sim_p50_us"] / out["lat_p50_us"]
     fl = run.flory
     fl = fl[fl["stalled_pct"] < STALL_SHARE_PCT]
-    fsims = [simulate_summary(row_scenario("flory", r, fit.costs, run.hz))
-             for r in fl.to_dict("records")]
+    fsims = [
+        simulate_summary(row_scenario("flory", r, fit.costs, run.hz))
+        for r in fl.to_dict("records")
+    ]
     fl = fl.assign(sim_p50_us=[x.p50_us for x in fsims])
     return run, fit, out, fl
 
 
-def calibration(directory: Optional[Path | str] = None) -> tuple:
+def calibration(directory: Path | str | None = None) -> tuple:
     """``(run, fit, table, flory)``: the fitted host costs
     (:class:`models.calibrate.Fit`), every run of the loop with its role
     (``train``, ``test``, ``bbr``, ``stall``) and the simulated median,
@@ -526,11 +593,16 @@ def calibration_groups(table: pd.DataFrame, role: str) -> pd.DataFrame:
     operation time (QD / p50), and of the ratio of the medians."""
     g = table[(table["role"] == role) & ~table["sim_stalls"]]
     keys = ["link", "cc", "sock_mode", "iosize_bytes"]
-    return g.groupby(keys, sort=False).agg(
-        runs=("qd", "size"), qds=("qd", lambda q: f"{q.min()}-{q.max()}"),
-        rate_iops=("rate_iops", "median"),
-        sim_rate_iops=("sim_rate_iops", "median"),
-        ratio=("ratio", "median"), iops=("iops", "median"),
-        sim_iops=("sim_iops", "median")).reset_index()
-
-
+    return (
+        g.groupby(keys, sort=False)
+        .agg(
+            runs=("qd", "size"),
+            qds=("qd", lambda q: f"{q.min()}-{q.max()}"),
+            rate_iops=("rate_iops", "median"),
+            sim_rate_iops=("sim_rate_iops", "median"),
+            ratio=("ratio", "median"),
+            iops=("iops", "median"),
+            sim_iops=("sim_iops", "median"),
+        )
+        .reset_index()
+    )

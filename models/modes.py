@@ -22,11 +22,10 @@ __all__ = ["mean_of_modes", "median_of_modes"]
 def _check(values: Sequence[float], weights: Sequence[float]) -> float:
     if len(values) != len(weights) or not values:
         raise ValueError(
-            "values and weights must be non-empty and equally long, "
-            f"got {values!r}, {weights!r}")
+            f"values and weights must be non-empty and equally long, got {values!r}, {weights!r}"
+        )
     if any(w < 0 for w in weights) or math.fsum(weights) <= 0:
-        raise ValueError("weights must be non-negative with a positive "
-                         f"sum, got {weights!r}")
+        raise ValueError(f"weights must be non-negative with a positive sum, got {weights!r}")
     return math.fsum(weights)
 
 
@@ -39,8 +38,7 @@ def mean_of_modes(values: Sequence[float], weights: Sequence[float]) -> float:
     return math.fsum(v * w for v, w in zip(values, weights)) / total
 
 
-def median_of_modes(values: Sequence[float],
-                    weights: Sequence[int]) -> float:
+def median_of_modes(values: Sequence[float], weights: Sequence[int]) -> float:
     """Median latency of ``weights[i]`` operations at ``values[i]``.
 
     With an even count it is the mean of the two middle operations, as
@@ -52,7 +50,7 @@ def median_of_modes(values: Sequence[float],
     ordered = sorted(zip(values, (int(w) for w in weights)))
     n = sum(w for _, w in ordered)
 
-    def at(k: int) -> float:   # the k-th operation in order, from 0
+    def at(k: int) -> float:  # the k-th operation in order, from 0
         for v, w in ordered:
             if k < w:
                 return v

@@ -15,8 +15,16 @@ import functools
 
 from models.sim import PROFILES, Scenario
 
-__all__ = ["BUSY_MODES", "butterfield", "one_segment", "busy_count",
-           "flory", "flory_setup_s", "flory_loopback", "iscsi_command"]
+__all__ = [
+    "BUSY_MODES",
+    "butterfield",
+    "one_segment",
+    "busy_count",
+    "flory",
+    "flory_setup_s",
+    "flory_loopback",
+    "iscsi_command",
+]
 
 #: The two socket modes of Butterfield (2017)'s busy-count table.
 BUSY_MODES = ("nodelay", "nagle")
@@ -33,14 +41,14 @@ def one_segment(**parts) -> Scenario:
     """The configuration Butterfield measured his round trip in: the
     response leaves as one 560-byte segment (``MSG_MORE`` on the header)
     and both sockets set ``TCP_NODELAY``."""
-    return Scenario(client={"nodelay": True},
-                    server={"nodelay": True, "msg_more": True}).replace(
-                        **parts)
+    return Scenario(client={"nodelay": True}, server={"nodelay": True, "msg_more": True}).replace(
+        **parts
+    )
 
 
-def busy_count(mode: str, qd: int, ops: int = 3000,
-               flush_on_idle: bool = False,
-               wake_spread_s: float = 0.0) -> Scenario:
+def busy_count(
+    mode: str, qd: int, ops: int = 3000, flush_on_idle: bool = False, wake_spread_s: float = 0.0
+) -> Scenario:
     """Butterfield (2017)'s busy-count runs: 512-byte reads from the SCST
     usermode server, which writes each response's header with
     ``MSG_MORE``.  ``mode`` (``"nodelay"`` or ``"nagle"``) sets the
@@ -64,25 +72,32 @@ def busy_count(mode: str, qd: int, ops: int = 3000,
     if mode not in BUSY_MODES:
         raise ValueError(f"mode must be one of {BUSY_MODES}, got {mode!r}")
     sc = Scenario(
-        workload={"qd": qd}, client={"nodelay": True},
-        server={"nodelay": mode == "nodelay", "msg_more": True,
-                "flush_on_idle": flush_on_idle},
-        run={"ops": ops})
+        workload={"qd": qd},
+        client={"nodelay": True},
+        server={"nodelay": mode == "nodelay", "msg_more": True, "flush_on_idle": flush_on_idle},
+        run={"ops": ops},
+    )
     if wake_spread_s:
         cut = wake_spread_s / 4
-        sc = sc.replace(**{
-            side: {"wake_spread_s": wake_spread_s,
-                   "tx_latency_s": sc.host(side).tx_latency_s - cut,
-                   "rx_latency_s": sc.host(side).rx_latency_s - cut}
-            for side in ("client", "server")})
+        sc = sc.replace(
+            **{
+                side: {
+                    "wake_spread_s": wake_spread_s,
+                    "tx_latency_s": sc.host(side).tx_latency_s - cut,
+                    "rx_latency_s": sc.host(side).rx_latency_s - cut,
+                }
+                for side in ("client", "server")
+            }
+        )
     return sc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def flory_setup_s() -> float:
     """Seconds Flory's server took to answer the setup request: the gap
     before packet 6 of his 1447-byte trace (``data/flory2001_trace``)."""
-    from models.data import load            # pandas, only when needed
+    from models.data import load  # pandas, only when needed
+
     trace = load("flory2001_trace")
     row = trace[(trace["trace"] == "payload_1447") & (trace["number"] == 6)]
     return float(row["inter_packet_s"].iloc[0])
@@ -93,13 +108,17 @@ def flory(payload: int, **parts) -> Scenario:
     setup exchange, then 8-byte requests answered by 8 bytes and
     ``payload`` bytes in two ``send()`` calls; traced at the server."""
     return Scenario(
-        workload={"request_writes": (8,), "response_writes": (8, payload),
-                  "setup_request_writes": (8,),
-                  "setup_response_writes": (8,),
-                  "setup_proc_s": flory_setup_s()},
+        workload={
+            "request_writes": (8,),
+            "response_writes": (8, payload),
+            "setup_request_writes": (8,),
+            "setup_response_writes": (8,),
+            "setup_proc_s": flory_setup_s(),
+        },
         link={"bandwidth_bps": 100e6},
         kernel={"profile": "linux-2.4"},
-        run={"ops": 2, "warmup_ops": 0, "trace": True}).replace(**parts)
+        run={"ops": 2, "warmup_ops": 0, "trace": True},
+    ).replace(**parts)
 
 
 def flory_loopback(payload: int, **parts) -> Scenario:
@@ -108,10 +127,12 @@ def flory_loopback(payload: int, **parts) -> Scenario:
     quiet = {"tx_latency_s": 0.0, "rx_latency_s": 0.0}
     return Scenario(
         workload={"request_writes": (8,), "response_writes": (8, payload)},
-        link={"mtu": PROFILES["linux-2.4"].loopback_mtu,
-              "bandwidth_bps": 10e9},
-        client=quiet, server=quiet, kernel={"profile": "linux-2.4"},
-        run={"ops": 100}).replace(**parts)
+        link={"mtu": PROFILES["linux-2.4"].loopback_mtu, "bandwidth_bps": 10e9},
+        client=quiet,
+        server=quiet,
+        kernel={"profile": "linux-2.4"},
+        run={"ops": 100},
+    ).replace(**parts)
 
 
 def iscsi_command(op: str, size_bytes: int, session=None, **parts) -> Scenario:
@@ -119,7 +140,8 @@ def iscsi_command(op: str, size_bytes: int, session=None, **parts) -> Scenario:
     (:func:`models.iscsi.exchange`): every PDU its own ``send()`` call,
     Nagle off on both sockets so the exchange's own round trips show."""
     from models import iscsi
-    legs = tuple(leg.writes for leg in iscsi.exchange(op, size_bytes,
-                                                      session))
-    return Scenario(workload={"legs": legs}, client={"nodelay": True},
-                    server={"nodelay": True}).replace(**parts)
+
+    legs = tuple(leg.writes for leg in iscsi.exchange(op, size_bytes, session))
+    return Scenario(
+        workload={"legs": legs}, client={"nodelay": True}, server={"nodelay": True}
+    ).replace(**parts)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from typing import Optional
 from dataclasses import dataclass, field
 
 from models.sim.events import FS, EventLoop, seconds_to_fs
@@ -49,11 +48,21 @@ class Stage:
     latency: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.time, (int, float)) and math.isfinite(self.time) and self.time > 0):
-            raise ValueError(f"stage {self.name}: time must be a positive number of seconds, got {self.time!r}")
-        if not (isinstance(self.latency, (int, float)) and math.isfinite(self.latency) and self.latency >= 0):
-            raise ValueError(f"stage {self.name}: latency must be a non-negative number of seconds, "
-                             f"got {self.latency!r}")
+        if not (
+            isinstance(self.time, (int, float)) and math.isfinite(self.time) and self.time > 0
+        ):
+            raise ValueError(
+                f"stage {self.name}: time must be a positive number of seconds, got {self.time!r}"
+            )
+        if not (
+            isinstance(self.latency, (int, float))
+            and math.isfinite(self.latency)
+            and self.latency >= 0
+        ):
+            raise ValueError(
+                f"stage {self.name}: latency must be a non-negative number of seconds, "
+                f"got {self.latency!r}"
+            )
 
 
 @dataclass
@@ -112,17 +121,29 @@ class Ring:
         self.stages = tuple(stages)
 
     @classmethod
-    def four_stage(cls, W1: float, SP: float, W2: float, CP: float, SL: float = 0.0, CL: float = 0.0,
-                   SN: float = 0.0) -> "Ring":
+    def four_stage(
+        cls,
+        W1: float,
+        SP: float,
+        W2: float,
+        CP: float,
+        SL: float = 0.0,
+        CL: float = 0.0,
+        SN: float = 0.0,
+    ) -> Ring:
         """The source's simplified ring: request wire, server thread, response wire, client thread.
 
         ``SL`` and ``CL`` are the server's and client's wake-up latencies; ``SN`` a start delay on the
         response link (a Nagle-like hold on an idle link).
         """
-        return cls([Stage("W1", W1), Stage("SP", SP, SL), Stage("W2", W2, SN), Stage("CP", CP, CL)])
+        return cls(
+            [Stage("W1", W1), Stage("SP", SP, SL), Stage("W2", W2, SN), Stage("CP", CP, CL)]
+        )
 
     @classmethod
-    def from_times(cls, times: Mapping[str, float], latencies: Mapping[str, float] | None = None) -> "Ring":
+    def from_times(
+        cls, times: Mapping[str, float], latencies: Mapping[str, float] | None = None
+    ) -> Ring:
         """A ring from ``{"name": seconds}`` in order, with optional ``{"name": start latency}``."""
         latencies = dict(latencies or {})
         unknown = set(latencies) - set(times)
@@ -172,16 +193,16 @@ class _RingRun:
         n = len(stages)
         self.loop = EventLoop()
         self.queues: list = [deque() for _ in range(n)]
-        self.busy = [False] * n          # processing or waking up
-        self.run_count = [0] * n         # operations in this busy period
+        self.busy = [False] * n  # processing or waking up
+        self.run_count = [0] * n  # operations in this busy period
         self.counts: list = [Counter() for _ in range(n)]
-        self.work = [0] * n              # fs of processing while measured
+        self.work = [0] * n  # fs of processing while measured
         self.issued_at: dict = {}
         self.next_id = 0
         self.in_ring = 0
         self.in_min = self.in_max = qd
         self.completed = 0
-        self.t_start: Optional[int] = None   # fs: end of the warm-up
+        self.t_start: int | None = None  # fs: end of the warm-up
         self.rtts: list = []
         self.seen: set = set()
         self.duplicates = 0
@@ -193,18 +214,23 @@ class _RingRun:
         self.loop.run()
         t_end = self.loop.now
         t_start = self.t_start or 0
-        span = (t_end - t_start) / FS                     # fs -> s
+        span = (t_end - t_start) / FS  # fs -> s
         return RingResult(
-            qd=self.qd, iops=self.ops / span,
-            rtt_mean=math.fsum(self.rtts) / len(self.rtts) if self.rtts
-            else math.nan,
+            qd=self.qd,
+            iops=self.ops / span,
+            rtt_mean=math.fsum(self.rtts) / len(self.rtts) if self.rtts else math.nan,
             rtts=self.rtts,
-            busy_fraction={s.name: min(1.0, self.work[k] / FS / span)
-                           for k, s in enumerate(self.stages)},
-            busy_counts={s.name: dict(sorted(self.counts[k].items()))
-                         for k, s in enumerate(self.stages)},
-            in_flight_max=self.in_max, in_flight_min=self.in_min,
-            completed=self.completed, duplicates=self.duplicates)
+            busy_fraction={
+                s.name: min(1.0, self.work[k] / FS / span) for k, s in enumerate(self.stages)
+            },
+            busy_counts={
+                s.name: dict(sorted(self.counts[k].items())) for k, s in enumerate(self.stages)
+            },
+            in_flight_max=self.in_max,
+            in_flight_min=self.in_min,
+            completed=self.completed,
+            duplicates=self.duplicates,
+        )
 
     def _issue(self, t: int) -> None:
         self.issued_at[self.next_id] = t
@@ -226,7 +252,7 @@ class _RingRun:
             self.loop.schedule(t + self.times[i], self._done, (i, op))
             if self.t_start is not None:
                 self.work[i] += self.times[i]
-        else:                            # nothing left: the period ends
+        else:  # nothing left: the period ends
             self.busy[i] = False
             self.counts[i][self.run_count[i]] += 1
 
@@ -249,10 +275,10 @@ class _RingRun:
         if self.completed == self.warmup:
             self.t_start = t
         elif self.completed > self.warmup:
-            self.rtts.append((t - issued) / FS)             # fs -> s
+            self.rtts.append((t - issued) / FS)  # fs -> s
             if op in self.seen:
                 self.duplicates += 1
             self.seen.add(op)
-        self._issue(t)                   # the successor keeps qd inside
+        self._issue(t)  # the successor keeps qd inside
         if self.completed >= self.warmup + self.ops:
             self.loop.stop()

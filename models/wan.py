@@ -33,9 +33,20 @@ from .checks import non_negative as _nonneg
 from .checks import positive as _pos
 
 __all__ = [
-    "T3_BPS", "MAX_UNSCALED_WINDOW_BYTES", "W", "C", "window_bound_expr", "bdp_expr", "crossover_rtt_expr",
-    "message_window_exprs", "window_bound_Bps", "throughput_bound_Bps", "bdp_bytes", "crossover_rtt_s",
-    "effective_window_bytes", "message_window_fit",
+    "T3_BPS",
+    "MAX_UNSCALED_WINDOW_BYTES",
+    "W",  # noqa: F822 (made on first use by the module's __getattr__)
+    "C",  # noqa: F822
+    "window_bound_expr",
+    "bdp_expr",
+    "crossover_rtt_expr",
+    "message_window_exprs",
+    "window_bound_Bps",
+    "throughput_bound_Bps",
+    "bdp_bytes",
+    "crossover_rtt_s",
+    "effective_window_bytes",
+    "message_window_fit",
 ]
 
 #: T3 line rate as Charrouf (2008) quotes it ("around 45 Mbps"), bits per second.
@@ -52,7 +63,7 @@ if TYPE_CHECKING:  # annotations only: neither is imported with the module
 _SYMBOLS = {"W": "W", "C": "C", "_m": "m", "_L": "L"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _symbol(name: str) -> Any:
     import sympy
 
@@ -99,7 +110,9 @@ def message_window_exprs() -> dict:
 
     C, _m, _L = _symbol("C"), _symbol("_m"), _symbol("_L")
     n1, n2, r1, r2 = sp.symbols("n1 n2 RTT1 RTT2", positive=True)
-    sol = sp.solve([sp.Eq(n1 * _m, C * (r1 + _L)), sp.Eq(n2 * _m, C * (r2 + _L))], [_m, _L], dict=True)[0]
+    sol = sp.solve(
+        [sp.Eq(n1 * _m, C * (r1 + _L)), sp.Eq(n2 * _m, C * (r2 + _L))], [_m, _L], dict=True
+    )[0]
     return {"m": sp.simplify(sol[_m]), "L": sp.simplify(sol[_L]), "symbols": (n1, n2, r1, r2)}
 
 
@@ -110,8 +123,9 @@ def window_bound_Bps(window_bytes: float, rtt_s: float) -> float:
     return math.inf if r == 0 else w / r
 
 
-def throughput_bound_Bps(window_bytes: float, rtt_s: float, link_bps: float = T3_BPS,
-                         connections: int = 1) -> float:
+def throughput_bound_Bps(
+    window_bytes: float, rtt_s: float, link_bps: float = T3_BPS, connections: int = 1
+) -> float:
     """``min(connections * W / RTT, C)`` in bytes per second; ``link_bps`` in bits per second."""
     c = _pos("link_bps", link_bps) / 8  # bits/s -> bytes/s
     k = _pos("connections", connections)
@@ -122,12 +136,16 @@ def throughput_bound_Bps(window_bytes: float, rtt_s: float, link_bps: float = T3
 
 def bdp_bytes(rtt_s: float, link_bps: float = T3_BPS) -> float:
     """Bandwidth-delay product ``C * RTT`` in bytes (``link_bps`` in bits per second)."""
-    return _pos("link_bps", link_bps) / 8 * _nonneg("rtt_s", rtt_s)  # bits/s -> bytes/s, times seconds
+    return (
+        _pos("link_bps", link_bps) / 8 * _nonneg("rtt_s", rtt_s)
+    )  # bits/s -> bytes/s, times seconds
 
 
 def crossover_rtt_s(window_bytes: float, link_bps: float = T3_BPS) -> float:
     """Largest RTT at which ``window_bytes`` still fills the link: ``W / C`` seconds."""
-    return _pos("window_bytes", window_bytes) / (_pos("link_bps", link_bps) / 8)  # bytes / (bytes/s)
+    return _pos("window_bytes", window_bytes) / (
+        _pos("link_bps", link_bps) / 8
+    )  # bytes / (bytes/s)
 
 
 def effective_window_bytes(throughput_Bps, rtt_s):
@@ -144,7 +162,9 @@ def effective_window_bytes(throughput_Bps, rtt_s):
     return float(out) if out.ndim == 0 else out
 
 
-def message_window_fit(n1: float, rtt1_s: float, n2: float, rtt2_s: float, link_bps: float = T3_BPS) -> tuple[float, float]:
+def message_window_fit(
+    n1: float, rtt1_s: float, n2: float, rtt2_s: float, link_bps: float = T3_BPS
+) -> tuple[float, float]:
     """``(m, L)``: message bytes and per-message latency (s) if windows ``n1``, ``n2`` just fill the link.
 
     ``ValueError`` unless ``n2 > n1`` and ``rtt2_s > rtt1_s`` (a longer path needs a larger window).
@@ -153,7 +173,9 @@ def message_window_fit(n1: float, rtt1_s: float, n2: float, rtt2_s: float, link_
     r1, r2 = _nonneg("rtt1_s", rtt1_s), _nonneg("rtt2_s", rtt2_s)
     c = _pos("link_bps", link_bps) / 8  # bits/s -> bytes/s
     if not (b > a and r2 > r1):
-        raise ValueError(f"need n2 > n1 and rtt2_s > rtt1_s, got n1={n1!r}, n2={n2!r}, rtt1_s={rtt1_s!r}, rtt2_s={rtt2_s!r}")
+        raise ValueError(
+            f"need n2 > n1 and rtt2_s > rtt1_s, got n1={n1!r}, n2={n2!r}, rtt1_s={rtt1_s!r}, rtt2_s={rtt2_s!r}"
+        )
     ex = message_window_exprs()
     s1, s2, t1, t2 = ex["symbols"]
     vals = {s1: a, s2: b, t1: r1, t2: r2, _symbol("C"): c}

@@ -26,10 +26,12 @@ _leg = st.lists(st.integers(1, 3000), min_size=1, max_size=3).map(tuple)
 #: Strategies named by a field's ``sample``.
 NAMED = {
     "sizes": _sizes,
-    "legs": st.one_of(st.just(()), st.lists(_leg, min_size=2, max_size=6)
-                      .map(lambda legs: tuple(legs[:len(legs) // 2 * 2]))),
+    "legs": st.one_of(
+        st.just(()),
+        st.lists(_leg, min_size=2, max_size=6).map(lambda legs: tuple(legs[: len(legs) // 2 * 2])),
+    ),
     "setup": st.one_of(st.just(()), st.just((8,))),
-    "bucket": st.one_of(st.none(), st.integers(1, 4)),   # frames, see below
+    "bucket": st.one_of(st.none(), st.integers(1, 4)),  # frames, see below
     "tick_phase": st.one_of(st.none(), st.floats(0, 0.999)),  # of a tick
 }
 
@@ -47,8 +49,7 @@ def field_strategy(spec: Spec) -> st.SearchStrategy:
 
 
 def _draw_part(draw, cls) -> dict:
-    return {name: draw(field_strategy(spec))
-            for name, spec in cls.specs().items()}
+    return {name: draw(field_strategy(spec)) for name, spec in cls.specs().items()}
 
 
 @st.composite
@@ -57,17 +58,17 @@ def scenarios(draw, **fixed) -> Scenario:
     (``run={"check": True}``)."""
     parts = {name: _draw_part(draw, cls) for name, cls in PARTS.items()}
     wl = parts["workload"]
-    if draw(st.booleans()):            # a setup exchange, or none
+    if draw(st.booleans()):  # a setup exchange, or none
         wl["setup_request_writes"] = wl["setup_response_writes"] = (8,)
     else:
         wl["setup_request_writes"] = wl["setup_response_writes"] = ()
-    if wl["legs"]:                     # legs replace request/response
+    if wl["legs"]:  # legs replace request/response
         wl["request_writes"], wl["response_writes"] = (48,), (48, 512)
     link = parts["link"]
-    if link["bucket_bytes"] is not None:      # whole frames of this MTU
+    if link["bucket_bytes"] is not None:  # whole frames of this MTU
         link["bucket_bytes"] *= framing.bucket_bytes(framing.mss(link["mtu"]))
     k = parts["kernel"]
-    if k["tick_phase_s"] is not None:         # a fraction of the tick
+    if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz
         k["tick_phase_s"] = k["tick_phase_s"] / hz
     for name, changes in fixed.items():

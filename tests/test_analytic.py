@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from models import analytic as A
 from models.analytic import (
-    S, backlog_min_nagle, framing_efficiency, iops_bound, qd_min_cpu_bound, qd_min_network_bound,
+    S,
+    backlog_min_nagle,
+    framing_efficiency,
+    iops_bound,
+    qd_min_cpu_bound,
+    qd_min_network_bound,
     wire_time,
 )
 
@@ -112,26 +117,30 @@ def test_wire_time_properties(payload, mtu, bw):
 
 # ---- bad input ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, param", [
-    (lambda: framing_efficiency(52), "mtu"),
-    (lambda: framing_efficiency(40), "mtu"),
-    (lambda: framing_efficiency(1500.5), "mtu"),
-    (lambda: wire_time(48, 0), "bandwidth_bps"),
-    (lambda: wire_time(48, -1e9), "bandwidth_bps"),
-    (lambda: wire_time(-1, 1e9), "payload_bytes"),
-    (lambda: wire_time(48, 1e9, mtu=50), "mtu"),
-    (lambda: wire_time(48, float("nan")), "bandwidth_bps"),
-    (lambda: iops_bound(0, [1e-6]), "qd"),
-    (lambda: iops_bound(-3, [1e-6]), "qd"),
-    (lambda: iops_bound([1, 0.5], [1e-6]), "qd"),
-    (lambda: iops_bound(1, []), "stage_times"),
-    (lambda: iops_bound(1, {"SP": 0.0}), "stage_times"),
-    (lambda: iops_bound(1, {"SP": -1e-6}), "stage_times"),
-    (lambda: iops_bound(1, [1e-6], latency=-1), "latency"),
-    (lambda: A.qd_max_for_response_time(0, 512, 1e9), "ti_s"),
-    (lambda: A.iops_bandwidth_cap(512, 0), "bandwidth_bps"),
-    (lambda: A.ring_time("XX", "SP"), "XX"),
-])
+
+@pytest.mark.parametrize(
+    "call, param",
+    [
+        (lambda: framing_efficiency(52), "mtu"),
+        (lambda: framing_efficiency(40), "mtu"),
+        (lambda: framing_efficiency(1500.5), "mtu"),
+        (lambda: wire_time(48, 0), "bandwidth_bps"),
+        (lambda: wire_time(48, -1e9), "bandwidth_bps"),
+        (lambda: wire_time(-1, 1e9), "payload_bytes"),
+        (lambda: wire_time(48, 1e9, mtu=50), "mtu"),
+        (lambda: wire_time(48, float("nan")), "bandwidth_bps"),
+        (lambda: iops_bound(0, [1e-6]), "qd"),
+        (lambda: iops_bound(-3, [1e-6]), "qd"),
+        (lambda: iops_bound([1, 0.5], [1e-6]), "qd"),
+        (lambda: iops_bound(1, []), "stage_times"),
+        (lambda: iops_bound(1, {"SP": 0.0}), "stage_times"),
+        (lambda: iops_bound(1, {"SP": -1e-6}), "stage_times"),
+        (lambda: iops_bound(1, [1e-6], latency=-1), "latency"),
+        (lambda: A.qd_max_for_response_time(0, 512, 1e9), "ti_s"),
+        (lambda: A.iops_bandwidth_cap(512, 0), "bandwidth_bps"),
+        (lambda: A.ring_time("XX", "SP"), "XX"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, param):
     with pytest.raises(ValueError, match=param):
         call()
@@ -161,5 +170,6 @@ def test_doctests():
     import doctest
 
     import models.validation as V
+
     for mod in (A, V):
         assert doctest.testmod(mod).failed == 0

@@ -13,9 +13,8 @@ from models import kernel_runs as KR
 
 @pytest.fixture(scope="module")
 def sweep():
-    run = KR.load_kernel_run()             # the bundled sweep
-    df = calibrate.split(run.iscsi,
-                         run.iscsi["stalled_pct"] >= KR.STALL_SHARE_PCT)
+    run = KR.load_kernel_run()  # the bundled sweep
+    df = calibrate.split(run.iscsi, run.iscsi["stalled_pct"] >= KR.STALL_SHARE_PCT)
     return run, df
 
 
@@ -54,13 +53,10 @@ def test_the_fit_recovers_known_costs(sweep):
     # Rows whose "measured" medians are the simulator's own for known
     # costs: the search must find costs that give them back.
     run, df = sweep
-    truth = calibrate.HostCosts(op_s=3e-6, tx_s=7e-6, ack_s=1e-6,
-                                wake_s=2e-6, path_s=3e-6)
+    truth = calibrate.HostCosts(op_s=3e-6, tx_s=7e-6, ack_s=1e-6, wake_s=2e-6, path_s=3e-6)
     median_us = KR._median_us(run)
-    pick = df[(df["role"] == "train") & (df["iosize_bytes"] == 512)
-              & df["qd"].isin([1, 4])]
-    rows = [dict(r, lat_p50_us=median_us(r, truth))
-            for r in pick.to_dict("records")]
+    pick = df[(df["role"] == "train") & (df["iosize_bytes"] == 512) & df["qd"].isin([1, 4])]
+    rows = [dict(r, lat_p50_us=median_us(r, truth)) for r in pick.to_dict("records")]
     fit = calibrate.fit_costs(rows, median_us, max_evaluations=300)
     assert fit.loss < 1e-3
     assert all(abs(r) < 0.05 for r in fit.residuals)

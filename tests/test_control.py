@@ -20,12 +20,15 @@ MiB = 2**20
 
 # ---- throttle ---------------------------------------------------------------------------------------
 
+
 def test_rate_under_delay_is_the_ring_identity():
     expr = TH.rate_under_delay_expr()
     assert sp.simplify(expr - S.QD * S.IOSIZE / (TH.RTT0 + TH.k * TH.d)) == 0
     # undelayed: IOSIZE / RTT0 per operation in flight
     assert TH.rate_under_delay(65536, 2e-3, 0.0) == pytest.approx(65536 / 2e-3)
-    assert TH.rate_under_delay(65536, 2e-3, 1e-3, rounds=2, qd=3) == pytest.approx(3 * 65536 / 4e-3)
+    assert TH.rate_under_delay(65536, 2e-3, 1e-3, rounds=2, qd=3) == pytest.approx(
+        3 * 65536 / 4e-3
+    )
 
 
 def test_transfer_time_is_linear_in_delay():
@@ -46,14 +49,17 @@ def test_rate_falls_as_delay_grows(rtt0, d1, d2, k):
     assert TH.rate_under_delay(4096, rtt0, hi, k) <= TH.rate_under_delay(4096, rtt0, lo, k)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(iosize_bytes=0, rtt0_s=1e-3, delay_s=0), "iosize_bytes"),
-    (dict(iosize_bytes=1, rtt0_s=-1, delay_s=0), "rtt0_s"),
-    (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=-1e-3), "delay_s"),
-    (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, rounds=0), "rounds"),
-    (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, qd=0), "qd"),
-    (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, qd=1.5), "qd"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(iosize_bytes=0, rtt0_s=1e-3, delay_s=0), "iosize_bytes"),
+        (dict(iosize_bytes=1, rtt0_s=-1, delay_s=0), "rtt0_s"),
+        (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=-1e-3), "delay_s"),
+        (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, rounds=0), "rounds"),
+        (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, qd=0), "qd"),
+        (dict(iosize_bytes=1, rtt0_s=1e-3, delay_s=0, qd=1.5), "qd"),
+    ],
+)
 def test_rate_under_delay_bad_input(kwargs, name):
     with pytest.raises(ValueError, match=name):
         TH.rate_under_delay(**kwargs)
@@ -82,20 +88,29 @@ def test_delay_ladders():
 def test_marks_past_the_last_class_add_nothing(classes, extra):
     lad = TH.DelayThrottle(0.5e-3, classes + extra, first_s=0.1e-3, classes=classes)
     d = lad.delays()
-    assert (np.diff(d[: classes + 1]) > 0).all()           # rising while there are classes
-    assert (d[classes + 1:] == 0).all()                    # then unshaped
+    assert (np.diff(d[: classes + 1]) > 0).all()  # rising while there are classes
+    assert (d[classes + 1 :] == 0).all()  # then unshaped
     assert lad.max_delay_s == pytest.approx(0.1e-3 + 0.5e-3 * (classes - 1))
 
 
 # ---- EWMA -------------------------------------------------------------------------------------------
+
 
 def test_ewma_closed_forms_match_the_recurrence():
     a = 0.25
     step = E.ewma(np.ones(10), a)
     expr = E.step_response_expr()
     for n in range(1, 11):
-        assert step[n - 1] == pytest.approx(float(expr.subs({sp.Symbol("alpha", positive=True): a,
-                                                             sp.Symbol("n", integer=True, nonnegative=True): n})))
+        assert step[n - 1] == pytest.approx(
+            float(
+                expr.subs(
+                    {
+                        sp.Symbol("alpha", positive=True): a,
+                        sp.Symbol("n", integer=True, nonnegative=True): n,
+                    }
+                )
+            )
+        )
     ramp = E.ewma(np.arange(200.0), a)
     assert 199 - ramp[-1] == pytest.approx(E.ramp_lag_samples(a))
     assert E.ramp_lag_samples(0.15) == pytest.approx(0.85 / 0.15)
@@ -125,10 +140,14 @@ def test_ewma_bad_sample_and_interval():
 
 # ---- PID --------------------------------------------------------------------------------------------
 
+
 def test_textbook_form_is_the_backward_euler_increment():
     inc = P.velocity_increment_expr()
-    textbook = (P.Kp * (1 + P.T / P.Ti) * P.e_k - P.Kp * P.e_k1
-                + P.Kp * P.Td / P.T * (P.e_k - 2 * P.e_k1 + P.e_k2))
+    textbook = (
+        P.Kp * (1 + P.T / P.Ti) * P.e_k
+        - P.Kp * P.e_k1
+        + P.Kp * P.Td / P.T * (P.e_k - 2 * P.e_k1 + P.e_k2)
+    )
     assert sp.simplify(inc - textbook) == 0
 
 
@@ -155,10 +174,10 @@ def test_listing_rests_above_the_set_point():
 
 def test_printed_form_is_equation_4_2_as_printed_and_rests_higher():
     inc = P.printed_increment_expr()
-    assert not inc.has(P.e_k) or sp.diff(inc, P.e_k) == P.Kp * P.Td / P.T   # e_k only in the D term
+    assert not inc.has(P.e_k) or sp.diff(inc, P.e_k) == P.Kp * P.Td / P.T  # e_k only in the D term
     assert sp.simplify(P.steady_error_expr("printed") + (1 + P.T / P.Ti)) == 0
     pid = P.VelocityPID(0.3, 500, 1, 16, u_min=-1e9, u_max=1e9, form="printed")
-    first = pid.step(-5.0)        # e_{k-1} = 0 on the first sample: only the constant and the D term act
+    first = pid.step(-5.0)  # e_{k-1} = 0 on the first sample: only the constant and the D term act
     assert first == pytest.approx(0.3 * (1 + 16 / 500) + 0.3 / 16 * -5.0)
     second = pid.step(-5.0) - first
     assert second == pytest.approx(0.3 * (1 + 16 / 500) + 0.3 * -5.0 + 0.3 / 16 * (-5.0 + 10.0))
@@ -177,10 +196,18 @@ def test_output_is_clamped_and_single_sided():
     assert P.throttle_steps(0.0, previous=5) == 0
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(kp=0), "kp"), (dict(ti=0), "ti"), (dict(td=-1), "td"), (dict(t=0), "t"),
-    (dict(u_min=0, u_max=0), "u_min"), (dict(form="ideal"), "form"), (dict(kp=float("nan")), "kp"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(kp=0), "kp"),
+        (dict(ti=0), "ti"),
+        (dict(td=-1), "td"),
+        (dict(t=0), "t"),
+        (dict(u_min=0, u_max=0), "u_min"),
+        (dict(form="ideal"), "form"),
+        (dict(kp=float("nan")), "kp"),
+    ],
+)
 def test_pid_bad_parameters(kwargs, name):
     base = dict(kp=0.3, ti=500, td=1, t=16)
     base.update(kwargs)
@@ -250,12 +277,19 @@ def test_sample_is_seeded_and_zero_without_reads():
     assert quiet.sample(12, 0.0, 0.1, np.random.default_rng(0))[:2] == (0.0, 0)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(write_service_s=0), "write_service_s"), (dict(read_service_s=-1), "read_service_s"),
-    (dict(writer_base_s=-1e-3), "writer_base_s"), (dict(read_rate_per_s=-1), "read_rate_per_s"),
-    (dict(stations=0), "stations"), (dict(rounds_per_write=0), "rounds_per_write"),
-    (dict(read_rate_per_s=1000.0), "read_rate_per_s"), (dict(write_bytes=0), "write_bytes"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(write_service_s=0), "write_service_s"),
+        (dict(read_service_s=-1), "read_service_s"),
+        (dict(writer_base_s=-1e-3), "writer_base_s"),
+        (dict(read_rate_per_s=-1), "read_rate_per_s"),
+        (dict(stations=0), "stations"),
+        (dict(rounds_per_write=0), "rounds_per_write"),
+        (dict(read_rate_per_s=1000.0), "read_rate_per_s"),
+        (dict(write_bytes=0), "write_bytes"),
+    ],
+)
 def test_plant_bad_parameters(kwargs, name):
     base = dict(write_service_s=1.4e-3, read_service_s=3.5e-3, writer_base_s=2.7e-3)
     base.update(kwargs)
@@ -277,6 +311,7 @@ def test_plant_bad_calls():
 
 
 # ---- closed loop ------------------------------------------------------------------------------------
+
 
 def test_schedule_shape():
     s = on_off_schedule(10, 2, 1, 12, interval_s=0.5, lead_s=1)
@@ -306,7 +341,9 @@ def test_closed_loop_holds_the_set_point_and_is_deterministic():
 def test_textbook_form_settles_at_the_set_point_given_time():
     p = calibrate(39 * MiB, 45e-3, 15 * MiB)
     sch = on_off_schedule(122, 120, 5, 12, lead_s=2)
-    df = run_closed_loop(p, sch, 15e-3, controller=P.VelocityPID(0.3, 500, 1, 16, form="textbook"), seed=5)
+    df = run_closed_loop(
+        p, sch, 15e-3, controller=P.VelocityPID(0.3, 500, 1, 16, form="textbook"), seed=5
+    )
     assert summarize(df, 60).mean_smoothed_s * 1e3 == pytest.approx(15.0, abs=0.5)
 
 
@@ -324,6 +361,7 @@ def test_loop_bad_input():
 
 # ---- noise without NumPy ----------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", [0, 1, 7, 2010, 2**40 + 3])
 def test_noise_stream_draws_what_numpy_draws(seed):
     """NoiseStream is numpy.random.default_rng(seed)'s Poisson (small
@@ -335,8 +373,7 @@ def test_noise_stream_draws_what_numpy_draws(seed):
         lam = (0.0, 0.3, 3.2000000000000006, 9.999)[i % 4]
         assert mine.poisson(lam) == int(ref.poisson(lam))
         n = (1, 2, 7, 8, 9, 16, 23, 128, 129, 300, 1001)[i % 11]
-        assert (mine.exponential_mean(0.045, n)
-                == ref.exponential(0.045, n).mean())
+        assert mine.exponential_mean(0.045, n) == ref.exponential(0.045, n).mean()
     assert mine.standard_exponential() == ref.standard_exponential()
 
 
@@ -380,20 +417,22 @@ def test_loop_without_numpy_equals_the_numpy_generator():
     p = calibrate(39 * MiB, 45e-3, 15 * MiB)
     rng_np, rng_std = np.random.default_rng(11), NoiseStream(11)
     for writers, delay in ((12, 0.0), (12, 2e-3), (0, 0.0), (3, 5e-3)) * 50:
-        assert (p.sample(writers, delay, 0.1, rng_np)
-                == p.sample(writers, delay, 0.1, rng_std))
+        assert p.sample(writers, delay, 0.1, rng_np) == p.sample(writers, delay, 0.1, rng_std)
     busy = SharedDiskPlant(1.4e-3, 3.5e-3, 2.7e-3, read_rate_per_s=150.0)
     sch = [12] * 30
-    a = run_closed_loop(busy, sch, 15e-3, seed=4)   # 15 reads per interval
+    a = run_closed_loop(busy, sch, 15e-3, seed=4)  # 15 reads per interval
     assert a.equals(run_closed_loop(busy, sch, 15e-3, seed=4))
     assert a["measured_s"].gt(0).all()
 
 
 def test_simulator_cross_check_matches_the_model():
     from models.control.simcheck import simulated_read_rate
+
     rtt0 = 65536 / (22 * MiB)
     for d in (0.0, 4.6e-3):
-        assert simulated_read_rate(d, rtt0, ops=20) == pytest.approx(TH.rate_under_delay(65536, rtt0, d), rel=1e-6)
+        assert simulated_read_rate(d, rtt0, ops=20) == pytest.approx(
+            TH.rate_under_delay(65536, rtt0, d), rel=1e-6
+        )
     with pytest.raises(ValueError, match="rtt0_s"):
         simulated_read_rate(0.0, 1e-6, ops=20)
     with pytest.raises(ValueError, match="delay_s"):

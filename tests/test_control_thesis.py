@@ -49,7 +49,9 @@ def test_overhead_table_is_consistent():
     for d in ("read", "write"):
         r = ov.loc[d]
         assert r["ci99_low_s"] < r["mean_diff_s"] < r["ci99_high_s"]
-        assert r["with_tc_mean_s"] - r["without_tc_mean_s"] == pytest.approx(r["mean_diff_s"], abs=1.5e-3)
+        assert r["with_tc_mean_s"] - r["without_tc_mean_s"] == pytest.approx(
+            r["mean_diff_s"], abs=1.5e-3
+        )
 
 
 def test_overhead_ttest_reconstruction():
@@ -60,7 +62,9 @@ def test_overhead_ttest_reconstruction():
         # ... and the test is significant at 1 % even with the fewest Welch degrees of freedom
         assert t.df == pytest.approx(38) and t.p_value < t.p_fewest_df < 1e-3
         assert t.t == pytest.approx(t.ci_centre_s / t.se_s)
-        assert t.operations == 8192 and t.per_operation_s * 1e6 == pytest.approx(per_op_us, abs=0.01)
+        assert t.operations == 8192 and t.per_operation_s * 1e6 == pytest.approx(
+            per_op_us, abs=0.01
+        )
     with pytest.raises(ValueError, match="direction"):
         th.overhead_ttest("both")
 
@@ -80,6 +84,7 @@ def test_plant_defaults_to_the_counted_waits():
 def test_listed_ladder_locks_the_listing_controller_out():
     from models.control.loop import summarize
     from models.validation import throttling as VT
+
     runs = VT.thesis_loop_runs(setpoints_ms=(20.0,), throttle=th.listed_ladder())
     df = runs[20.0]
     assert (df["steps"] > 20).any()
@@ -99,6 +104,9 @@ def test_chapter_10_comparisons_hold_as_recorded(name):
 def test_write_prediction_is_a_check_and_the_undelayed_rates_are_fits():
     rows = {r.quantity: r for r in run("ch10.throttle")}
     kinds = {q.split(" (")[0]: r.kind for q, r in rows.items() if "rate" in q and "MB /" not in q}
-    assert kinds["undelayed write rate"] == "fit" and kinds["write rate at 9.6 ms added delay"] == "check"
+    assert (
+        kinds["undelayed write rate"] == "fit"
+        and kinds["write rate at 9.6 ms added delay"] == "check"
+    )
     w = next(r for q, r in rows.items() if q.startswith("write rate at 9.6"))
     assert w.extra["rounds"] == 2 and w.passed and np.isclose(w.rel_tol, 0.10)

@@ -26,7 +26,11 @@ SAMPLE = "butterfield2017_busy_count"
 
 
 def test_there_are_datasets():
-    assert SAMPLE in ALL and "butterfield2017_rtt_breakdown" in ALL and "hpe2019_latency_layers" in ALL
+    assert (
+        SAMPLE in ALL
+        and "butterfield2017_rtt_breakdown" in ALL
+        and "hpe2019_latency_layers" in ALL
+    )
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -40,7 +44,11 @@ def test_dataset_loads_and_matches_its_schema(name):
     kinds = {"number": "f", "integer": "iu", "boolean": "b"}
     for f in fields:
         if f["type"] in kinds:
-            assert df[f["name"]].dtype.kind in kinds[f["type"]], (name, f["name"], df[f["name"]].dtype)
+            assert df[f["name"]].dtype.kind in kinds[f["type"]], (
+                name,
+                f["name"],
+                df[f["name"]].dtype,
+            )
     key = data._primary_key(desc["schema"])
     assert not df.duplicated(subset=key).any()
     assert df.attrs["name"] == name and set(df.attrs["units"]) == set(df.columns)
@@ -87,7 +95,9 @@ def test_rtt_breakdown_arithmetic_as_printed():
     # Differences of one-decimal numbers: exact up to float rounding.
     assert v["RTT"] - v["C2_minus_C1"] == pytest.approx(v["client_time"], abs=1e-9)
     assert v["C2_minus_C1"] - v["S2_minus_S1"] == pytest.approx(v["network_time"], abs=1e-9)
-    assert v["network_time"] - v["W1_plus_W2"] == pytest.approx(v["CT_plus_SR_plus_ST_plus_CR"], abs=1e-9)
+    assert v["network_time"] - v["W1_plus_W2"] == pytest.approx(
+        v["CT_plus_SR_plus_ST_plus_CR"], abs=1e-9
+    )
 
 
 def test_flory_sequence_and_ack_numbers_are_consistent():
@@ -160,7 +170,7 @@ def test_copy_loads_like_the_original(copy_dir):
 def test_changed_byte_is_refused(copy_dir):
     raw = bytearray(_csv(copy_dir).read_bytes())
     i = raw.index(b"76")
-    raw[i:i + 2] = b"67"  # same length, different table
+    raw[i : i + 2] = b"67"  # same length, different table
     _csv(copy_dir).write_bytes(bytes(raw))
     _refused(copy_dir, "sha256", "does not match", "rehash")
 
@@ -191,6 +201,7 @@ def test_wrong_type_is_refused(copy_dir):
     def bad(rows):
         rows[3][1] = "three"
         return rows
+
     _edit_csv(copy_dir, bad)
     _refused(copy_dir, "line 4", "'queue_depth'", "'three' is not an integer")
 
@@ -199,6 +210,7 @@ def test_fraction_in_integer_column_is_refused(copy_dir):
     def bad(rows):
         rows[2][2] = "1.5"
         return rows
+
     _edit_csv(copy_dir, bad)
     _refused(copy_dir, "line 3", "not an integer")
 
@@ -209,8 +221,12 @@ def test_duplicate_key_is_refused(copy_dir):
 
 
 def test_constraints_are_enforced(copy_dir):
-    cases = [(3, "-1", "below the minimum 0"), (3, "101", "above the maximum 100"), (3, "", "required"),
-             (0, "Cork", "not one of")]
+    cases = [
+        (3, "-1", "below the minimum 0"),
+        (3, "101", "above the maximum 100"),
+        (3, "", "required"),
+        (0, "Cork", "not one of"),
+    ]
     original = _csv(copy_dir).read_text()
     for col, value, words in cases:
         _csv(copy_dir).write_text(original)
@@ -218,6 +234,7 @@ def test_constraints_are_enforced(copy_dir):
         def bad(rows, col=col, value=value):
             rows[1][col] = value
             return rows
+
         _edit_csv(copy_dir, bad)
         _refused(copy_dir, "line 2", words)
 
@@ -235,21 +252,28 @@ def test_non_finite_number_is_refused(copy_dir):
     def bad(rows):
         rows[1][3] = "nan"
         return rows
+
     _edit_csv(copy_dir, bad)
     _refused(copy_dir, "not a finite number")
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda d: d.pop("sources"), "lacks ['sources']"),
-    (lambda d: d.update(profile="data-package"), "profile must be 'tabular-data-resource'"),
-    (lambda d: d.update(hash="md5:abc"), "hash must look like"),
-    (lambda d: d["schema"]["fields"][0].update(type="text"), "type must be one of"),
-    (lambda d: d["schema"]["fields"][3].pop("unit"), "needs a unit"),
-    (lambda d: d["schema"].update(primaryKey=["nope"]), "unknown fields ['nope']"),
-    (lambda d: d["schema"]["fields"][1]["constraints"].update(minimun=0), "unknown constraints"),
-    (lambda d: d["sources"][0].update(year="2017"), "year must be an integer"),
-    (lambda d: d.update(name="other"), "name must be"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda d: d.pop("sources"), "lacks ['sources']"),
+        (lambda d: d.update(profile="data-package"), "profile must be 'tabular-data-resource'"),
+        (lambda d: d.update(hash="md5:abc"), "hash must look like"),
+        (lambda d: d["schema"]["fields"][0].update(type="text"), "type must be one of"),
+        (lambda d: d["schema"]["fields"][3].pop("unit"), "needs a unit"),
+        (lambda d: d["schema"].update(primaryKey=["nope"]), "unknown fields ['nope']"),
+        (
+            lambda d: d["schema"]["fields"][1]["constraints"].update(minimun=0),
+            "unknown constraints",
+        ),
+        (lambda d: d["sources"][0].update(year="2017"), "year must be an integer"),
+        (lambda d: d.update(name="other"), "name must be"),
+    ],
+)
 def test_bad_descriptor_is_refused(copy_dir, edit, words):
     sidecar = copy_dir / f"{SAMPLE}.json"
     desc = json.loads(sidecar.read_text())
@@ -299,34 +323,70 @@ def test_citation():
 
 # ---- round trip of arbitrary tables -------------------------------------------------------------------
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ints=st.lists(st.integers(0, 10**9), min_size=1, max_size=20, unique=True),
-       floats=st.data(), words=st.data(), flags=st.data())
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ints=st.lists(st.integers(0, 10**9), min_size=1, max_size=20, unique=True),
+    floats=st.data(),
+    words=st.data(),
+    flags=st.data(),
+)
 def test_round_trip(tmp_path, ints, floats, words, flags):
     n = len(ints)
-    fl = floats.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=n, max_size=n))
-    ws = words.draw(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1,
-                                     max_size=8), min_size=n, max_size=n))
+    fl = floats.draw(
+        st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=n, max_size=n)
+    )
+    ws = words.draw(
+        st.lists(
+            st.text(
+                st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]),
+                min_size=1,
+                max_size=8,
+            ),
+            min_size=n,
+            max_size=n,
+        )
+    )
     bs = flags.draw(st.lists(st.booleans(), min_size=n, max_size=n))
     d = tmp_path / "rt"
     d.mkdir(exist_ok=True)
-    frame = pd.DataFrame({"key_bytes": pd.Series(ints, dtype="int64"), "x_us": pd.Series(fl, dtype="float64"),
-                          "label": pd.Series(ws, dtype="object"), "flag": pd.Series(bs, dtype="bool")})
+    frame = pd.DataFrame(
+        {
+            "key_bytes": pd.Series(ints, dtype="int64"),
+            "x_us": pd.Series(fl, dtype="float64"),
+            "label": pd.Series(ws, dtype="object"),
+            "flag": pd.Series(bs, dtype="bool"),
+        }
+    )
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(frame.columns)
     for row in frame.itertuples(index=False):
         w.writerow([row.key_bytes, repr(row.x_us), row.label, "true" if row.flag else "false"])
     (d / "rt.csv").write_text(buf.getvalue(), encoding="utf-8")
-    desc = {"name": "rt", "path": "rt.csv", "profile": "tabular-data-resource", "format": "csv",
-            "encoding": "utf-8", "title": "t", "description": "d", "transcription": "generated",
-            "sources": [{"title": "t", "author": "a", "year": 2000, "file": "f", "section": "s"}],
-            "hash": data.sha256_of(d / "rt.csv"),
-            "schema": {"primaryKey": "key_bytes", "fields": [
+    desc = {
+        "name": "rt",
+        "path": "rt.csv",
+        "profile": "tabular-data-resource",
+        "format": "csv",
+        "encoding": "utf-8",
+        "title": "t",
+        "description": "d",
+        "transcription": "generated",
+        "sources": [{"title": "t", "author": "a", "year": 2000, "file": "f", "section": "s"}],
+        "hash": data.sha256_of(d / "rt.csv"),
+        "schema": {
+            "primaryKey": "key_bytes",
+            "fields": [
                 {"name": "key_bytes", "type": "integer", "unit": "bytes", "description": "k"},
                 {"name": "x_us", "type": "number", "unit": "us", "description": "x"},
                 {"name": "label", "type": "string", "description": "l"},
-                {"name": "flag", "type": "boolean", "description": "f"}]}}
+                {"name": "flag", "type": "boolean", "description": "f"},
+            ],
+        },
+    }
     (d / "rt.json").write_text(json.dumps(desc), encoding="utf-8")
     got = data.load("rt", d)
     pd.testing.assert_frame_equal(got, frame)
@@ -338,6 +398,7 @@ def test_round_trip(tmp_path, ints, floats, words, flags):
 
 def test_chapter_comparisons_on_bundled_data_pass():
     from models.validation import assert_all_pass, run
+
     for name in ("ch7.eight_stages", "ch8.latency_budget"):
         rows = run(name)
         assert len(rows) >= 8, name
@@ -346,15 +407,24 @@ def test_chapter_comparisons_on_bundled_data_pass():
 
 def test_eight_stage_identities_and_clocks():
     import sympy as sp
+
     from models.analytic import S
     from models.validation import eight_stages as E
+
     ids = E.latency_identities()
     m = E.MEASURED
     assert sp.simplify(ids["CT+SR+ST+CR"] - (m["C2-C1"] - m["S2-S1"] - S.W1 - S.W2)) == 0
     assert sp.simplify(sum(ids.values()) - E.start_latency_total()) == 0
     assert E.clock_free("C1", "C2") and E.clock_free("S1", "S2") and not E.clock_free("C1", "S1")
     b = E.breakdown()
-    parts = b["client_cpu"] + b["client_latency"] + b["server_cpu"] + b["server_latency"] + b["wire"] + b["tx_rx_latency"]
+    parts = (
+        b["client_cpu"]
+        + b["client_latency"]
+        + b["server_cpu"]
+        + b["server_latency"]
+        + b["wire"]
+        + b["tx_rx_latency"]
+    )
     assert parts == pytest.approx(b["RTT"], abs=1e-11)
     assert b["client_cpu"] == pytest.approx(8.6e-6) and b["server_cpu"] == pytest.approx(15.9e-6)
 
@@ -362,6 +432,7 @@ def test_eight_stage_identities_and_clocks():
 def test_a_wrong_transcription_would_fail_the_comparisons(tmp_path, monkeypatch):
     """Change the CPU-bound IOPS in a copy of the data folder: the chapter 7 check must fail."""
     from models.validation import eight_stages as E
+
     for p in data.DATA_DIR.glob("butterfield2017_*"):
         shutil.copy(p, tmp_path / p.name)
     csv_path = tmp_path / "butterfield2017_cpu_bound_iops.csv"
@@ -372,18 +443,25 @@ def test_a_wrong_transcription_would_fail_the_comparisons(tmp_path, monkeypatch)
     assert [r.quantity for r in bad] == ["CPU-bound TPT (1/IOPS) vs server stages SI+SP+SK"]
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"), (dict(rtt_s=1e-4, pages=0, qd=2), "pages"),
-    (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd"), (dict(rtt_s=float("nan"), pages=32, qd=2), "rtt_s"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"),
+        (dict(rtt_s=1e-4, pages=0, qd=2), "pages"),
+        (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd"),
+        (dict(rtt_s=float("nan"), pages=32, qd=2), "rtt_s"),
+    ],
+)
 def test_page_time_rejects_bad_input(kwargs, word):
     from models.validation import latency_budget as L
+
     with pytest.raises(ValueError, match=word):
         L.page_time(**kwargs)
 
 
 def test_page_time_is_littles_law():
     from models.validation import latency_budget as L
+
     assert L.page_time(210e-6, 32, 2) == pytest.approx(210e-6 / 64)
     assert L.pages_per_request(131072) == 32
     with pytest.raises(ValueError, match="request_bytes"):
@@ -401,6 +479,7 @@ def test_page_time_without_sympy_is_the_derived_expression():
     from models import analytic as A
     from models.analytic import S
     from models.validation import latency_budget as L
+
     expr = L.page_time_expr()
     assert sp.simplify(expr - S.RTT / (L.PAGES * S.QD)) == 0
     f = sp.lambdify((S.RTT, L.PAGES, S.QD), expr)
@@ -408,9 +487,11 @@ def test_page_time_without_sympy_is_the_derived_expression():
         assert A.page_time(rtt, pages, qd) == f(rtt, pages, qd)
         assert A.page_time(rtt, pages, qd) == L.page_time(rtt, pages, qd)
     assert A.page_time(210e-6, 32, [1, 2]) == [210e-6 / 32, 210e-6 / 64]
-    for kwargs, word in [(dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"),
-                         (dict(rtt_s=1e-4, pages=0.5, qd=2), "pages"),
-                         (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd")]:
+    for kwargs, word in [
+        (dict(rtt_s=0.0, pages=32, qd=2), "rtt_s"),
+        (dict(rtt_s=1e-4, pages=0.5, qd=2), "pages"),
+        (dict(rtt_s=1e-4, pages=32, qd=0.5), "qd"),
+    ]:
         with pytest.raises(ValueError, match=word):
             A.page_time(**kwargs)
 
@@ -418,11 +499,14 @@ def test_page_time_without_sympy_is_the_derived_expression():
 def test_hpe_run_totals_disagree_with_the_budget_as_recorded():
     """The run's own totals: 13 passes of 8,193 requests, 4.82 us per page, 1.36 requests in service."""
     from models.validation import latency_budget as L
+
     tot = L.run_totals()
     assert tot["requests"] == 13 * 8193 and tot["passes"] == 13
     assert tot["page_time_us"] == pytest.approx(16.42 / 3408288 * 1e6)
     assert tot["in_flight"] == pytest.approx(106509 * 210e-6 / 16.42)
-    assert tot["page_time_us"] == pytest.approx(210 / 32 / tot["in_flight"])   # one identity, two faces
+    assert tot["page_time_us"] == pytest.approx(
+        210 / 32 / tot["in_flight"]
+    )  # one identity, two faces
     rows = L.latency_budget_comparisons()
     assert {r.extra["part"] for r in rows} == set(L.PARTS)
     failing = [r.quantity for r in rows if r.kind == "failing"]

@@ -14,20 +14,22 @@ from hypothesis import strategies as st
 from models import iscsi as I
 from models import iscsi_derive as D
 
-
 # ---- negotiation ------------------------------------------------------------
 
-@pytest.mark.parametrize("ini, tgt, want", [
-    ("Yes", "Yes", True), ("Yes", "No", True), ("No", "Yes", True),
-    ("No", "No", False)])
+
+@pytest.mark.parametrize(
+    "ini, tgt, want",
+    [("Yes", "Yes", True), ("Yes", "No", True), ("No", "Yes", True), ("No", "No", False)],
+)
 def test_initial_r2t_is_or_negotiated(ini, tgt, want):
     s = I.negotiate({"InitialR2T": ini}, {"InitialR2T": tgt})
     assert s.initial_r2t is want
 
 
-@pytest.mark.parametrize("ini, tgt, want", [
-    (True, True, True), (True, False, False), (False, True, False),
-    (False, False, False)])
+@pytest.mark.parametrize(
+    "ini, tgt, want",
+    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+)
 def test_immediate_data_is_and_negotiated(ini, tgt, want):
     s = I.negotiate({"ImmediateData": ini}, {"ImmediateData": tgt})
     assert s.immediate_data is want
@@ -50,58 +52,62 @@ def test_rfc_defaults():
 
 
 def test_digests_pick_the_initiators_first_accepted_value():
-    s = I.negotiate({"HeaderDigest": "CRC32C,None"},
-                    {"HeaderDigest": "None,CRC32C"})
+    s = I.negotiate({"HeaderDigest": "CRC32C,None"}, {"HeaderDigest": "None,CRC32C"})
     assert s.header_digest and not s.data_digest
     with pytest.raises(ValueError, match="DataDigest"):
         I.negotiate({"DataDigest": "CRC32C"}, {"DataDigest": "None"})
 
 
-@pytest.mark.parametrize("offer, word", [
-    ({"MaxBurstLength": 16384, "FirstBurstLength": 65536},
-     "FirstBurstLength"),
-    ({"MaxBurstLength": 16384}, "MaxBurstLength"),
-    ({"MaxOutstandingR2T": 0}, "MaxOutstandingR2T"),
-    ({"MaxRecvDataSegmentLength": 100}, "MaxRecvDataSegmentLength"),
-    ({"MaxRecvDataSegmentLength": 2**24}, "MaxRecvDataSegmentLength"),
-    ({"InitialR2T": "yes"}, "InitialR2T"),
-    ({"ImmediateData": 1}, "ImmediateData"),
-    ({"FirstBurstLength": True}, "FirstBurstLength"),
-    ({"MaxBurstLenght": 65536}, "MaxBurstLenght"),
-    ({"HeaderDigest": "MD5"}, "HeaderDigest"),
-])
+@pytest.mark.parametrize(
+    "offer, word",
+    [
+        ({"MaxBurstLength": 16384, "FirstBurstLength": 65536}, "FirstBurstLength"),
+        ({"MaxBurstLength": 16384}, "MaxBurstLength"),
+        ({"MaxOutstandingR2T": 0}, "MaxOutstandingR2T"),
+        ({"MaxRecvDataSegmentLength": 100}, "MaxRecvDataSegmentLength"),
+        ({"MaxRecvDataSegmentLength": 2**24}, "MaxRecvDataSegmentLength"),
+        ({"InitialR2T": "yes"}, "InitialR2T"),
+        ({"ImmediateData": 1}, "ImmediateData"),
+        ({"FirstBurstLength": True}, "FirstBurstLength"),
+        ({"MaxBurstLenght": 65536}, "MaxBurstLenght"),
+        ({"HeaderDigest": "MD5"}, "HeaderDigest"),
+    ],
+)
 @pytest.mark.parametrize("side", ["initiator", "target"])
 def test_bad_keys_name_the_key(offer, word, side):
     with pytest.raises(ValueError, match=word):
         I.negotiate(**{side: offer})
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(first_burst_length=65536, max_burst_length=8192),
-     "FirstBurstLength"),
-    (dict(max_outstanding_r2t=0), "MaxOutstandingR2T"),
-    (dict(target_mrdsl=511), "MaxRecvDataSegmentLength"),
-    (dict(initial_r2t="Yes"), "initial_r2t"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(first_burst_length=65536, max_burst_length=8192), "FirstBurstLength"),
+        (dict(max_outstanding_r2t=0), "MaxOutstandingR2T"),
+        (dict(target_mrdsl=511), "MaxRecvDataSegmentLength"),
+        (dict(initial_r2t="Yes"), "initial_r2t"),
+    ],
+)
 def test_session_checks_the_same_rules(kwargs, word):
     with pytest.raises(ValueError, match=word):
         I.Session(**kwargs)
 
 
-@pytest.mark.parametrize("call, word", [
-    (lambda: I.exchange("erase", 10), "op"),
-    (lambda: I.exchange("read", -1), "size_bytes"),
-    (lambda: I.exchange("read", 1.5), "size_bytes"),
-    (lambda: I.exchange("read", 10, session={"InitialR2T": True}),
-     "session"),
-    (lambda: I.round_trips("write", True), "size_bytes"),
-    (lambda: I.command_latency_s("read", 10, -1.0, 1e9), "rtt_s"),
-    (lambda: I.command_latency_s("read", 10, 1e-3, 0), "link_bps"),
-    (lambda: I.command_latency_s("read", 10, 1e-3, 1e9, added_delay_s=-1),
-     "added_delay_s"),
-    (lambda: I.throughput_bound_Bps("read", 10, 1e-3, 1e9, qd=0), "qd"),
-    (lambda: I.throughput_bound_Bps("read", 0, 1e-3, 1e9), "size_bytes"),
-])
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: I.exchange("erase", 10), "op"),
+        (lambda: I.exchange("read", -1), "size_bytes"),
+        (lambda: I.exchange("read", 1.5), "size_bytes"),
+        (lambda: I.exchange("read", 10, session={"InitialR2T": True}), "session"),
+        (lambda: I.round_trips("write", True), "size_bytes"),
+        (lambda: I.command_latency_s("read", 10, -1.0, 1e9), "rtt_s"),
+        (lambda: I.command_latency_s("read", 10, 1e-3, 0), "link_bps"),
+        (lambda: I.command_latency_s("read", 10, 1e-3, 1e9, added_delay_s=-1), "added_delay_s"),
+        (lambda: I.throughput_bound_Bps("read", 10, 1e-3, 1e9, qd=0), "qd"),
+        (lambda: I.throughput_bound_Bps("read", 0, 1e-3, 1e9), "size_bytes"),
+    ],
+)
 def test_bad_calls_name_the_parameter(call, word):
     with pytest.raises(ValueError, match=word):
         call()
@@ -109,10 +115,10 @@ def test_bad_calls_name_the_parameter(call, word):
 
 # ---- the exchange -----------------------------------------------------------
 
+
 def test_iet_write_of_64_kib_waits_for_an_r2t_and_a_response():
-    for imm in (True, False):          # IET's manual and code disagree
-        s = I.negotiate(I.OPEN_ISCSI_DEFAULTS,
-                        {**I.IET_DEFAULTS, "ImmediateData": imm})
+    for imm in (True, False):  # IET's manual and code disagree
+        s = I.negotiate(I.OPEN_ISCSI_DEFAULTS, {**I.IET_DEFAULTS, "ImmediateData": imm})
         legs = I.exchange("write", 65536, s)
         assert [leg.direction for leg in legs] == ["C>S", "S>C"] * 2
         assert legs[1].pdus[0].opcode == "R2T"
@@ -121,8 +127,7 @@ def test_iet_write_of_64_kib_waits_for_an_r2t_and_a_response():
 
 
 def test_unsolicited_write_needs_one_round_trip():
-    s = I.negotiate(I.OPEN_ISCSI_DEFAULTS,
-                    {**I.IET_DEFAULTS, "InitialR2T": False})
+    s = I.negotiate(I.OPEN_ISCSI_DEFAULTS, {**I.IET_DEFAULTS, "InitialR2T": False})
     legs = I.exchange("write", 65536, s)
     assert len(legs) == 2 and I.unsolicited_bytes(65536, s) == (8192, 57344)
     # ... but anything past FirstBurstLength still waits for an R2T
@@ -130,12 +135,10 @@ def test_unsolicited_write_needs_one_round_trip():
 
 
 def test_read_pdus_and_status():
-    s = I.Session(initiator_mrdsl=8192, max_burst_length=16384,
-                  first_burst_length=16384)
+    s = I.Session(initiator_mrdsl=8192, max_burst_length=16384, first_burst_length=16384)
     legs = I.exchange("read", 65536, s)
     back = legs[1].pdus
-    assert [p.opcode for p in back] == ["SCSI Data-In"] * 8 + [
-        "SCSI Response"]
+    assert [p.opcode for p in back] == ["SCSI Data-In"] * 8 + ["SCSI Response"]
     # F bit at each MaxBurstLength boundary (every other 8 KiB PDU)
     assert [p.final for p in back[:8]] == [False, True] * 4
     folded = I.exchange("read", 65536, s, status_in_data_in=True)
@@ -150,8 +153,7 @@ def test_writes_are_one_send_per_pdu_or_header_then_data():
     assert legs[2].writes == (48 + 8192,) * 7
     split = I.exchange("write", 65536, s, split_header=True)
     assert split[2].writes == (48, 8192) * 7
-    assert [leg.socket_bytes for leg in split] == [
-        leg.socket_bytes for leg in legs]
+    assert [leg.socket_bytes for leg in split] == [leg.socket_bytes for leg in legs]
 
 
 def test_padding_and_digests():
@@ -163,20 +165,29 @@ def test_padding_and_digests():
 
 sessions = st.builds(
     lambda fbl, extra, r, mt, mi, r2t, imm: I.Session(
-        initial_r2t=r2t, immediate_data=imm, first_burst_length=fbl,
-        max_burst_length=fbl + extra, max_outstanding_r2t=r,
-        target_mrdsl=mt, initiator_mrdsl=mi),
-    st.integers(512, 2**18), st.integers(0, 2**18), st.integers(1, 6),
-    st.integers(512, 2**17), st.integers(512, 2**17), st.booleans(),
-    st.booleans())
+        initial_r2t=r2t,
+        immediate_data=imm,
+        first_burst_length=fbl,
+        max_burst_length=fbl + extra,
+        max_outstanding_r2t=r,
+        target_mrdsl=mt,
+        initiator_mrdsl=mi,
+    ),
+    st.integers(512, 2**18),
+    st.integers(0, 2**18),
+    st.integers(1, 6),
+    st.integers(512, 2**17),
+    st.integers(512, 2**17),
+    st.booleans(),
+    st.booleans(),
+)
 sizes = st.integers(0, 2**21)
 
 
 @given(sessions, sizes, st.sampled_from(["read", "write"]))
 def test_legs_alternate_and_count_the_round_trips(s, n, op):
     legs = I.exchange(op, n, s)
-    assert [leg.direction for leg in legs] == [
-        "C>S", "S>C"] * (len(legs) // 2)
+    assert [leg.direction for leg in legs] == ["C>S", "S>C"] * (len(legs) // 2)
     assert len(legs) // 2 == I.round_trips(op, n, s)
     # SymPy's expression agrees with the count
     expr = D.round_trips_expr(op, s.initial_r2t, s.immediate_data)
@@ -193,7 +204,7 @@ def test_no_pdu_lost_and_every_byte_written_once(s, n):
     data = [p for p in pdus if p.opcode in ("SCSI Command", "SCSI Data-Out")]
     pieces = [(p.offset, p.data_bytes) for p in data if p.data_bytes]
     covered = 0
-    for off, size in pieces:                 # in order, no gap or overlap
+    for off, size in pieces:  # in order, no gap or overlap
         assert off == covered
         covered += size
     assert covered == n
@@ -204,8 +215,11 @@ def test_no_pdu_lost_and_every_byte_written_once(s, n):
     assert all(p.r2t_bytes <= s.max_burst_length for p in r2ts)
     # every R2T is answered by Data-Out covering exactly its range
     for r in r2ts:
-        answer = [p for p in data if p.opcode == "SCSI Data-Out"
-                  and r.offset <= p.offset < r.offset + r.r2t_bytes]
+        answer = [
+            p
+            for p in data
+            if p.opcode == "SCSI Data-Out" and r.offset <= p.offset < r.offset + r.r2t_bytes
+        ]
         assert sum(p.data_bytes for p in answer) == r.r2t_bytes
         assert answer[-1].final
     # segment limits and outstanding R2Ts
@@ -228,13 +242,17 @@ def test_read_delivers_every_byte_in_segments_the_initiator_accepts(s, n, f):
     assert legs[1].pdus[-1].status
 
 
-@given(sessions, st.integers(1, 2**21), st.sampled_from(["read", "write"]),
-       st.floats(0, 1e-2), st.floats(0, 1e-2))
+@given(
+    sessions,
+    st.integers(1, 2**21),
+    st.sampled_from(["read", "write"]),
+    st.floats(0, 1e-2),
+    st.floats(0, 1e-2),
+)
 def test_each_round_trip_waits_once_for_the_added_delay(s, n, op, rtt, dly):
     t0 = I.command_latency_s(op, n, rtt, 1e9, s)
     t1 = I.command_latency_s(op, n, rtt, 1e9, s, added_delay_s=dly)
-    assert t1 - t0 == pytest.approx(I.round_trips(op, n, s) * dly,
-                                    abs=1e-12)
+    assert t1 - t0 == pytest.approx(I.round_trips(op, n, s) * dly, abs=1e-12)
     x = I.throughput_bound_Bps(op, n, rtt, 1e9, 4, s)
     assert x <= 1e9 / 8 and x <= 4 * n / t0 * (1 + 1e-12)
 
@@ -258,11 +276,14 @@ def test_sympy_delay_sensitivity_is_the_round_trip_count():
 
 
 def test_module_imports_no_numeric_library():
-    code = ("import sys, models.iscsi; "
-            "print([m for m in ('numpy', 'sympy', 'pandas', 'scipy') "
-            "if m in sys.modules])")
+    code = (
+        "import sys, models.iscsi; "
+        "print([m for m in ('numpy', 'sympy', 'pandas', 'scipy') "
+        "if m in sys.modules])"
+    )
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, check=True, cwd=root, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env
+    )
     assert out.stdout.strip() == "[]"

@@ -42,8 +42,7 @@ def declared() -> dict[str, Live]:
 
     found["figures.modes.mean_median_figure"] = mean_median_figure(204.5)
     found["figures.budget.page_cost_figure"] = page_cost_figure(4.82)
-    found["figures.windows.window_live_figure"] = window_live_figure(
-        bound_table(), KB)
+    found["figures.windows.window_live_figure"] = window_live_figure(bound_table(), KB)
     found["figures.kernel.kernel_figure"] = kernel_figure()
     found["figures.control.loop_figure"] = _loop_figure()
     return found
@@ -56,36 +55,45 @@ def _loop_figure() -> Live:
     from models.validation import throttling as VT
 
     return loop_figure(
-        th.thesis_plant(), VT.LOOP_SCHEDULE,
+        th.thesis_plant(),
+        VT.LOOP_SCHEDULE,
         th.controller_parameters("reg_pl"),
         {"section 4.4": th.text_ladder(), "listing B.2": th.listed_ladder()},
-        VT.LOOP_SEED, VT.LOOP_TRANSIENT_S, th.MB)
+        VT.LOOP_SEED,
+        VT.LOOP_TRANSIENT_S,
+        th.MB,
+    )
 
 
 def test_every_live_module_imports_without_the_missing_packages():
-    assert build_live_bundle.check_standard_library_only() == list(
-        L.LIVE_MODULES)
+    assert build_live_bundle.check_standard_library_only() == list(L.LIVE_MODULES)
 
 
 def test_functions_give_identical_numbers_without_the_missing_packages():
     """The browser has no NumPy, SymPy, pandas: with them blocked, every
     declared figure's first view equals the normal import's, bit for bit."""
     specs = {k: v.spec_json() for k, v in declared().items()}
-    code = "\n".join([
-        "import json, sys",
-        f"for name in {BLOCKED!r}:",
-        "    sys.modules[name] = None",
-        "from figures.live import evaluate_json",
-        "specs = json.loads(sys.stdin.read())",
-        "print(json.dumps({k: evaluate_json(s) for k, s in specs.items()}))",
-    ])
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT,
-                         input=json.dumps(specs), capture_output=True,
-                         text=True, timeout=300)
+    code = "\n".join(
+        [
+            "import json, sys",
+            f"for name in {BLOCKED!r}:",
+            "    sys.modules[name] = None",
+            "from figures.live import evaluate_json",
+            "specs = json.loads(sys.stdin.read())",
+            "print(json.dumps({k: evaluate_json(s) for k, s in specs.items()}))",
+        ]
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        input=json.dumps(specs),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     blocked = json.loads(out.stdout)
-    here = {k: json.loads(json.dumps(L.evaluate_json(s)))
-            for k, s in specs.items()}
+    here = {k: json.loads(json.dumps(L.evaluate_json(s))) for k, s in specs.items()}
     assert blocked == here
 
 
@@ -93,20 +101,22 @@ def test_functions_give_identical_numbers_without_the_missing_packages():
 def test_grid_is_the_function_rounded(name):
     spec = declared()[name]
     fig = spec.figure() if name != "figures.bottleneck.IOPS_QD" else None
-    if fig is None:   # 360 ring runs: check one off-default point instead
+    if fig is None:  # 360 ring runs: check one off-default point instead
         exact = spec.evaluate(iosize=512, cp_us=30.0)
         assert exact["traces"][1]["y"][-1] * 1e3 * 30e-6 == pytest.approx(
-            1, rel=0.02)       # client bound: 1/CP
+            1, rel=0.02
+        )  # client bound: 1/CP
         assert "neither [1] nor [2]" in exact["title"]
-        assert len(exact["traces"]) == 3    # no threshold line
+        assert len(exact["traces"]) == 3  # no threshold line
         return
     default = fig.frame()
     assert default == L._round(spec.evaluate(), spec.digits)
     assert fig.grid_size == len(list(fig.frames))
     # The browser's entry point returns the same numbers, unrounded.
     payload = {**spec.spec_json(), "values": {}}
-    assert json.loads(L.browser_call(json.dumps(payload))) == \
-        json.loads(json.dumps(spec.evaluate()))
+    assert json.loads(L.browser_call(json.dumps(payload))) == json.loads(
+        json.dumps(spec.evaluate())
+    )
 
 
 def test_page_html_carries_the_spec():
@@ -115,8 +125,12 @@ def test_page_html_carries_the_spec():
     fig = WIRE_TIME.figure()
     page = fig.to_html()
     assert 'data-live="figures.wire:wire_time_curve"' in page
-    data = re.search(r'<script type="application/json" id="ch2-wire-time-'
-                     r'data">(.*?)</script>', page, re.S).group(1)
+    data = re.search(
+        r'<script type="application/json" id="ch2-wire-time-'
+        r'data">(.*?)</script>',
+        page,
+        re.S,
+    ).group(1)
     spec = json.loads(data)
     assert spec["function"] == "figures.wire:wire_time_curve"
     assert spec["frames"][spec["default"]] == fig.frame()
@@ -139,8 +153,7 @@ def test_values_are_checked_and_coerced():
     with pytest.raises(ValueError, match="function"):
         L.evaluate_json({**spec, "function": "os:system"})
     iosize = IOPS_QD.controls[0]
-    assert iosize.coerce(1000.4) == 1000 and isinstance(iosize.coerce(7.0),
-                                                        int)
+    assert iosize.coerce(1000.4) == 1000 and isinstance(iosize.coerce(7.0), int)
     assert IOPS_QD.controls[1].coerce(16) == 16.0
 
 
@@ -148,21 +161,23 @@ def _f(x: float) -> dict:  # not in a figures module
     return {"traces": []}
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: Range("a b", "A", 0, 1, [0, 1], 0), "name"),
-    (lambda: Range("a", "A", 1, 1, [1, 1], 1), "min must be below max"),
-    (lambda: Range("a", "A", 0, 1, [0], 0), "at least two"),
-    (lambda: Range("a", "A", 0, 1, [0, 2], 0), "outside"),
-    (lambda: Range("a", "A", 0, 1, [0, 1], 0.5), "not on the grid"),
-    (lambda: Range("a", "A", 0, 1, [1, 0], 0), "increase"),
-    (lambda: Range("a", "A", 0, 10, [0, 1], 0, log=True), "positive"),
-    (lambda: Number("a", "A", 0, 10, [0.5, 1], 1, integer=True), "whole"),
-    (lambda: Select("a", "A", ["x"], "x"), "at least two"),
-    (lambda: Select("a", "A", ["x", "y"], "z"), "not one of"),
-    (lambda: Live("Bad", _f, [Range("x", "X", 0, 1, [0, 1], 0)]), "fig_id"),
-    (lambda: Live("ok", _f, [Range("x", "X", 0, 1, [0, 1], 0)]),
-     "figures module"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Range("a b", "A", 0, 1, [0, 1], 0), "name"),
+        (lambda: Range("a", "A", 1, 1, [1, 1], 1), "min must be below max"),
+        (lambda: Range("a", "A", 0, 1, [0], 0), "at least two"),
+        (lambda: Range("a", "A", 0, 1, [0, 2], 0), "outside"),
+        (lambda: Range("a", "A", 0, 1, [0, 1], 0.5), "not on the grid"),
+        (lambda: Range("a", "A", 0, 1, [1, 0], 0), "increase"),
+        (lambda: Range("a", "A", 0, 10, [0, 1], 0, log=True), "positive"),
+        (lambda: Number("a", "A", 0, 10, [0.5, 1], 1, integer=True), "whole"),
+        (lambda: Select("a", "A", ["x"], "x"), "at least two"),
+        (lambda: Select("a", "A", ["x", "y"], "z"), "not one of"),
+        (lambda: Live("Bad", _f, [Range("x", "X", 0, 1, [0, 1], 0)]), "fig_id"),
+        (lambda: Live("ok", _f, [Range("x", "X", 0, 1, [0, 1], 0)]), "figures module"),
+    ],
+)
 def test_bad_declarations_name_the_problem(make, message):
     with pytest.raises(ValueError, match=message):
         make()
@@ -179,14 +194,17 @@ def test_live_rejects_fixed_that_json_would_change():
 
 
 def test_old_grid_only_form_still_works():
-    fig = LiveFigure("old-form", {"a (x)": [1, 2, 3], "b": ["p", "q"]},
-                     lambda a, b: {"traces": [{"x": [a], "y": [a * 2.0]}],
-                                   "title": b},
-                     arg_names={"a (x)": "a", "b": "b"}, defaults={"b": "q"})
+    fig = LiveFigure(
+        "old-form",
+        {"a (x)": [1, 2, 3], "b": ["p", "q"]},
+        lambda a, b: {"traces": [{"x": [a], "y": [a * 2.0]}], "title": b},
+        arg_names={"a (x)": "a", "b": "b"},
+        defaults={"b": "q"},
+    )
     assert fig.grid_size == 6 and fig.live is None
     assert fig.frame() == {"traces": [{"x": [2], "y": [4.0]}], "title": "q"}
     assert fig.frame(**{"a (x)": 3})["traces"][0]["y"] == [6.0]
-    assert fig.frame(a=1, b="p")["title"] == "p"    # names work too
+    assert fig.frame(a=1, b="p")["title"] == "p"  # names work too
     with pytest.raises(ValueError, match="not on the grid"):
         fig.frame(a=7)
     page = fig.to_html()
@@ -203,4 +221,4 @@ def test_bundle_holds_the_live_modules(tmp_path):
     assert not any(n.startswith("models/measure/") for n in names)
     first = out.read_bytes()
     build_live_bundle.build(out)
-    assert out.read_bytes() == first       # reproducible
+    assert out.read_bytes() == first  # reproducible

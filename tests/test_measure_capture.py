@@ -18,7 +18,9 @@ NO_STALL = DATA / "measure_flory_veth1500_n1448.pcap"
 
 
 def _port(segs: list[Segment]) -> int:
-    syn = next(s for s in segs if s.syn and not (s.flags & 0x10))  # SYN without ACK: client -> server
+    syn = next(
+        s for s in segs if s.syn and not (s.flags & 0x10)
+    )  # SYN without ACK: client -> server
     return syn.dport
 
 

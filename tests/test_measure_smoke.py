@@ -42,7 +42,9 @@ def loopback() -> Link:
 
 
 def test_nagle_two_sends_stall_on_loopback(loopback: Link) -> None:
-    r = run_one(RunSpec("iscsi", "nagle", 1, 512, duration_s=0.5, warmup_s=0.2, capture=False), loopback)
+    r = run_one(
+        RunSpec("iscsi", "nagle", 1, 512, duration_s=0.5, warmup_s=0.2, capture=False), loopback
+    )
     c = r.client
     assert c["window_ops"] >= 5
     # delayed-ACK timer: 40 ms minimum, fires on a jiffy (4 ms at HZ=250, 10 ms at HZ=100): 36..60 ms
@@ -54,16 +56,22 @@ def test_nagle_two_sends_stall_on_loopback(loopback: Link) -> None:
 
 
 def test_msg_more_header_does_not_stall(loopback: Link) -> None:
-    r = run_one(RunSpec("iscsi", "more", 1, 512, duration_s=0.3, warmup_s=0.1, capture=False), loopback)
+    r = run_one(
+        RunSpec("iscsi", "more", 1, 512, duration_s=0.3, warmup_s=0.1, capture=False), loopback
+    )
     c = r.client
     assert c["stalled_ops"] == 0
-    assert c["lat_p50_us"] < 5_000  # microseconds on loopback; 5 ms leaves room for a loaded machine
+    assert (
+        c["lat_p50_us"] < 5_000
+    )  # microseconds on loopback; 5 ms leaves room for a loaded machine
     assert c["iops"] > 200
     assert r.server["tcp_info"]["data_segs_out"] == r.server["ops"]  # one segment per response
 
 
 def test_queue_depth_kept_and_busy_counts(loopback: Link) -> None:
-    r = run_one(RunSpec("iscsi", "nodelay", 4, 512, duration_s=0.3, warmup_s=0.05, capture=False), loopback)
+    r = run_one(
+        RunSpec("iscsi", "nodelay", 4, 512, duration_s=0.3, warmup_s=0.05, capture=False), loopback
+    )
     s, c = r.server, r.client
     # every request answered exactly once, in order (the client checks tags), none lost
     assert c["issued"] == c["completed"] == s["ops"]
@@ -76,7 +84,10 @@ def test_queue_depth_kept_and_busy_counts(loopback: Link) -> None:
 
 
 def test_count_limit_bounds_the_run(loopback: Link) -> None:
-    r = run_one(RunSpec("flory", "nodelay", 1, 100, duration_s=30, warmup_s=0, count=7, capture=False), loopback)
+    r = run_one(
+        RunSpec("flory", "nodelay", 1, 100, duration_s=30, warmup_s=0, count=7, capture=False),
+        loopback,
+    )
     assert r.client["completed"] == 7 and r.client["end"] == "count"
     assert r.wall_s < 10
 
@@ -89,8 +100,13 @@ def test_cli_smoke_command() -> None:
     if why:
         pytest.skip(why)
     root = Path(__file__).resolve().parents[1]
-    res = subprocess.run([sys.executable, "-m", "models.measure", "smoke", "--duration", "0.3"], cwd=root,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "models.measure", "smoke", "--duration", "0.3"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if res.returncode == 2 and "compiler" in res.stderr:
         pytest.skip(res.stderr.strip())
     assert res.returncode == 0, res.stderr + res.stdout
@@ -103,9 +119,21 @@ def test_sweep_writes_a_valid_dataset(loopback: Link, tmp_path: Path) -> None:
     from models.measure.sweep import PlannedRun, run_sweep
 
     lo = LinkSpec("loopback")
-    plan = [PlannedRun(lo, RunSpec("flory", "nodelay", 1, 1448, duration_s=0.2, warmup_s=0.05, capture=False), "flory"),
-            PlannedRun(lo, RunSpec("iscsi", "nodelay", 2, 512, duration_s=0.2, warmup_s=0.05, capture=False), "iscsi")]
-    written = run_sweep(plan, tmp_path, prefix="smoke6", command_line="pytest", progress=lambda m: None)
+    plan = [
+        PlannedRun(
+            lo,
+            RunSpec("flory", "nodelay", 1, 1448, duration_s=0.2, warmup_s=0.05, capture=False),
+            "flory",
+        ),
+        PlannedRun(
+            lo,
+            RunSpec("iscsi", "nodelay", 2, 512, duration_s=0.2, warmup_s=0.05, capture=False),
+            "iscsi",
+        ),
+    ]
+    written = run_sweep(
+        plan, tmp_path, prefix="smoke6", command_line="pytest", progress=lambda m: None
+    )
     assert set(written) == {"flory", "iscsi_loop", "busy_counts"}
     data = pytest.importorskip("models.data")
     busy = data.load("smoke6_busy_counts", tmp_path)

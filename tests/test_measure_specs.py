@@ -6,23 +6,39 @@ from models.measure import LinkSpec, RunSpec
 from models.measure.sweep import SCHEMAS, flory_payloads, standard_plan
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"proto": "http"}, "proto"), ({"sock": "cork"}, "sock"), ({"qd": 0}, "qd"), ({"qd": -3}, "qd"),
-    ({"payload_bytes": -1}, "payload_bytes"), ({"payload_bytes": 5 * 2**20}, "payload_bytes"),
-    ({"duration_s": 0}, "duration_s"), ({"warmup_s": -1}, "warmup_s"), ({"count": 0}, "count"),
-    ({"cc": "cubic; rm"}, "cc"), ({"client_sock": "more"}, "client_sock"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"proto": "http"}, "proto"),
+        ({"sock": "cork"}, "sock"),
+        ({"qd": 0}, "qd"),
+        ({"qd": -3}, "qd"),
+        ({"payload_bytes": -1}, "payload_bytes"),
+        ({"payload_bytes": 5 * 2**20}, "payload_bytes"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"warmup_s": -1}, "warmup_s"),
+        ({"count": 0}, "count"),
+        ({"cc": "cubic; rm"}, "cc"),
+        ({"client_sock": "more"}, "client_sock"),
+    ],
+)
 def test_runspec_rejects_bad_values(kwargs: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):
         RunSpec(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"kind": "wifi"}, "kind"), ({"kind": "veth"}, "mtu"), ({"kind": "veth", "mtu": 40}, "mtu"),
-    ({"kind": "loopback", "mtu": 1500}, "mtu"), ({"kind": "loopback", "rate_bits_per_s": 10**9}, "rate"),
-    ({"kind": "veth", "mtu": 1500, "rate_bits_per_s": 10}, "rate"),
-    ({"kind": "veth", "mtu": 1500, "offloads": "maybe"}, "offloads"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"kind": "wifi"}, "kind"),
+        ({"kind": "veth"}, "mtu"),
+        ({"kind": "veth", "mtu": 40}, "mtu"),
+        ({"kind": "loopback", "mtu": 1500}, "mtu"),
+        ({"kind": "loopback", "rate_bits_per_s": 10**9}, "rate"),
+        ({"kind": "veth", "mtu": 1500, "rate_bits_per_s": 10}, "rate"),
+        ({"kind": "veth", "mtu": 1500, "offloads": "maybe"}, "offloads"),
+    ],
+)
 def test_linkspec_rejects_bad_values(kwargs: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):
         LinkSpec(**kwargs)
@@ -41,8 +57,11 @@ def test_labels_and_sizes() -> None:
 
 def test_standard_plan_covers_the_issue_grid() -> None:
     plan = standard_plan(root=True)
-    iscsi = {(p.link.label, p.spec.sock, p.spec.qd, p.spec.payload_bytes, p.spec.cc)
-             for p in plan if p.table == "iscsi"}
+    iscsi = {
+        (p.link.label, p.spec.sock, p.spec.qd, p.spec.payload_bytes, p.spec.cc)
+        for p in plan
+        if p.table == "iscsi"
+    }
     for label in ("loopback", "veth-1500"):
         for mode in ("nagle", "nodelay", "more", "more_nodelay"):
             for qd in (1, 2, 3, 4, 5, 8, 16, 32, 64):
@@ -50,7 +69,11 @@ def test_standard_plan_covers_the_issue_grid() -> None:
                     assert (label, mode, qd, size, None) in iscsi
     assert ("loopback", "nagle", 1, 512, "cubic") in iscsi
     flory = {(p.link.label, p.spec.payload_bytes) for p in plan if p.table == "flory"}
-    assert ("veth-1500", 1447) in flory and ("veth-1500", 1448) in flory and ("loopback", 65483) in flory
+    assert (
+        ("veth-1500", 1447) in flory
+        and ("veth-1500", 1448) in flory
+        and ("loopback", 65483) in flory
+    )
     # a normal user gets the host loopback only
     assert {p.link.label for p in standard_plan(root=False)} == {"loopback"}
     assert all(not p.link.needs_root for p in standard_plan(root=False))

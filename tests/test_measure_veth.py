@@ -43,7 +43,9 @@ def can_netns() -> None:
 def test_flory_mss_boundary_on_veth(can_netns: None) -> None:
     with Link(LinkSpec("veth", mtu=1500)) as link:
         assert len(_mine(os.getpid())) == 2
-        short = run_one(RunSpec("flory", "nagle", 1, 1447, duration_s=5, warmup_s=0, count=6), link)
+        short = run_one(
+            RunSpec("flory", "nagle", 1, 1447, duration_s=5, warmup_s=0, count=6), link
+        )
         full = run_one(RunSpec("flory", "nagle", 1, 1448, duration_s=5, warmup_s=0, count=6), link)
     assert short.server["tcp_maxseg_bytes"] == 1448
     # 1447: all but the first exchange (quick-ACK mode) wait for the delayed ACK; 1448: none does
@@ -58,9 +60,15 @@ def test_flory_mss_boundary_on_veth(can_netns: None) -> None:
 def test_tbf_rate_limit_bounds_throughput(can_netns: None) -> None:
     rate = 100_000_000  # bits per second
     with Link(LinkSpec("veth", mtu=1500, rate_bits_per_s=rate)) as link:
-        r = run_one(RunSpec("iscsi", "nodelay", 16, 4096, duration_s=0.5, warmup_s=0.2, capture=False), link)
-        qdisc = subprocess.run(link.prefix("server") + ["tc", "qdisc", "show", "dev", link.server_iface],
-                               capture_output=True, text=True).stdout
+        r = run_one(
+            RunSpec("iscsi", "nodelay", 16, 4096, duration_s=0.5, warmup_s=0.2, capture=False),
+            link,
+        )
+        qdisc = subprocess.run(
+            link.prefix("server") + ["tc", "qdisc", "show", "dev", link.server_iface],
+            capture_output=True,
+            text=True,
+        ).stdout
     assert "tbf" in qdisc
     # payload bits per second cannot exceed the wire rate
     payload_bps = r.client["iops"] * (48 + 4096) * 8  # bytes -> bits
@@ -79,9 +87,25 @@ def test_cleanup_after_exception(can_netns: None) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_cleanup_on_signal(can_netns: None, sig: signal.Signals) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "models.measure", "run", "--link", "veth", "--mtu", "1500",
-                             "--duration", "20", "--no-capture"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "models.measure",
+            "run",
+            "--link",
+            "veth",
+            "--mtu",
+            "1500",
+            "--duration",
+            "20",
+            "--no-capture",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(_mine(proc.pid)) < 2:
         time.sleep(0.05)

@@ -21,7 +21,9 @@ def test_cpu_bound_inequality_2_marks_the_peak():
     """Below (CL + RTTmin)/SP the server thread sleeps; at or above it, IOPS = 1/SP."""
     lat = dict(SL=16.7e-6, CL=23.7e-6)
     ring = Ring.four_stage(**SOURCE, **lat)
-    qd_min = A.numeric(A.qd_min_cpu_bound())(CL=lat["CL"], RTTmin=sum(SOURCE.values()), SP=SOURCE["SP"])
+    qd_min = A.numeric(A.qd_min_cpu_bound())(
+        CL=lat["CL"], RTTmin=sum(SOURCE.values()), SP=SOURCE["SP"]
+    )
     for qd in range(1, 10):
         r = ring.run(qd, ops=3000)
         if qd >= qd_min:
@@ -36,8 +38,9 @@ def test_network_bound_inequality_1_marks_the_peak():
     times = dict(W1=2e-6, SP=5e-6, W2=20e-6, CP=4e-6)
     lat = dict(SL=30e-6, CL=25e-6)
     ring = Ring.four_stage(**times, **lat)
-    qd_min = A.numeric(A.qd_min_network_bound())(CL=lat["CL"], RTTmin=sum(times.values()),
-                                                  SL=lat["SL"], W2=times["W2"])
+    qd_min = A.numeric(A.qd_min_network_bound())(
+        CL=lat["CL"], RTTmin=sum(times.values()), SL=lat["SL"], W2=times["W2"]
+    )
     for qd in range(1, 9):
         r = ring.run(qd, ops=3000)
         if qd >= qd_min:
@@ -65,8 +68,11 @@ times = st.floats(min_value=1e-6, max_value=1e-3)
 
 
 @settings(max_examples=60, deadline=None)
-@given(qd=st.integers(1, 24), t=st.lists(times, min_size=2, max_size=8),
-       lat=st.lists(st.floats(0, 1e-3), min_size=8, max_size=8))
+@given(
+    qd=st.integers(1, 24),
+    t=st.lists(times, min_size=2, max_size=8),
+    lat=st.lists(st.floats(0, 1e-3), min_size=8, max_size=8),
+)
 def test_invariants_and_bounds(qd, t, lat):
     ring = Ring([Stage(f"s{i}", x, lat[i]) for i, x in enumerate(t)])
     ops = 300

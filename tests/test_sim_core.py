@@ -11,16 +11,24 @@ import textwrap
 import pytest
 
 from models import framing
-from models.sim import (PARTS, PROFILES, Host, Kernel, Link, Run, Scenario,
-                        Workload, get_profile, simulate)
+from models.sim import (
+    PARTS,
+    PROFILES,
+    Host,
+    Kernel,
+    Link,
+    Run,
+    Scenario,
+    Workload,
+    get_profile,
+    simulate,
+)
 from models.sim.cycles import FIELDS
 from models.sim.engine import Simulation
 from models.sim.rng import PCG64
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]
-                       / "tools"))
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "tools"))
 import sim_golden  # noqa: E402
-
 
 # -- NumPy's generator, reproduced ---------------------------------------------
 
@@ -29,10 +37,8 @@ import sim_golden  # noqa: E402
 def test_pcg64_matches_numpy(seed):
     np = pytest.importorskip("numpy")
     g, p = np.random.default_rng(seed), PCG64(seed)
-    ref = [g.uniform(0, 0.004) for _ in range(5)] + list(
-        g.uniform(0.8, 1.2, 50))
-    got = [p.uniform(0, 0.004) for _ in range(5)] + [
-        p.uniform(0.8, 1.2) for _ in range(50)]
+    ref = [g.uniform(0, 0.004) for _ in range(5)] + list(g.uniform(0.8, 1.2, 50))
+    got = [p.uniform(0, 0.004) for _ in range(5)] + [p.uniform(0.8, 1.2) for _ in range(50)]
     assert got == ref
 
 
@@ -64,13 +70,17 @@ _BLOCKED = textwrap.dedent("""
 def test_core_runs_without_numpy_sympy_pandas_and_agrees_exactly():
     from models import presets
     from models.ring import Ring
-    p = subprocess.run([sys.executable, "-c", _BLOCKED], capture_output=True,
-                       text=True, timeout=300)
+
+    p = subprocess.run(
+        [sys.executable, "-c", _BLOCKED], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr
     blocked = json.loads(p.stdout)
-    for sc in (presets.busy_count("nagle", 3, ops=300),
-               Scenario(workload={"qd": 4}, run={"jitter": 0.2, "ops": 200}),
-               presets.one_segment(workload={"qd": 16})):
+    for sc in (
+        presets.busy_count("nagle", 3, ops=300),
+        Scenario(workload={"qd": 4}, run={"jitter": 0.2, "ops": 200}),
+        presets.one_segment(workload={"qd": 16}),
+    ):
         r = simulate(sc)
         assert blocked[repr(sc)] == [r.iops, list(r.rtts_s), r.tick_phase_s]
     ring = Ring.four_stage(W1=1e-6, SP=16e-6, W2=5e-6, CP=8e-6)
@@ -82,11 +92,28 @@ def test_core_runs_without_numpy_sympy_pandas_and_agrees_exactly():
 
 def _instances(sim):
     s, c = sim.server_ep, sim.client_ep
-    return [sim.loop, sim.clock, sim.c2s, sim.s2c, sim.c2s.rx, sim.s2c.rx,
-            c, s, c.sender, s.sender,
-            c.receiver, s.receiver, c.receiver.ack, s.receiver.ack,
-            c.sender.cork, c.sender.probe, c.receiver.ack.timer, sim.client,
-            sim.server, sim.client.cpu]
+    return [
+        sim.loop,
+        sim.clock,
+        sim.c2s,
+        sim.s2c,
+        sim.c2s.rx,
+        sim.s2c.rx,
+        c,
+        s,
+        c.sender,
+        s.sender,
+        c.receiver,
+        s.receiver,
+        c.receiver.ack,
+        s.receiver.ack,
+        c.sender.cork,
+        c.sender.probe,
+        c.receiver.ack.timer,
+        sim.client,
+        sim.server,
+        sim.client.cpu,
+    ]
 
 
 def _fields(obj) -> set:
@@ -103,9 +130,16 @@ def _classified(obj) -> set:
     return out
 
 
-@pytest.mark.parametrize("kernel,host", [
-    ({}, {}), ({"kernel_timers": True}, {}), ({"profile": "linux-2.4"}, {}),
-    ({}, {"rx_usecs": 50e-6, "gro": True}), ({}, {"shared_cpus": 2})])
+@pytest.mark.parametrize(
+    "kernel,host",
+    [
+        ({}, {}),
+        ({"kernel_timers": True}, {}),
+        ({"profile": "linux-2.4"}, {}),
+        ({}, {"rx_usecs": 50e-6, "gro": True}),
+        ({}, {"shared_cpus": 2}),
+    ],
+)
 def test_cycle_detector_classifies_every_field(kernel, host):
     host = dict(host)
     link = {"shared_cpus": host.pop("shared_cpus", None)}
@@ -119,11 +153,12 @@ def test_cycle_detector_classifies_every_field(kernel, host):
 def test_fast_forward_is_exact_on_the_books_sweep():
     # Chapter 6's figure: QD 1-24, one-segment responses, TCP_NODELAY.
     from models.presets import one_segment
+
     for q in (1, 2, 5, 8, 13, 24):
         sc = one_segment(workload={"qd": q}, run={"ops": 3000})
         fast = simulate(sc)
         slow = simulate(sc.replace(run={"fast_forward": False}))
-        assert fast.skipped_ops > 2000              # most of the run jumped
+        assert fast.skipped_ops > 2000  # most of the run jumped
         assert fast.rtts_s == slow.rtts_s and fast.iops == slow.iops
         assert fast.hosts == slow.hosts and fast.directions == slow.directions
 
@@ -137,42 +172,41 @@ def test_a_stall_cycle_repeats_with_the_tick():
 # -- errors name the field -------------------------------------------------------
 
 
-@pytest.mark.parametrize("make, word", [
-    (lambda: Workload(qdd=1), "did you mean 'qd'"),
-    (lambda: Link(mtuu=1500), "link has no parameter 'mtuu'"),
-    (lambda: Host(nodely=True), "did you mean 'nodelay'"),
-    (lambda: Kernel(proflie="linux-6"), "did you mean 'profile'"),
-    (lambda: Run(opps=3), "did you mean 'ops'"),
-    (lambda: Scenario(qd=1), "it is a field of workload"),
-    (lambda: Scenario(server={"nodelay": "yes"}), "server.nodelay"),
-    (lambda: Scenario(client={"proc_s": -1e-6}), "client.proc_s"),
-    (lambda: Scenario(workload={"qd": 0}), "workload.qd"),
-    (lambda: Scenario(workload={"qd": 2.5}), "workload.qd"),
-    (lambda: Scenario(workload={"request_writes": ()}), "request_writes"),
-    (lambda: Scenario(workload={"response_writes": (0,)}),
-     "response_writes"),
-    (lambda: Scenario(workload={"legs": ((48,), (48,), (8,))}), "legs"),
-    (lambda: Scenario(workload={"legs": ((48,), (48,)),
-                                "request_writes": (8,)}), "legs"),
-    (lambda: Scenario(workload={"setup_request_writes": (8,)}),
-     "setup_request_writes"),
-    (lambda: Scenario(link={"mtu": 52}), "link.mtu"),
-    (lambda: Scenario(link={"bandwidth_bps": 0}), "link.bandwidth_bps"),
-    (lambda: Scenario(link={"bandwidth_bps": float("inf")}), "bandwidth_bps"),
-    (lambda: Scenario(link={"bucket_bytes": 1513}), "link.bucket_bytes"),
-    (lambda: Scenario(link={"mtu": 9000, "bucket_bytes": 3028}),
-     "bucket_bytes"),
-    (lambda: Scenario(kernel={"profile": "linux-3"}), "kernel.profile"),
-    (lambda: Scenario(kernel={"hz": 0}), "kernel.hz"),
-    (lambda: Scenario(kernel={"tick_phase_s": 0.004}), "tick_phase_s"),
-    (lambda: Scenario(kernel={"autocork": "on"}), "kernel.autocork"),
-    (lambda: Scenario(run={"jitter": 1.0}), "run.jitter"),
-    (lambda: Scenario(run={"trace_at": "router"}), "run.trace_at"),
-    (lambda: Scenario(run={"ops": 0}), "run.ops"),
-    (lambda: Scenario().replace(workload={"qdd": 2}), "did you mean"),
-    (lambda: Scenario(server=3), "server must be a Host"),
-    (lambda: Workload(1), "keyword arguments only"),
-])
+@pytest.mark.parametrize(
+    "make, word",
+    [
+        (lambda: Workload(qdd=1), "did you mean 'qd'"),
+        (lambda: Link(mtuu=1500), "link has no parameter 'mtuu'"),
+        (lambda: Host(nodely=True), "did you mean 'nodelay'"),
+        (lambda: Kernel(proflie="linux-6"), "did you mean 'profile'"),
+        (lambda: Run(opps=3), "did you mean 'ops'"),
+        (lambda: Scenario(qd=1), "it is a field of workload"),
+        (lambda: Scenario(server={"nodelay": "yes"}), "server.nodelay"),
+        (lambda: Scenario(client={"proc_s": -1e-6}), "client.proc_s"),
+        (lambda: Scenario(workload={"qd": 0}), "workload.qd"),
+        (lambda: Scenario(workload={"qd": 2.5}), "workload.qd"),
+        (lambda: Scenario(workload={"request_writes": ()}), "request_writes"),
+        (lambda: Scenario(workload={"response_writes": (0,)}), "response_writes"),
+        (lambda: Scenario(workload={"legs": ((48,), (48,), (8,))}), "legs"),
+        (lambda: Scenario(workload={"legs": ((48,), (48,)), "request_writes": (8,)}), "legs"),
+        (lambda: Scenario(workload={"setup_request_writes": (8,)}), "setup_request_writes"),
+        (lambda: Scenario(link={"mtu": 52}), "link.mtu"),
+        (lambda: Scenario(link={"bandwidth_bps": 0}), "link.bandwidth_bps"),
+        (lambda: Scenario(link={"bandwidth_bps": float("inf")}), "bandwidth_bps"),
+        (lambda: Scenario(link={"bucket_bytes": 1513}), "link.bucket_bytes"),
+        (lambda: Scenario(link={"mtu": 9000, "bucket_bytes": 3028}), "bucket_bytes"),
+        (lambda: Scenario(kernel={"profile": "linux-3"}), "kernel.profile"),
+        (lambda: Scenario(kernel={"hz": 0}), "kernel.hz"),
+        (lambda: Scenario(kernel={"tick_phase_s": 0.004}), "tick_phase_s"),
+        (lambda: Scenario(kernel={"autocork": "on"}), "kernel.autocork"),
+        (lambda: Scenario(run={"jitter": 1.0}), "run.jitter"),
+        (lambda: Scenario(run={"trace_at": "router"}), "run.trace_at"),
+        (lambda: Scenario(run={"ops": 0}), "run.ops"),
+        (lambda: Scenario().replace(workload={"qdd": 2}), "did you mean"),
+        (lambda: Scenario(server=3), "server must be a Host"),
+        (lambda: Workload(1), "keyword arguments only"),
+    ],
+)
 def test_bad_input_raises_value_error_naming_the_field(make, word):
     with pytest.raises(ValueError, match=word.replace("(", r"\(")):
         make()
@@ -191,17 +225,24 @@ def test_a_profile_missing_a_policy_is_refused():
 def test_stage_times_and_symbols_of_the_default():
     sc = Scenario()
     t = sc.stage_times()
-    assert t == {"W1": framing.wire_time(48, 1e9), "SP": 15.9e-6,
-                 "W2": framing.wire_time(560, 1e9), "CP": 8.6e-6}
+    assert t == {
+        "W1": framing.wire_time(48, 1e9),
+        "SP": 15.9e-6,
+        "W2": framing.wire_time(560, 1e9),
+        "CP": 8.6e-6,
+    }
     v = sc.symbol_values()
     assert v["RTTmin"] == pytest.approx(sum(t.values()))
     lone = v["RTTmin"] + sc.path_latency_s() + v["SL"] + v["CL"]
-    assert lone == pytest.approx(275.7e-6, abs=0.05e-6)    # Butterfield's RTT
+    assert lone == pytest.approx(275.7e-6, abs=0.05e-6)  # Butterfield's RTT
 
 
 def test_scenario_round_trips_through_a_dict():
-    sc = Scenario(workload={"qd": 4, "legs": ((48,), (48,), (4096,), (48,))},
-                  server={"cork": True}, kernel={"hz": 1000})
+    sc = Scenario(
+        workload={"qd": 4, "legs": ((48,), (48,), (4096,), (48,))},
+        server={"cork": True},
+        kernel={"hz": 1000},
+    )
     assert Scenario.from_dict(json.loads(json.dumps(sc.to_dict()))) == sc
 
 
@@ -210,23 +251,28 @@ def test_a_four_leg_exchange_costs_two_round_trips():
     # and one-segment messages it takes about twice a read's round trip.
     quiet = {"nodelay": True}
     read = simulate(client=quiet, server=quiet, run={"ops": 100})
-    write = simulate(client=quiet, server=quiet, run={"ops": 100},
-                     workload={"legs": ((48,), (48,), (48, 512), (48,))})
+    write = simulate(
+        client=quiet,
+        server=quiet,
+        run={"ops": 100},
+        workload={"legs": ((48,), (48,), (48, 512), (48,))},
+    )
     assert 1.8 < write.rtt_mean_s / read.rtt_mean_s < 2.2
-    assert write.hosts["server"].busy_counts == {1: sum(
-        write.hosts["server"].busy_counts.values())}
+    assert write.hosts["server"].busy_counts == {
+        1: sum(write.hosts["server"].busy_counts.values())
+    }
 
 
 def test_profiles_name_a_class_per_rule_family():
     from models.sim.rules import FAMILIES
+
     for p in PROFILES.values():
         for family, base in FAMILIES.items():
             assert issubclass(getattr(p, family), base)
 
 
 def test_every_part_is_documented_in_the_scenario():
-    assert set(PARTS) == {"workload", "link", "client", "server", "kernel",
-                          "run"}
+    assert set(PARTS) == {"workload", "link", "client", "server", "kernel", "run"}
     for cls in set(PARTS.values()):
         for name, spec in cls.specs().items():
             assert spec.help and spec.sample is not None, name
@@ -244,6 +290,5 @@ def test_golden_table():
             assert got[k] == row[k], (row["name"], k, got[k], row[k])
         # the first simulator's numbers, unchanged but where a note says why
         if not row["note"]:
-            assert sim_golden.relative_change(row["iops"],
-                                              row["v1_iops"]) < 1e-6, row
+            assert sim_golden.relative_change(row["iops"], row["v1_iops"]) < 1e-6, row
             assert row["delayed_acks_c2s"] == row["v1_delayed_acks_c2s"]

@@ -18,10 +18,10 @@ import math
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from sim_strategies import field_strategy, scenarios
 
 from models import framing
 from models.sim import PARTS, simulate
-from sim_strategies import field_strategy, scenarios
 
 
 def test_every_field_has_a_strategy():
@@ -33,26 +33,23 @@ def test_every_field_has_a_strategy():
 def bottleneck_iops(sc) -> float:
     """1 / max(stage time): SP, CP and each direction's least wire time
     (payload only, full frames), per operation."""
-    sec_per_byte = 8 / sc.link.bandwidth_bps             # bytes -> s
-    share = framing.mss(sc.link.mtu) / (min(sc.link.mtu, 65535)
-                                        + framing.MAC_BYTES)
+    sec_per_byte = 8 / sc.link.bandwidth_bps  # bytes -> s
+    share = framing.mss(sc.link.mtu) / (min(sc.link.mtu, 65535) + framing.MAC_BYTES)
     legs = sc.workload.exchange
     w1 = sum(map(sum, legs[0::2])) * sec_per_byte / share
     w2 = sum(map(sum, legs[1::2])) * sec_per_byte / share
-    low = 1 - sc.run.jitter                             # fastest draws
-    n_c, n_s = len(legs) // 2, len(legs) // 2           # messages each
-    slowest = max(sc.server.proc_s * low * n_s, sc.client.proc_s * low * n_c,
-                  w1, w2)
+    low = 1 - sc.run.jitter  # fastest draws
+    n_c, n_s = len(legs) // 2, len(legs) // 2  # messages each
+    slowest = max(sc.server.proc_s * low * n_s, sc.client.proc_s * low * n_c, w1, w2)
     return 1.0 / slowest
 
 
-@settings(max_examples=80, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(run={"check": True}))
 def test_invariants_hold_and_iops_respects_the_bound(sc):
-    r = simulate(sc)                          # invariants after every event
-    assert r.in_flight == sc.workload.qd      # exactly QD outstanding
-    assert r.completed_total == sc.warmup + sc.run.ops    # none lost
+    r = simulate(sc)  # invariants after every event
+    assert r.in_flight == sc.workload.qd  # exactly QD outstanding
+    assert r.completed_total == sc.warmup + sc.run.ops  # none lost
     for d in ("C>S", "S>C"):
         assert 0 <= r.bytes_acked[d] <= r.bytes_sent[d]
     # Over a window of length T no more than T / TPTmin operations pass
@@ -71,12 +68,15 @@ def test_deterministic_for_a_seed(sc):
     assert a.trace == b.trace and a.hosts == b.hosts and a.events == b.events
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(run={"jitter": 0.0, "trace": False, "check": False},
-                 client={"wake_spread_s": 0.0},
-                 server={"wake_spread_s": 0.0}),
-       st.integers(150, 600))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    scenarios(
+        run={"jitter": 0.0, "trace": False, "check": False},
+        client={"wake_spread_s": 0.0},
+        server={"wake_spread_s": 0.0},
+    ),
+    st.integers(150, 600),
+)
 def test_fast_forward_gives_the_long_runs_numbers(sc, ops):
     sc = sc.replace(run={"ops": ops})
     slow = simulate(sc.replace(run={"fast_forward": False}))
@@ -90,8 +90,7 @@ def test_fast_forward_gives_the_long_runs_numbers(sc, ops):
     assert fast.completed_total == slow.completed_total
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(scenarios(run={"check": False}))
 def test_littles_law(sc):
     # In a closed loop every measured operation overlaps qd - 1 others:
@@ -100,8 +99,7 @@ def test_littles_law(sc):
     qd = sc.workload.qd
     # With no warm-up the window starts at time 0, before any setup
     # exchange (and a probe it may wait for): not the loop's time.
-    sc = sc.replace(run={"ops": max(sc.run.ops, 30 * qd),
-                         "warmup_ops": max(sc.warmup, 1)})
+    sc = sc.replace(run={"ops": max(sc.run.ops, 30 * qd), "warmup_ops": max(sc.warmup, 1)})
     r = simulate(sc)
     # The edge term holds while no operation outlasts a good part of the
     # window: one stalled from before it (a timer of tens of ms against a

@@ -11,20 +11,24 @@ from models.validation.simulator import flory_gap_s, flory_trace
 
 
 def rows(result, n):
-    return [(r.direction, r.flags, r.seq, r.end, r.ack, r.length)
-            for r in result.trace[:n]]
+    return [(r.direction, r.flags, r.seq, r.end, r.ack, r.length) for r in result.trace[:n]]
 
 
 def test_default_is_the_delayed_ack_stall():
     r = simulate(run={"ops": 40, "check": True})
-    assert 24 < r.iops < 26                  # one 40 ms delayed ACK per op
+    assert 24 < r.iops < 26  # one 40 ms delayed ACK per op
     assert r.delayed_acks["C>S"] >= 39
 
 
-@pytest.mark.parametrize("fix", [
-    {"server": {"msg_more": True}}, {"server": {"nodelay": True}},
-    {"server": {"nodelay": True}, "client": {"nodelay": True}},
-    {"server": {"cork": True}}])
+@pytest.mark.parametrize(
+    "fix",
+    [
+        {"server": {"msg_more": True}},
+        {"server": {"nodelay": True}},
+        {"server": {"nodelay": True}, "client": {"nodelay": True}},
+        {"server": {"cork": True}},
+    ],
+)
 def test_msg_more_nodelay_or_cork_remove_the_stall(fix):
     r = simulate(run={"ops": 200, "check": True}, **fix)
     assert r.iops > 3000 and r.delayed_acks["C>S"] == 0
@@ -37,9 +41,8 @@ def test_source_rtt_with_one_segment_response():
 
 
 def test_msg_more_misuse_waits_for_the_probe_timer():
-    r = simulate(server={"msg_more": True, "msg_more_last": True},
-                 run={"ops": 20, "check": True})
-    assert r.iops == pytest.approx(5.0, rel=0.01)       # 200 ms per op
+    r = simulate(server={"msg_more": True, "msg_more_last": True}, run={"ops": 20, "check": True})
+    assert r.iops == pytest.approx(5.0, rel=0.01)  # 200 ms per op
     assert r.probes["S>C"] >= 20
 
 
@@ -57,7 +60,7 @@ def test_flory_1447_trace_packet_by_packet():
     ref = flory_trace(1447)
     assert rows(r, len(ref)) == list(ref)
     stall = r.trace[6].time - r.trace[5].time
-    assert 0.030 < stall <= 0.040        # 4 ticks of HZ=100, armed in a tick
+    assert 0.030 < stall <= 0.040  # 4 ticks of HZ=100, armed in a tick
     assert r.trace[7].time == pytest.approx(r.trace[6].time)  # on the ACK
 
 
@@ -71,23 +74,23 @@ def test_flory_1448_trace_packet_by_packet():
 
 @pytest.mark.parametrize("phase", [0.0, 0.002, 0.005, 0.0099])
 def test_delayed_ack_fires_on_a_tick(phase):
-    r = simulate(presets.flory(1447, kernel={"tick_phase_s": phase},
-                               run={"trace_at": "client"}))
-    header = next(t for t in r.trace
-                  if t.direction == "S > C" and t.length == 8 and t.seq == 9)
-    ack = next(t for t in r.trace
-               if t.direction == "C > S" and t.length == 0 and t.ack == 17)
+    r = simulate(presets.flory(1447, kernel={"tick_phase_s": phase}, run={"trace_at": "client"}))
+    header = next(t for t in r.trace if t.direction == "S > C" and t.length == 8 and t.seq == 9)
+    ack = next(t for t in r.trace if t.direction == "C > S" and t.length == 0 and t.ack == 17)
     tick = get_profile("linux-2.4").tick_s
     assert 0.030 < ack.time - header.time <= 0.040 + 1e-9
-    ticks = (ack.time + phase) / tick       # the ACK leaves on a tick
+    ticks = (ack.time + phase) / tick  # the ACK leaves on a tick
     assert ticks == pytest.approx(round(ticks), abs=1e-6)
 
 
 def test_flory_rates():
     def rate(payload):
-        return simulate(kernel={"profile": "linux-2.4"}, run={"ops": 100},
-                        workload={"request_writes": (8,),
-                                  "response_writes": (8, payload)}).iops
+        return simulate(
+            kernel={"profile": "linux-2.4"},
+            run={"ops": 100},
+            workload={"request_writes": (8,), "response_writes": (8, payload)},
+        ).iops
+
     slow, fast = rate(1447), rate(1448)
     assert 24 < slow < 28
     assert fast > 100 * slow
@@ -106,27 +109,33 @@ def test_modern_loopback_mss_is_capped_by_the_ipv4_limit():
     # 65484 before the cap).
     mtu = PROFILES["linux-6"].loopback_mtu
     assert Scenario(link={"mtu": mtu}).link.mss == 65483
-    lo = dict(link={"mtu": mtu, "bandwidth_bps": 1e12},
-              workload={"request_writes": (8,)}, run={"ops": 40})
-    free = simulate(workload={"response_writes": (8, 65483)}, **{
-        k: v for k, v in lo.items() if k != "workload"})
+    lo = dict(
+        link={"mtu": mtu, "bandwidth_bps": 1e12},
+        workload={"request_writes": (8,)},
+        run={"ops": 40},
+    )
+    free = simulate(
+        workload={"response_writes": (8, 65483)},
+        **{k: v for k, v in lo.items() if k != "workload"},
+    )
     assert free.iops > 1000
-    stalls = simulate(**{**lo, "workload": {"request_writes": (8,),
-                                            "response_writes": (8, 65482)}})
+    stalls = simulate(
+        **{**lo, "workload": {"request_writes": (8,), "response_writes": (8, 65482)}}
+    )
     assert stalls.iops < 30
 
 
 def test_full_segment_leaves_at_once_without_psh():
-    r = simulate(workload={"response_writes": (3000,)},
-                 run={"ops": 3, "trace": True, "warmup_ops": 0})
+    r = simulate(
+        workload={"response_writes": (3000,)}, run={"ops": 3, "trace": True, "warmup_ops": 0}
+    )
     out = [t for t in r.trace if t.direction == "S > C" and t.length]
     assert [t.length for t in out[:3]] == [1448, 1448, 104]
     assert [t.flags for t in out[:3]] == [".", ".", "P."]
 
 
 def test_minshall_allows_partial_when_small_segment_acked():
-    r = simulate(workload={"response_writes": (100,)},
-                 run={"ops": 50, "check": True})
+    r = simulate(workload={"response_writes": (100,)}, run={"ops": 50, "check": True})
     assert r.iops > 3000
 
 
@@ -135,11 +144,10 @@ def test_classic_nagle_holds_behind_a_full_segment_where_minshall_does_not():
     # (no small segment unacknowledged); RFC 896 holds it for the ACK.
     from models.sim import register_profile
     from models.sim.rules import ClassicNagle
-    register_profile(get_profile("linux-6").variant(
-        "linux-6-rfc896", nagle=ClassicNagle))
+
+    register_profile(get_profile("linux-6").variant("linux-6-rfc896", nagle=ClassicNagle))
     try:
-        sc = Scenario(workload={"response_writes": (1448 + 100,)},
-                      run={"ops": 50})
+        sc = Scenario(workload={"response_writes": (1448 + 100,)}, run={"ops": 50})
         minshall = simulate(sc)
         classic = simulate(sc, kernel={"profile": "linux-6-rfc896"})
     finally:
@@ -148,9 +156,12 @@ def test_classic_nagle_holds_behind_a_full_segment_where_minshall_does_not():
 
 
 def test_autocork_coalesces_small_writes_behind_a_busy_nic():
-    kw = dict(workload={"qd": 8, "response_writes": (512, 48)},
-              client={"nodelay": True}, server={"nodelay": True},
-              run={"ops": 500})
+    kw = dict(
+        workload={"qd": 8, "response_writes": (512, 48)},
+        client={"nodelay": True},
+        server={"nodelay": True},
+        run={"ops": 500},
+    )
     on = simulate(**kw)
     off = simulate(kernel={"autocork": False}, **kw)
     assert on.data_segments["S>C"] < off.data_segments["S>C"]
@@ -161,8 +172,7 @@ def test_wire_time_of_one_request():
     # server sees it.
     sc = presets.one_segment(run={"ops": 1, "warmup_ops": 0, "trace": True})
     r = simulate(sc)
-    expect = (sc.client.tx_latency_s + framing.wire_time(48, 1e9)
-              + sc.server.rx_latency_s)
+    expect = sc.client.tx_latency_s + framing.wire_time(48, 1e9) + sc.server.rx_latency_s
     assert r.trace[0].time == pytest.approx(expect, abs=1e-12)
 
 
@@ -215,10 +225,11 @@ def test_napi_poll_takes_frames_that_arrive_while_it_runs():
     # transmit CPU between them); the client's poll starts 20 us after
     # the header's interrupt and spends 10 us on it, so the data arrives
     # while it runs: NAPI takes it at once, saving most of a new start.
-    sc = Scenario(server={"nodelay": True, "tx_cpu_s": 25e-6,
-                          "tx_latency_s": 0.0},
-                  client={"nodelay": True, "softirq_s": 10e-6,
-                          "rx_latency_s": 20e-6}, run={"ops": 50})
+    sc = Scenario(
+        server={"nodelay": True, "tx_cpu_s": 25e-6, "tx_latency_s": 0.0},
+        client={"nodelay": True, "softirq_s": 10e-6, "rx_latency_s": 20e-6},
+        run={"ops": 50},
+    )
     plain = simulate(sc)
     napi = simulate(sc.replace(client={"rx_usecs": 0.0}))
     saved = plain.rtt_mean_s - napi.rtt_mean_s
@@ -230,10 +241,12 @@ def test_napi_poll_takes_frames_that_arrive_while_it_runs():
 def test_gro_merges_back_to_back_segments_of_one_poll():
     # A 4096-byte response is three segments at MTU 1500; the client's
     # poll takes them together and GRO hands TCP one segment.
-    sc = Scenario(workload={"response_writes": (48, 4096)},
-                  server={"nodelay": True, "msg_more": True},
-                  client={"nodelay": True, "rx_usecs": 0.0},
-                  run={"ops": 20, "check": True})
+    sc = Scenario(
+        workload={"response_writes": (48, 4096)},
+        server={"nodelay": True, "msg_more": True},
+        client={"nodelay": True, "rx_usecs": 0.0},
+        run={"ops": 20, "check": True},
+    )
     plain = _frames(sc)
     gro = _frames(sc.replace(client={"gro": True}))
     assert len(plain) > len(gro)
@@ -242,15 +255,13 @@ def test_gro_merges_back_to_back_segments_of_one_poll():
 
 
 def test_pure_ack_cost_defaults_to_the_segment_cost():
-    sc = Scenario(server={"softirq_s": 2e-6, "nodelay": True},
-                  client={"softirq_s": 2e-6}, run={"ops": 200})
-    same = simulate(sc.replace(server={"ack_cpu_s": 2e-6},
-                               client={"ack_cpu_s": 2e-6}))
+    sc = Scenario(
+        server={"softirq_s": 2e-6, "nodelay": True}, client={"softirq_s": 2e-6}, run={"ops": 200}
+    )
+    same = simulate(sc.replace(server={"ack_cpu_s": 2e-6}, client={"ack_cpu_s": 2e-6}))
     assert simulate(sc).rtts_s == same.rtts_s
-    free = simulate(sc.replace(server={"ack_cpu_s": 0.0},
-                               client={"ack_cpu_s": 0.0}))
-    assert free.hosts["server"].softirq_utilization < (
-        same.hosts["server"].softirq_utilization)
+    free = simulate(sc.replace(server={"ack_cpu_s": 0.0}, client={"ack_cpu_s": 0.0}))
+    assert free.hosts["server"].softirq_utilization < (same.hosts["server"].softirq_utilization)
 
 
 def test_wake_cpu_counts_as_thread_cpu():
@@ -263,23 +274,22 @@ def test_wake_cpu_counts_as_thread_cpu():
 
 
 def test_random_wake_latency_is_seeded_and_turns_the_fast_forward_off():
-    sc = presets.one_segment(workload={"qd": 4},
-                             server={"wake_spread_s": 30e-6},
-                             run={"ops": 400})
+    sc = presets.one_segment(workload={"qd": 4}, server={"wake_spread_s": 30e-6}, run={"ops": 400})
     a, b = simulate(sc), simulate(sc)
     assert a.rtts_s == b.rtts_s and a.skipped_ops == 0
     assert simulate(sc.replace(run={"seed": 1})).rtts_s != a.rtts_s
-    assert simulate(presets.one_segment(workload={"qd": 4},
-                                        run={"ops": 400})).skipped_ops > 0
+    assert simulate(presets.one_segment(workload={"qd": 4}, run={"ops": 400})).skipped_ops > 0
 
 
 def test_send_calls_wait_for_the_transmit_cpu_of_the_one_before():
     # TCP_NODELAY, header and data as two calls: the data leaves tx_cpu
     # after the header, so the client wakes for the header alone first.
     quiet = {"tx_latency_s": 0.0, "rx_latency_s": 0.0}
-    sc = Scenario(server={"nodelay": True, "tx_cpu_s": 10e-6, **quiet},
-                  client={"nodelay": True, "wake_s": 2e-6, **quiet},
-                  run={"ops": 4, "trace": True, "trace_at": "server"})
+    sc = Scenario(
+        server={"nodelay": True, "tx_cpu_s": 10e-6, **quiet},
+        client={"nodelay": True, "wake_s": 2e-6, **quiet},
+        run={"ops": 4, "trace": True, "trace_at": "server"},
+    )
     r = simulate(sc)
     out = [t for t in r.trace if t.direction == "S > C" and t.length]
     assert out[1].time - out[0].time == pytest.approx(10e-6, abs=1e-12)

@@ -28,9 +28,10 @@ from models.sim import Scenario, simulate
 from models.sim.events import FS, EventLoop
 from models.sim.link import Channel, Segment
 
-STALL = dict(run={"ops": 40})                       # two send() calls, Nagle
-MISUSE = dict(server={"msg_more": True, "msg_more_last": True},
-              run={"ops": 12})                      # MSG_MORE on both calls
+STALL = dict(run={"ops": 40})  # two send() calls, Nagle
+MISUSE = dict(
+    server={"msg_more": True, "msg_more_last": True}, run={"ops": 12}
+)  # MSG_MORE on both calls
 
 
 def timers(**kernel):
@@ -38,7 +39,7 @@ def timers(**kernel):
 
 
 def median_ms(r):
-    return statistics.median(r.rtts_s) * 1e3        # s -> ms
+    return statistics.median(r.rtts_s) * 1e3  # s -> ms
 
 
 def test_kernel_timers_are_off_by_default():
@@ -47,8 +48,7 @@ def test_kernel_timers_are_off_by_default():
     assert simulate(**MISUSE).iops == pytest.approx(5.0, rel=0.01)
 
 
-@pytest.mark.parametrize("hz, expected_ms", [(250, 44.0), (1000, 41.0),
-                                             (100, 50.0)])
+@pytest.mark.parametrize("hz, expected_ms", [(250, 44.0), (1000, 41.0), (100, 50.0)])
 def test_delayed_ack_runs_one_tick_late(hz, expected_ms):
     r = simulate(run={"ops": 40, "check": True}, **timers(hz=hz))
     # Each exchange starts on the tick the previous ACK left on: 10 + 1.
@@ -58,17 +58,24 @@ def test_delayed_ack_runs_one_tick_late(hz, expected_ms):
 
 @pytest.mark.parametrize("phase", [0.0, 0.0005, 0.002, 0.0039])
 def test_delayed_ack_never_fires_before_40_ms(phase):
-    r = simulate(run={"ops": 4, "trace": True, "trace_at": "client",
-                      "warmup_ops": 0}, **timers(tick_phase_s=phase))
+    r = simulate(
+        run={"ops": 4, "trace": True, "trace_at": "client", "warmup_ops": 0},
+        **timers(tick_phase_s=phase),
+    )
     trace = r.trace
     gaps = []
     for i, t in enumerate(trace):
         prev = trace[i - 1] if i else None
-        if (t.direction == "C > S" and t.length == 0 and prev is not None
-                and prev.direction == "S > C" and prev.length == 48
-                and t.time - prev.time > 0.02):
+        if (
+            t.direction == "C > S"
+            and t.length == 0
+            and prev is not None
+            and prev.direction == "S > C"
+            and prev.length == 48
+            and t.time - prev.time > 0.02
+        ):
             gaps.append(t.time - prev.time)
-            ticks = (t.time + phase) / 0.004      # the ACK leaves on a tick
+            ticks = (t.time + phase) / 0.004  # the ACK leaves on a tick
             assert ticks == pytest.approx(round(ticks), abs=1e-6)
     assert gaps, "no delayed ACK in the trace"
     assert all(0.040 - 1e-9 <= g <= 0.044 + 1e-9 for g in gaps), gaps
@@ -76,9 +83,9 @@ def test_delayed_ack_never_fires_before_40_ms(phase):
 
 def test_probe_waits_for_srtt_plus_rto_min_rounded_up():
     r = simulate(**{**MISUSE, "run": {"ops": 12, "check": True}}, **timers())
-    assert median_ms(r) == pytest.approx(208.0, abs=0.05)   # 51 + 1 ticks
+    assert median_ms(r) == pytest.approx(208.0, abs=0.05)  # 51 + 1 ticks
     r = simulate(**MISUSE, **timers(hz=1000))
-    assert median_ms(r) == pytest.approx(202.0, abs=0.05)   # 201 + 1
+    assert median_ms(r) == pytest.approx(202.0, abs=0.05)  # 201 + 1
 
 
 def test_probe_grows_with_the_round_trip():
@@ -91,11 +98,10 @@ def test_probe_grows_with_the_round_trip():
 
 def test_linux_24_timers_are_unchanged():
     # The 2.4 wheel fired on the tick a timer was due.
-    a = simulate(**STALL, kernel={"profile": "linux-2.4",
-                                  "kernel_timers": True,
-                                  "tick_phase_s": 0.003})
-    b = simulate(**STALL, kernel={"profile": "linux-2.4",
-                                  "tick_phase_s": 0.003})
+    a = simulate(
+        **STALL, kernel={"profile": "linux-2.4", "kernel_timers": True, "tick_phase_s": 0.003}
+    )
+    b = simulate(**STALL, kernel={"profile": "linux-2.4", "tick_phase_s": 0.003})
     assert a.rtts_s == b.rtts_s
 
 
@@ -107,10 +113,14 @@ def test_kernel_timers_must_be_a_bool():
 @pytest.mark.parametrize("qd", [2, 3, 8])
 def test_invariants_hold_with_kernel_timers(qd):
     quick = {"wake_s": 1.6e-6, "tx_latency_s": 0.0, "rx_latency_s": 0.0}
-    r = simulate(workload={"qd": qd}, run={"ops": 30 * qd, "check": True},
-                 server={"proc_s": 10e-6, **quick},
-                 client={"proc_s": 1.6e-6, **quick},
-                 link={"bandwidth_bps": 1e12}, **timers())
+    r = simulate(
+        workload={"qd": qd},
+        run={"ops": 30 * qd, "check": True},
+        server={"proc_s": 10e-6, **quick},
+        client={"proc_s": 1.6e-6, **quick},
+        link={"bandwidth_bps": 1e12},
+        **timers(),
+    )
     assert r.completed_total >= 30 * qd and r.in_flight == qd
 
 
@@ -123,7 +133,7 @@ def _departures(bucket, sizes, rate=10**9, times=None):
     ch.out = lambda now, seg: None
     out, seq = [], 1
     for i, n in enumerate(sizes):
-        t = 0 if times is None else round(times[i] * FS)     # s -> fs
+        t = 0 if times is None else round(times[i] * FS)  # s -> fs
         out.append(ch.send(t, Segment(0, seq, seq + n, 1, True)) / FS)
         seq += n
     return out
@@ -137,7 +147,7 @@ def test_bucket_passes_a_burst_at_once():
 def test_bucket_holds_the_next_frame_until_its_tokens_accrue():
     d = _departures(3028, [1448, 1448, 1448])
     frame = framing.bucket_bytes(1448)
-    need = frame - (3028 - 2 * frame)                       # bytes short
+    need = frame - (3028 - 2 * frame)  # bytes short
     assert d[2] == pytest.approx(need * 8 / 1e9, abs=1e-15)  # at 1 Gb/s
 
 
@@ -145,7 +155,7 @@ def test_bucket_holds_a_stream_to_the_rate():
     n = 2000
     d = _departures(3028, [1448] * n)
     rate = (n - 2) * framing.bucket_bytes(1448) * 8 / (d[-1] - d[1])
-    assert rate == pytest.approx(1e9, rel=1e-9)             # bits/s
+    assert rate == pytest.approx(1e9, rel=1e-9)  # bits/s
 
 
 def test_bucket_refills_while_idle():
@@ -155,7 +165,7 @@ def test_bucket_refills_while_idle():
 
 def test_bucket_scenario_checks():
     with pytest.raises(ValueError, match="link.bucket_bytes"):
-        Scenario(link={"bucket_bytes": 1000})      # under one 1514-byte frame
+        Scenario(link={"bucket_bytes": 1000})  # under one 1514-byte frame
     with pytest.raises(ValueError, match="link.bucket_bytes"):
         Scenario(link={"bucket_bytes": True})
 
@@ -164,14 +174,15 @@ def test_bucket_link_limits_a_streaming_loop():
     # 4096-byte responses with TCP_NODELAY at QD 16 through 1 Gb/s: the
     # bucket, not the hosts, sets the rate.
     quick = {"tx_latency_s": 0.0, "rx_latency_s": 0.0, "wake_s": 2e-6}
-    sc = Scenario(workload={"qd": 16, "response_writes": (48, 4096)},
-                  link={"bandwidth_bps": 1e9, "bucket_bytes": 3028},
-                  server={"proc_s": 5e-6, "nodelay": True, **quick},
-                  client={"proc_s": 2e-6, "nodelay": True, **quick},
-                  run={"ops": 3000, "check": True})
+    sc = Scenario(
+        workload={"qd": 16, "response_writes": (48, 4096)},
+        link={"bandwidth_bps": 1e9, "bucket_bytes": 3028},
+        server={"proc_s": 5e-6, "nodelay": True, **quick},
+        client={"proc_s": 2e-6, "nodelay": True, **quick},
+        run={"ops": 3000, "check": True},
+    )
     r = simulate(sc)
-    per_op = 4144 + 4 * framing.BUCKET_OVERHEAD_BYTES   # header + 3 segments
+    per_op = 4144 + 4 * framing.BUCKET_OVERHEAD_BYTES  # header + 3 segments
     assert r.iops == pytest.approx(1e9 / 8 / per_op, rel=0.02)
-    free = sc.replace(link={"bucket_bytes": None, "bandwidth_bps": 1e12},
-                      run={"check": False})
+    free = sc.replace(link={"bucket_bytes": None, "bandwidth_bps": 1e12}, run={"check": False})
     assert r.iops < simulate(free).iops

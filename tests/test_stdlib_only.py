@@ -26,8 +26,17 @@ from models.ring import Ring
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages the browser does not have.
-BLOCKED = ("numpy", "sympy", "pandas", "scipy", "matplotlib", "plotly",
-           "IPython", "ipywidgets", "simpy")
+BLOCKED = (
+    "numpy",
+    "sympy",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "plotly",
+    "IPython",
+    "ipywidgets",
+    "simpy",
+)
 
 STAGES = {"W1": 1.104e-6, "SP": 15.9e-6, "W2": 5.2e-6, "CP": 8e-6}
 
@@ -63,31 +72,37 @@ NUMBERS = textwrap.dedent("""
 
 def _run_blocked(body: str) -> subprocess.CompletedProcess:
     """Run ``body`` in a fresh interpreter with :data:`BLOCKED` blocked."""
-    code = "\n".join([
-        "import json, sys",
-        f"for name in {BLOCKED!r}:",
-        "    sys.modules[name] = None",
-        body,
-    ])
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    code = "\n".join(
+        [
+            "import json, sys",
+            f"for name in {BLOCKED!r}:",
+            "    sys.modules[name] = None",
+            body,
+        ]
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_blocked_packages_really_fail_to_import():
-    out = _run_blocked("try:\n    import numpy\n"
-                       "except ImportError:\n    print('blocked')")
+    out = _run_blocked("try:\n    import numpy\nexcept ImportError:\n    print('blocked')")
     assert out.stdout.strip() == "blocked", out.stderr
 
 
 def test_models_give_identical_numbers_without_numpy_sympy_pandas():
-    out = _run_blocked("\n".join([
-        "from models import analytic as A",
-        "from models.ring import Ring",
-        NUMBERS,
-        f"print(json.dumps(numbers(A, Ring, {STAGES!r})))",
-        # Nothing imported any blocked package behind our back.
-        f"assert not any(sys.modules.get(n) for n in {BLOCKED!r})",
-    ]))
+    out = _run_blocked(
+        "\n".join(
+            [
+                "from models import analytic as A",
+                "from models.ring import Ring",
+                NUMBERS,
+                f"print(json.dumps(numbers(A, Ring, {STAGES!r})))",
+                # Nothing imported any blocked package behind our back.
+                f"assert not any(sys.modules.get(n) for n in {BLOCKED!r})",
+            ]
+        )
+    )
     assert out.returncode == 0, out.stderr
     namespace: dict = {}
     exec(NUMBERS, namespace)
@@ -112,18 +127,20 @@ def test_symbols_still_there_lazily():
     assert A.S["SP"] is A.S.SP
     assert [str(s) for s in A.S][:2] == ["QD", "RTT"]
     with pytest.raises(AttributeError, match="no symbol"):
-        A.S.NOPE
+        _ = A.S.NOPE
 
 
-@pytest.mark.parametrize("cl, rtt, sl, w2, sp_", [
-    (23.7e-6, 30e-6, 16.7e-6, 5.2e-6, 15.9e-6),
-    (0.0, 1e-3, 0.0, 1e-4, 2e-4),
-    (1e-6, 2e-6, 3e-6, 4e-6, 5e-6),
-])
+@pytest.mark.parametrize(
+    "cl, rtt, sl, w2, sp_",
+    [
+        (23.7e-6, 30e-6, 16.7e-6, 5.2e-6, 15.9e-6),
+        (0.0, 1e-3, 0.0, 1e-4, 2e-4),
+        (1e-6, 2e-6, 3e-6, 4e-6, 5e-6),
+    ],
+)
 def test_numeric_thresholds_equal_the_derivations(cl, rtt, sl, w2, sp_):
     cpu = A.numeric(A.qd_min_cpu_bound())(CL=cl, RTTmin=rtt, SP=sp_)
-    net = A.numeric(A.qd_min_network_bound())(CL=cl, RTTmin=rtt, SL=sl,
-                                               W2=w2)
+    net = A.numeric(A.qd_min_network_bound())(CL=cl, RTTmin=rtt, SL=sl, W2=w2)
     assert A.qd_min_cpu(cl, rtt, sp_) == pytest.approx(cpu, rel=1e-15)
     assert A.qd_min_network(cl, rtt, sl, w2) == pytest.approx(net, rel=1e-15)
     with pytest.raises(ValueError, match="sp"):

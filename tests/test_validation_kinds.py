@@ -7,19 +7,24 @@ from models.validation import KINDS, Comparison, assert_all_pass, checks
 
 
 def row(measured, kind="check"):
-    return Comparison("chX", f"q {kind} {measured}", measured=measured,
-                      predicted=1.0, unit="s", rel_tol=0.1, why="test",
-                      kind=kind)
+    return Comparison(
+        "chX",
+        f"q {kind} {measured}",
+        measured=measured,
+        predicted=1.0,
+        unit="s",
+        rel_tol=0.1,
+        why="test",
+        kind=kind,
+    )
 
 
 def test_kinds_and_counting():
-    rows = [row(1.0), row(1.0, "fit"), row(9.0, "context"),
-            row(9.0, "failing")]
+    rows = [row(1.0), row(1.0, "fit"), row(9.0, "context"), row(9.0, "failing")]
     assert [r.counts for r in rows] == [True, False, False, True]
-    assert [r.result for r in rows] == ["pass", "fit", "context",
-                                        "fails (known)"]
+    assert [r.result for r in rows] == ["pass", "fit", "context", "fails (known)"]
     assert checks(rows) == [rows[0], rows[3]]
-    assert_all_pass(rows)            # the context row is off, but not a test
+    assert_all_pass(rows)  # the context row is off, but not a test
     assert set(KINDS) == {"check", "fit", "context", "failing"}
 
 

@@ -1,7 +1,5 @@
 """Unit tests for models.wan and back-tests against Charrouf (2008)."""
 
-import math
-
 import pytest
 import sympy as sp
 from hypothesis import given
@@ -42,15 +40,18 @@ def test_bound_never_exceeds_either_limit(win, rtt, link):
     assert b <= win / rtt * (1 + 1e-12) and b <= link / 8 * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: w.window_bound_Bps(0, 0.1), "window_bytes"),
-    (lambda: w.window_bound_Bps(1, -0.1), "rtt_s"),
-    (lambda: w.throughput_bound_Bps(1, 0.1, link_bps=0), "link_bps"),
-    (lambda: w.throughput_bound_Bps(1, 0.1, connections=1.5), "connections"),
-    (lambda: w.bdp_bytes(float("nan")), "rtt_s"),
-    (lambda: w.message_window_fit(62, 0.0, 8, 0.05), "n2 > n1"),
-    (lambda: w.effective_window_bytes(-1, 0.1), "throughput_Bps"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: w.window_bound_Bps(0, 0.1), "window_bytes"),
+        (lambda: w.window_bound_Bps(1, -0.1), "rtt_s"),
+        (lambda: w.throughput_bound_Bps(1, 0.1, link_bps=0), "link_bps"),
+        (lambda: w.throughput_bound_Bps(1, 0.1, connections=1.5), "connections"),
+        (lambda: w.bdp_bytes(float("nan")), "rtt_s"),
+        (lambda: w.message_window_fit(62, 0.0, 8, 0.05), "n2 > n1"),
+        (lambda: w.effective_window_bytes(-1, 0.1), "throughput_Bps"),
+    ],
+)
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
@@ -62,7 +63,9 @@ def test_stated_averages_are_the_means_of_the_runs():
     means = runs.groupby(["rtt_ms", "config"])[["cold_MBps", "remote_warm_KBps"]].mean()
     for key, r in means.iterrows():
         assert r["cold_MBps"] == pytest.approx(avg.loc[key, "cold_avg_MBps"], rel=1e-6)
-        assert r["remote_warm_KBps"] == pytest.approx(avg.loc[key, "remote_warm_avg_KBps"], rel=1e-6)
+        assert r["remote_warm_KBps"] == pytest.approx(
+            avg.loc[key, "remote_warm_avg_KBps"], rel=1e-6
+        )
 
 
 def test_every_run_is_below_its_bound_and_cold_reads_never_crossed_the_wan():
@@ -72,7 +75,9 @@ def test_every_run_is_below_its_bound_and_cold_reads_never_crossed_the_wan():
     assert (t["cold_over_link"] > 10).all()
 
 
-@pytest.mark.parametrize("name", ["ch11.wan_bound", "ch11.window64k", "ch11.prefetch", "ch11.buffer"])
+@pytest.mark.parametrize(
+    "name", ["ch11.wan_bound", "ch11.window64k", "ch11.prefetch", "ch11.buffer"]
+)
 def test_chapter_11_comparisons_hold_as_recorded(name):
     rows = run(name)
     assert rows
@@ -81,8 +86,8 @@ def test_chapter_11_comparisons_hold_as_recorded(name):
 
 def test_bound_rows_far_below_their_bound_are_context_not_checks():
     rows = run("ch11.wan_bound")
-    assert all(r.extra["ratio"] < V.CAN_BIND for r in rows)   # no run comes near its bound ...
-    assert checks(rows) == []                                  # ... so none counts as a test of it
+    assert all(r.extra["ratio"] < V.CAN_BIND for r in rows)  # no run comes near its bound ...
+    assert checks(rows) == []  # ... so none counts as a test of it
     # a run at its bound would be a check, and one above it would fail
     t = bound_table()
     assert (t["ratio"] < 0.65).all()
@@ -92,7 +97,7 @@ def test_two_connections_carried_the_default_read_data():
     rc = V.read_connections()
     assert V.data_connections("default") == 2 and V.data_connections("tuned") == 1
     big = rc[(rc["config"] == "default") & (rc["sent_bytes"] > 1e6)]["sent_bytes"]
-    assert big.min() / big.max() > 0.99                    # about 62.8 MB each
+    assert big.min() / big.max() > 0.99  # about 62.8 MB each
     assert 62.7e6 < big.min() and big.max() < 62.9e6
     with pytest.raises(ValueError, match="config"):
         V.data_connections("fast")

@@ -28,8 +28,17 @@ DEFAULT_OUT = ROOT / "static" / "live" / "queue-depth-python.zip"
 PACKAGES = ("models", "figures")
 EXCLUDE = ("models/measure/",)
 #: Packages the browser does not have.
-BLOCKED = ("numpy", "sympy", "pandas", "scipy", "matplotlib", "plotly",
-           "IPython", "ipywidgets", "simpy")
+BLOCKED = (
+    "numpy",
+    "sympy",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "plotly",
+    "IPython",
+    "ipywidgets",
+    "simpy",
+)
 #: Zip timestamps are fixed (the earliest a zip can store).
 EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -52,20 +61,24 @@ def check_standard_library_only(root: Path = ROOT) -> list[str]:
     Returns the modules checked; raises ``RuntimeError`` with the failing
     import's message otherwise.
     """
-    code = "\n".join([
-        "import importlib, sys",
-        f"for name in {BLOCKED!r}:",
-        "    sys.modules[name] = None",
-        "import figures.live",
-        "for module in figures.live.LIVE_MODULES:",
-        "    importlib.import_module(module)",
-        "print(' '.join(figures.live.LIVE_MODULES))",
-    ])
-    out = subprocess.run([sys.executable, "-c", code], cwd=root,
-                         capture_output=True, text=True, timeout=300)
+    code = "\n".join(
+        [
+            "import importlib, sys",
+            f"for name in {BLOCKED!r}:",
+            "    sys.modules[name] = None",
+            "import figures.live",
+            "for module in figures.live.LIVE_MODULES:",
+            "    importlib.import_module(module)",
+            "print(' '.join(figures.live.LIVE_MODULES))",
+        ]
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300
+    )
     if out.returncode != 0:
-        raise RuntimeError("a live figure module needs a package the "
-                           "browser does not have:\n" + out.stderr)
+        raise RuntimeError(
+            "a live figure module needs a package the browser does not have:\n" + out.stderr
+        )
     return out.stdout.split()
 
 
@@ -73,8 +86,7 @@ def build(out: Path, root: Path = ROOT) -> int:
     """Write the zip to ``out``; returns its size in bytes."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED,
-                         compresslevel=9) as zf:
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for rel in sources(root):
             info = zipfile.ZipInfo(rel, date_time=EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -88,9 +100,11 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUT
     modules = check_standard_library_only()
     size = build(out)
-    print(f"live Python bundle: {out} ({size / 1024:.0f} KiB, "
-          f"{len(sources())} files); standard-library-only modules: "
-          f"{', '.join(modules)}")
+    print(
+        f"live Python bundle: {out} ({size / 1024:.0f} KiB, "
+        f"{len(sources())} files); standard-library-only modules: "
+        f"{', '.join(modules)}"
+    )
     return 0
 
 

@@ -16,7 +16,10 @@ import re
 import sys
 from pathlib import Path
 
-STYLESHEET_OR_SCRIPT = re.compile(r"""<script[^>]*\bsrc=["'](?:https?:)?//[^"']+|<link[^>]*rel=["']stylesheet["'][^>]*href=["'](?:https?:)?//[^"']+""", re.I)
+STYLESHEET_OR_SCRIPT = re.compile(
+    r"""<script[^>]*\bsrc=["'](?:https?:)?//[^"']+|<link[^>]*rel=["']stylesheet["'][^>]*href=["'](?:https?:)?//[^"']+""",
+    re.I,
+)
 
 
 def sizes(root: Path) -> dict[str, int]:
@@ -25,15 +28,16 @@ def sizes(root: Path) -> dict[str, int]:
 
 #: Where the live figures' runtime is served from (see the Makefile and
 #: static/qd/live.js).
-LIVE_RUNTIME = {"Pyodide core": "_static/pyodide/",
-                "Python bundle": "_static/live/"}
+LIVE_RUNTIME = {"Pyodide core": "_static/pyodide/", "Python bundle": "_static/live/"}
 
 
 def live_runtime(files: dict[str, int]) -> dict[str, int]:
     """Bytes of each part of the live figures' runtime (see
     :data:`LIVE_RUNTIME`)."""
-    return {name: sum(s for f, s in files.items() if f.startswith(prefix))
-            for name, prefix in LIVE_RUNTIME.items()}
+    return {
+        name: sum(s for f, s in files.items() if f.startswith(prefix))
+        for name, prefix in LIVE_RUNTIME.items()
+    }
 
 
 def external_refs(root: Path) -> list[str]:
@@ -58,17 +62,27 @@ def main(argv: list[str]) -> int:
         folders[top] = folders.get(top, 0) + s
     print(f"HTML book: {total / 2**20:.1f} MiB in {len(files)} files ({len(pages)} pages)")
     print("heaviest pages:  " + ", ".join(f"{f} {s / 2**10:.0f} KiB" for s, f in pages[:4]))
-    print("largest folders: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in
-                                          sorted(folders.items(), key=lambda kv: -kv[1])[:5]))
+    print(
+        "largest folders: "
+        + ", ".join(
+            f"{k} {v / 2**20:.1f} MiB"
+            for k, v in sorted(folders.items(), key=lambda kv: -kv[1])[:5]
+        )
+    )
     runtime = live_runtime(files)
-    print(f"live figures' runtime: {sum(runtime.values()) / 2**20:.1f} MiB ("
-          + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in runtime.items())
-          + "), fetched only when a reader starts a live figure")
+    print(
+        f"live figures' runtime: {sum(runtime.values()) / 2**20:.1f} MiB ("
+        + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in runtime.items())
+        + "), fetched only when a reader starts a live figure"
+    )
     ext = external_refs(root)
     for line in ext:
         print("EXTERNAL:", line)
-    print("offline: every script and stylesheet is served by the book" if not ext else
-          f"offline: {len(ext)} references leave the book")
+    print(
+        "offline: every script and stylesheet is served by the book"
+        if not ext
+        else f"offline: {len(ext)} references leave the book"
+    )
     return 1 if ext else 0
 
 

@@ -26,19 +26,20 @@ from pathlib import Path
 from models.sim import Scenario, simulate
 
 PATH = Path(__file__).resolve().parents[1] / "tests" / "data" / "sim_golden.csv"
-V2 = ("iops", "rtt_mean_s", "rtt_p99_s", "delayed_acks_c2s",
-      "data_segments_s2c", "busy_counts")
+V2 = ("iops", "rtt_mean_s", "rtt_p99_s", "delayed_acks_c2s", "data_segments_s2c", "busy_counts")
 
 
 def measure(scenario: Scenario) -> dict:
     """The golden numbers of one scenario."""
     r = simulate(scenario)
-    return {"iops": repr(r.iops), "rtt_mean_s": repr(r.rtt_mean_s),
-            "rtt_p99_s": repr(r.rtt_percentile_s(99)),
-            "delayed_acks_c2s": str(r.delayed_acks["C>S"]),
-            "data_segments_s2c": str(r.data_segments["S>C"]),
-            "busy_counts": json.dumps({str(k): v for k, v
-                                       in r.busy_counts.items()})}
+    return {
+        "iops": repr(r.iops),
+        "rtt_mean_s": repr(r.rtt_mean_s),
+        "rtt_p99_s": repr(r.rtt_percentile_s(99)),
+        "delayed_acks_c2s": str(r.delayed_acks["C>S"]),
+        "data_segments_s2c": str(r.data_segments["S>C"]),
+        "busy_counts": json.dumps({str(k): v for k, v in r.busy_counts.items()}),
+    }
 
 
 def read() -> list:
@@ -51,8 +52,7 @@ def scenario_of(row: dict) -> Scenario:
     for part in d.values():
         for k, v in part.items():
             if isinstance(v, list):
-                part[k] = tuple(tuple(x) if isinstance(x, list) else x
-                                for x in v)
+                part[k] = tuple(tuple(x) if isinstance(x, list) else x for x in v)
     return Scenario.from_dict(d)
 
 
@@ -65,8 +65,7 @@ def relative_change(a: str, b: str) -> float:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true",
-                   help="only compare; exit 1 on a difference")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     ns = p.parse_args(argv)
     rows = read()
     changed = 0

@@ -14,5 +14,12 @@ from .pid import VelocityPID, throttle_steps
 from .plant import SharedDiskPlant, calibrate
 from .throttle import DelayThrottle, rate_under_delay
 
-__all__ = ["Ewma", "VelocityPID", "throttle_steps", "SharedDiskPlant", "calibrate", "DelayThrottle",
-           "rate_under_delay"]
+__all__ = [
+    "Ewma",
+    "VelocityPID",
+    "throttle_steps",
+    "SharedDiskPlant",
+    "calibrate",
+    "DelayThrottle",
+    "rate_under_delay",
+]

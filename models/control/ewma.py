@@ -23,7 +23,14 @@ if TYPE_CHECKING:  # annotations only: the filter itself needs neither
     import numpy as np
     import sympy as sp
 
-__all__ = ["Ewma", "ewma", "time_constant_s", "ramp_lag_samples", "step_response_expr", "ramp_lag_expr"]
+__all__ = [
+    "Ewma",
+    "ewma",
+    "time_constant_s",
+    "ramp_lag_samples",
+    "step_response_expr",
+    "ramp_lag_expr",
+]
 
 
 class Ewma:
@@ -84,8 +91,7 @@ def _symbols() -> tuple:
     """SymPy, and the symbols ``alpha`` and ``n`` of the derivations."""
     import sympy as sp
 
-    return (sp, sp.Symbol("alpha", positive=True),
-            sp.Symbol("n", integer=True, nonnegative=True))
+    return (sp, sp.Symbol("alpha", positive=True), sp.Symbol("n", integer=True, nonnegative=True))
 
 
 def step_response_expr() -> sp.Expr:

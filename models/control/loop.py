@@ -34,18 +34,40 @@ from .throttle import DelayThrottle
 if TYPE_CHECKING:  # annotations only: the loop runs without pandas
     import pandas as pd
 
-__all__ = ["COLUMNS", "on_off_schedule", "closed_loop", "run_closed_loop",
-           "settled_mask", "settled", "LoopSummary", "loop_summary",
-           "summarize"]
+__all__ = [
+    "COLUMNS",
+    "on_off_schedule",
+    "closed_loop",
+    "run_closed_loop",
+    "settled_mask",
+    "settled",
+    "LoopSummary",
+    "loop_summary",
+    "summarize",
+]
 
 #: The columns of a run, in order.
-COLUMNS = ("t_s", "writers", "steps", "delay_s", "measured_s", "smoothed_s",
-           "mean_wait_s", "write_rate_Bps", "u")
+COLUMNS = (
+    "t_s",
+    "writers",
+    "steps",
+    "delay_s",
+    "measured_s",
+    "smoothed_s",
+    "mean_wait_s",
+    "write_rate_Bps",
+    "u",
+)
 
 
-def on_off_schedule(duration_s: float, on_s: float, off_s: float,
-                    writers: int, interval_s: float = 0.1,
-                    lead_s: float = 0.0) -> list[int]:
+def on_off_schedule(
+    duration_s: float,
+    on_s: float,
+    off_s: float,
+    writers: int,
+    interval_s: float = 0.1,
+    lead_s: float = 0.0,
+) -> list[int]:
     """Writers active in each sample: 0 for ``lead_s``, then ``writers``
     for ``on_s``, 0 for ``off_s``, repeated."""
     dur = positive("duration_s", duration_s)
@@ -69,18 +91,25 @@ def _schedule(schedule) -> list[int]:
         sched = [float(x) for x in schedule]
     except (TypeError, ValueError):
         sched = []
-    if not sched or any(not math.isfinite(x) or x < 0 or x != int(x)
-                        for x in sched):
-        raise ValueError("schedule must be a non-empty sequence of whole "
-                         f"numbers of writers, got {schedule!r}")
+    if not sched or any(not math.isfinite(x) or x < 0 or x != int(x) for x in sched):
+        raise ValueError(
+            f"schedule must be a non-empty sequence of whole numbers of writers, got {schedule!r}"
+        )
     return [int(x) for x in sched]
 
 
-def closed_loop(plant: SharedDiskPlant, schedule: Sequence[int],
-                setpoint_s: float, *, controller: VelocityPID | None = None,
-                alpha: float = 0.25, throttle: DelayThrottle | None = None,
-                interval_s: float = 0.1, seed: int = 0,
-                hold_at_zero: bool | None = None) -> dict[str, list]:
+def closed_loop(
+    plant: SharedDiskPlant,
+    schedule: Sequence[int],
+    setpoint_s: float,
+    *,
+    controller: VelocityPID | None = None,
+    alpha: float = 0.25,
+    throttle: DelayThrottle | None = None,
+    interval_s: float = 0.1,
+    seed: int = 0,
+    hold_at_zero: bool | None = None,
+) -> dict[str, list]:
     """Run the loop over ``schedule`` (writers per sample) and return its
     columns (:data:`COLUMNS`), one value per sample.
 
@@ -117,17 +146,19 @@ def closed_loop(plant: SharedDiskPlant, schedule: Sequence[int],
     if setpoint_s != math.inf:
         positive("setpoint_s", setpoint_s)
     dt = positive("interval_s", interval_s)
-    ctl = controller if controller is not None else VelocityPID(
-        0.3, 500, 1, 16, -40.0, 0.0, form="listing")
+    ctl = (
+        controller
+        if controller is not None
+        else VelocityPID(0.3, 500, 1, 16, -40.0, 0.0, form="listing")
+    )
     ctl.reset()
     thr = throttle if throttle is not None else DelayThrottle()
-    hold = (ctl.form == "listing") if hold_at_zero is None \
-        else bool(hold_at_zero)
+    hold = (ctl.form == "listing") if hold_at_zero is None else bool(hold_at_zero)
     filt = Ewma(alpha)
     s = whole("seed", seed, minimum=0)
     if plant.read_rate_per_s * dt < SMALL_MEAN:
         rng = NoiseStream(s)
-    else:                              # NumPy's large-mean Poisson method
+    else:  # NumPy's large-mean Poisson method
         import numpy as np
 
         rng = np.random.default_rng(s)
@@ -143,29 +174,26 @@ def closed_loop(plant: SharedDiskPlant, schedule: Sequence[int],
             # seconds -> milliseconds, the thesis's error unit
             error_ms = (setpoint_s - smoothed) * 1e3
             u = ctl.step(error_ms)
-            steps = min(thr.max_steps, throttle_steps(
-                u, previous=steps, hold_at_zero=hold))
+            steps = min(thr.max_steps, throttle_steps(u, previous=steps, hold_at_zero=hold))
         # the step chosen now applies from the next sample on (the
         # throttle acts after the measurement)
-        row = (i * dt, n, steps, delay, measured, smoothed, st.read_wait_s,
-               st.write_rate_Bps, u)
+        row = (i * dt, n, steps, delay, measured, smoothed, st.read_wait_s, st.write_rate_Bps, u)
         for c, v in zip(COLUMNS, row):
             cols[c].append(v)
     return cols
 
 
-def run_closed_loop(plant: SharedDiskPlant, schedule, setpoint_s: float,
-                    **options) -> pd.DataFrame:
+def run_closed_loop(
+    plant: SharedDiskPlant, schedule, setpoint_s: float, **options
+) -> pd.DataFrame:
     """:func:`closed_loop` as a :class:`pandas.DataFrame`, one row per
     sample (the same keyword options)."""
     import pandas as pd
 
-    return pd.DataFrame(closed_loop(plant, schedule, setpoint_s, **options),
-                        columns=list(COLUMNS))
+    return pd.DataFrame(closed_loop(plant, schedule, setpoint_s, **options), columns=list(COLUMNS))
 
 
-def settled_mask(columns: Mapping[str, Sequence[float]],
-                 transient_s: float) -> list[bool]:
+def settled_mask(columns: Mapping[str, Sequence[float]], transient_s: float) -> list[bool]:
     """Samples with writers active for at least ``transient_s`` since
     they last started (``columns`` needs ``t_s`` and ``writers``)."""
     tr = positive("transient_s", transient_s)
@@ -202,27 +230,24 @@ class LoopSummary:
     peak_smoothed_s: float
 
 
-def loop_summary(columns: Mapping[str, Sequence[float]],
-                 transient_s: float) -> LoopSummary:
+def loop_summary(columns: Mapping[str, Sequence[float]], transient_s: float) -> LoopSummary:
     """Summarise the columns of :func:`closed_loop` (``ValueError`` if
     nothing settles); the means are correctly rounded (``math.fsum``)."""
     mask = settled_mask(columns, transient_s)
     if not any(mask):
-        raise ValueError("no sample has writers active for "
-                         f"transient_s={transient_s!r} s")
+        raise ValueError(f"no sample has writers active for transient_s={transient_s!r} s")
 
     def mean(name: str) -> float:
         kept = [float(v) for v, m in zip(columns[name], mask) if m]
         return math.fsum(kept) / len(kept)
 
-    peak = max(float(v) for v, w in zip(columns["smoothed_s"],
-                                        columns["writers"]) if w > 0)
-    return LoopSummary(mean("mean_wait_s"), mean("smoothed_s"),
-                       mean("write_rate_Bps"), mean("delay_s"), peak)
+    peak = max(float(v) for v, w in zip(columns["smoothed_s"], columns["writers"]) if w > 0)
+    return LoopSummary(
+        mean("mean_wait_s"), mean("smoothed_s"), mean("write_rate_Bps"), mean("delay_s"), peak
+    )
 
 
 def summarize(df: pd.DataFrame, transient_s: float) -> LoopSummary:
     """:func:`loop_summary` of a :func:`run_closed_loop` frame."""
-    names = ("t_s", "writers", "smoothed_s", "mean_wait_s",
-             "write_rate_Bps", "delay_s")
+    names = ("t_s", "writers", "smoothed_s", "mean_wait_s", "write_rate_Bps", "delay_s")
     return loop_summary({c: df[c].tolist() for c in names}, transient_s)

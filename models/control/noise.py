@@ -44,12 +44,11 @@ SMALL_MEAN = 10.0
 _R = "7.69711747013104971404462804811408952334296818528283253278834"
 _R_FLOAT = float(Decimal(_R))
 _LAYERS = 256
-_MANTISSA_BITS = 53        # random bits left for a draw after the layer
+_MANTISSA_BITS = 53  # random bits left for a draw after the layer
 
 
-@functools.lru_cache(maxsize=None)
-def _ziggurat() -> tuple[tuple[int, ...], tuple[float, ...],
-                         tuple[float, ...]]:
+@functools.cache
+def _ziggurat() -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...]]:
     """``(k, w, f)``: the exponential ziggurat's acceptance bounds, layer
     widths per unit of the 53-bit draw, and densities at the layer edges.
 
@@ -65,7 +64,7 @@ def _ziggurat() -> tuple[tuple[int, ...], tuple[float, ...],
         k = [0] * _LAYERS
         w = [0.0] * _LAYERS
         f = [0.0] * _LAYERS
-        q = v / (-r).exp()                      # the base strip's width
+        q = v / (-r).exp()  # the base strip's width
         k[0] = int(r / q * scale)
         w[0] = float(q / scale)
         w[-1] = float(r / scale)
@@ -98,8 +97,7 @@ def numpy_sum(values: Sequence[float]) -> float:
             for j in range(8):
                 r[j] += values[i + j]
             i += 8
-        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5])
-                                                  + (r[6] + r[7]))
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
         for v in values[i:]:
             total += v
         return total
@@ -124,8 +122,9 @@ class NoiseStream:
     def poisson(self, lam: float) -> int:
         """``Generator.poisson(lam)`` for ``0 <= lam < 10``."""
         if not 0 <= lam < SMALL_MEAN:
-            raise ValueError(f"lam must lie in [0, {SMALL_MEAN:g}) for the "
-                             f"standard-library stream, got {lam!r}")
+            raise ValueError(
+                f"lam must lie in [0, {SMALL_MEAN:g}) for the standard-library stream, got {lam!r}"
+            )
         if lam == 0:
             return 0
         floor = math.exp(-lam)
@@ -146,11 +145,10 @@ class NoiseStream:
             draw >>= 8
             x = draw * w[layer]
             if draw < k[layer]:
-                return x                    # inside the layer's rectangle
-            if layer == 0:                  # the tail beyond r
+                return x  # inside the layer's rectangle
+            if layer == 0:  # the tail beyond r
                 return _R_FLOAT - math.log1p(-bits.random())
-            if ((f[layer - 1] - f[layer]) * bits.random() + f[layer]
-                    < math.exp(-x)):
+            if (f[layer - 1] - f[layer]) * bits.random() + f[layer] < math.exp(-x):
                 return x
 
     def exponential(self, scale: float, size: int) -> list[float]:
@@ -160,6 +158,5 @@ class NoiseStream:
     def exponential_mean(self, scale: float, size: int) -> float:
         """``Generator.exponential(scale, size).mean()`` (``size >= 1``)."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a whole number >= 1, "
-                             f"got {size!r}")
+            raise ValueError(f"size must be a whole number >= 1, got {size!r}")
         return numpy_sum(self.exponential(scale, size)) / size

@@ -45,8 +45,16 @@ from ..checks import finite, non_negative, positive
 if TYPE_CHECKING:  # annotations only: the controller itself needs no SymPy
     import sympy as sp
 
-__all__ = ["VelocityPID", "throttle_steps", "positional_expr", "velocity_increment_expr",
-           "printed_increment_expr", "listing_increment_expr", "steady_error_expr", "FORMS"]
+__all__ = [
+    "VelocityPID",
+    "throttle_steps",
+    "positional_expr",
+    "velocity_increment_expr",
+    "printed_increment_expr",
+    "listing_increment_expr",
+    "steady_error_expr",
+    "FORMS",
+]
 
 #: The increments :class:`VelocityPID` implements (see the module docstring).
 FORMS = ("textbook", "printed", "listing")
@@ -75,8 +83,16 @@ class VelocityPID:
     -3.2835
     """
 
-    def __init__(self, kp: float, ti: float, td: float, t: float, u_min: float = -40.0, u_max: float = 0.0,
-                 form: str = "textbook") -> None:
+    def __init__(
+        self,
+        kp: float,
+        ti: float,
+        td: float,
+        t: float,
+        u_min: float = -40.0,
+        u_max: float = 0.0,
+        form: str = "textbook",
+    ) -> None:
         self.kp = positive("kp", kp)
         self.ti = positive("ti", ti)
         self.td = non_negative("td", td)
@@ -134,11 +150,18 @@ def throttle_steps(u: float, previous: int = 0, hold_at_zero: bool = False) -> i
 
 #: The symbols of the derivations, made on first use (importing SymPy then):
 #: ``Kp, Ti, Td, T`` (positive) and the errors ``e_k, e_k1, e_k2``.
-_SYMBOLS = {"Kp": "K_p", "Ti": "T_i", "Td": "T_d", "T": "T",
-            "e_k": "e_k", "e_k1": "e_k1", "e_k2": "e_k2"}
+_SYMBOLS = {
+    "Kp": "K_p",
+    "Ti": "T_i",
+    "Td": "T_d",
+    "T": "T",
+    "e_k": "e_k",
+    "e_k1": "e_k1",
+    "e_k2": "e_k2",
+}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sym(name: str) -> Any:
     import sympy
 
@@ -171,8 +194,7 @@ def velocity_increment_expr() -> sp.Expr:
     es = list(sp.symbols("e0:6"))
     k = 5
     du = sp.expand(positional_expr(es, k) - positional_expr(es, k - 1))
-    return du.subs({es[k]: _sym("e_k"), es[k - 1]: _sym("e_k1"),
-                    es[k - 2]: _sym("e_k2")})
+    return du.subs({es[k]: _sym("e_k"), es[k - 1]: _sym("e_k1"), es[k - 2]: _sym("e_k2")})
 
 
 def printed_increment_expr() -> sp.Expr:
@@ -194,8 +216,11 @@ def steady_error_expr(form: str = "listing") -> sp.Expr:
     import sympy as sp
 
     e_k, e_k1, e_k2 = _sym("e_k"), _sym("e_k1"), _sym("e_k2")
-    inc = {"textbook": velocity_increment_expr, "printed": printed_increment_expr,
-           "listing": listing_increment_expr}[form]()
+    inc = {
+        "textbook": velocity_increment_expr,
+        "printed": printed_increment_expr,
+        "listing": listing_increment_expr,
+    }[form]()
     ess = sp.Symbol("e_ss")
     sol = sp.solve(inc.subs({e_k: ess, e_k1: ess, e_k2: ess}), ess)
     return sp.simplify(sol[0])

@@ -31,7 +31,7 @@ Units: seconds, bytes, bytes per second, requests per second.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..checks import non_negative, positive, whole
 from .noise import NoiseStream
@@ -39,7 +39,9 @@ from .noise import NoiseStream
 __all__ = ["PlantState", "SharedDiskPlant", "mva_closed", "calibrate"]
 
 
-def mva_closed(n: int, think_s: float, demand_s: float, stations: int = 1) -> tuple[float, float, float]:
+def mva_closed(
+    n: int, think_s: float, demand_s: float, stations: int = 1
+) -> tuple[float, float, float]:
     """Exact MVA for ``n`` customers, think time ``think_s``, ``stations`` identical queues of ``demand_s`` each.
 
     Returns ``(X, Q, R)``: throughput (1/s), mean queue length at *one* station, and a customer's total
@@ -111,8 +113,10 @@ class SharedDiskPlant:
         positive("rounds_per_write", self.rounds_per_write)
         whole("stations", self.stations, minimum=1)
         if self.read_utilization >= 1:
-            raise ValueError(f"read_rate_per_s * read_service_s / stations must be below 1 (the reads alone "
-                             f"saturate the disks), got {self.read_utilization!r}")
+            raise ValueError(
+                f"read_rate_per_s * read_service_s / stations must be below 1 (the reads alone "
+                f"saturate the disks), got {self.read_utilization!r}"
+            )
 
     @property
     def read_utilization(self) -> float:
@@ -124,15 +128,18 @@ class SharedDiskPlant:
         n = whole("writers", writers, minimum=0)
         dly = non_negative("delay_s", delay_s)
         ur = self.read_utilization
-        demand = self.write_service_s / self.stations / (1 - ur)  # per-station demand, inflated by the reads
+        demand = (
+            self.write_service_s / self.stations / (1 - ur)
+        )  # per-station demand, inflated by the reads
         think = self.writer_base_s + self.rounds_per_write * dly
         x, q, _r = mva_closed(n, think, demand, self.stations) if n else (0.0, 0.0, 0.0)
         read_wait = self.read_service_s * (1 + q) / (1 - ur)
         util = ur + x * self.write_service_s / self.stations
         return PlantState(n, dly, x, x * self.write_bytes, read_wait, q, util)
 
-    def sample(self, writers: int, delay_s: float, interval_s: float,
-               rng) -> tuple[float, int, PlantState]:
+    def sample(
+        self, writers: int, delay_s: float, interval_s: float, rng
+    ) -> tuple[float, int, PlantState]:
         """One measurement interval: ``(average read wait in s or 0 if
         none completed, reads, state)``.
 
@@ -141,15 +148,16 @@ class SharedDiskPlant:
         sample.
         """
         dt = positive("interval_s", interval_s)
-        numpy = sys.modules.get("numpy")   # a NumPy generator: NumPy loaded
-        is_numpy = numpy is not None and isinstance(rng,
-                                                    numpy.random.Generator)
+        numpy = sys.modules.get("numpy")  # a NumPy generator: NumPy loaded
+        is_numpy = numpy is not None and isinstance(rng, numpy.random.Generator)
         if not (is_numpy or isinstance(rng, NoiseStream)):
-            raise ValueError("rng must be a models.control.noise.NoiseStream "
-                             f"or a numpy.random.Generator (seeded), got "
-                             f"{rng!r}")
+            raise ValueError(
+                "rng must be a models.control.noise.NoiseStream "
+                f"or a numpy.random.Generator (seeded), got "
+                f"{rng!r}"
+            )
         st = self.steady_state(writers, delay_s)
-        lam = self.read_rate_per_s * dt    # reads expected in the interval
+        lam = self.read_rate_per_s * dt  # reads expected in the interval
         if is_numpy:
             n_reads = int(rng.poisson(lam))
             if n_reads == 0:
@@ -161,7 +169,9 @@ class SharedDiskPlant:
             return 0.0, 0, st
         return rng.exponential_mean(st.read_wait_s, n_reads), n_reads, st
 
-    def delay_for_read_wait(self, writers: int, read_wait_s: float, max_delay_s: float = 1.0) -> float:
+    def delay_for_read_wait(
+        self, writers: int, read_wait_s: float, max_delay_s: float = 1.0
+    ) -> float:
         """Added delay (s) at which the mean read wait equals ``read_wait_s`` (0 if already below).
 
         ``ValueError`` if even ``max_delay_s`` cannot bring the wait down to the target.
@@ -171,15 +181,28 @@ class SharedDiskPlant:
         if self.steady_state(writers, 0.0).read_wait_s <= target:
             return 0.0
         if self.steady_state(writers, top).read_wait_s > target:
-            raise ValueError(f"read_wait_s={read_wait_s!r} is out of reach with delays up to {max_delay_s!r} s")
+            raise ValueError(
+                f"read_wait_s={read_wait_s!r} is out of reach with delays up to {max_delay_s!r} s"
+            )
         from scipy.optimize import brentq
 
-        return float(brentq(lambda z: self.steady_state(writers, z).read_wait_s - target, 0.0, top, xtol=1e-9))
+        return float(
+            brentq(
+                lambda z: self.steady_state(writers, z).read_wait_s - target, 0.0, top, xtol=1e-9
+            )
+        )
 
 
-def calibrate(unregulated_write_Bps: float, unregulated_read_wait_s: float, single_writer_Bps: float,
-              writers: int = 12, read_rate_per_s: float = 32.0, write_bytes: int = 65536,
-              rounds_per_write: float = 2.0, stations: int = 1) -> SharedDiskPlant:
+def calibrate(
+    unregulated_write_Bps: float,
+    unregulated_read_wait_s: float,
+    single_writer_Bps: float,
+    writers: int = 12,
+    read_rate_per_s: float = 32.0,
+    write_bytes: int = 65536,
+    rounds_per_write: float = 2.0,
+    stations: int = 1,
+) -> SharedDiskPlant:
     """Fit the three disk/host times to three measurements.
 
     * ``writers`` unthrottled writers reach ``unregulated_write_Bps`` in aggregate, while
@@ -195,12 +218,21 @@ def calibrate(unregulated_write_Bps: float, unregulated_read_wait_s: float, sing
     size = whole("write_bytes", write_bytes, minimum=1)
     cycle1 = size / x1  # one writer's cycle (s): outside time + its own disk time
     if xw <= x1:
-        raise ValueError(f"unregulated_write_Bps must exceed single_writer_Bps, got {xw!r} <= {x1!r}")
+        raise ValueError(
+            f"unregulated_write_Bps must exceed single_writer_Bps, got {xw!r} <= {x1!r}"
+        )
 
     def build(p):
         sw, sr = p
-        return SharedDiskPlant(float(sw), float(sr), float(cycle1 - sw), read_rate_per_s, size, rounds_per_write,
-                               stations)
+        return SharedDiskPlant(
+            float(sw),
+            float(sr),
+            float(cycle1 - sw),
+            read_rate_per_s,
+            size,
+            rounds_per_write,
+            stations,
+        )
 
     def residuals(p):
         sw, sr = p

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
-from models import data
-from models import iscsi
+from models import data, iscsi
 
 from .plant import SharedDiskPlant, calibrate
 from .throttle import DelayThrottle, rounds_from_rates, rtt0_from_rate
@@ -61,9 +60,7 @@ class EndPoints:
 def end_points(direction: str) -> EndPoints:
     """The stated end points of the delay sweep (``thesis2010_delay_rate``) for ``"read"`` or ``"write"``."""
     if direction not in ("read", "write"):
-        raise ValueError(
-            f"direction must be 'read' or 'write', got {direction!r}"
-        )
+        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
     df = data.load("thesis2010_delay_rate")
     rows = df[df["direction"] == direction].sort_values("delay_ms")
     lo, hi = rows.iloc[0], rows.iloc[-1]
@@ -79,9 +76,7 @@ def fio_job(name: str) -> dict:
     """One row of ``thesis2010_fio_jobs`` as a dict."""
     df = data.load("thesis2010_fio_jobs").set_index("job")
     if name not in df.index:
-        raise ValueError(
-            f"name must be one of {sorted(df.index)}, got {name!r}"
-        )
+        raise ValueError(f"name must be one of {sorted(df.index)}, got {name!r}")
     return df.loc[name].to_dict()
 
 
@@ -89,9 +84,7 @@ def controller_parameters(config: str = "reg_pl") -> dict:
     """One row of ``thesis2010_pid_parameters`` as a dict (missing values as NaN)."""
     df = data.load("thesis2010_pid_parameters").set_index("config")
     if config not in df.index:
-        raise ValueError(
-            f"config must be one of {sorted(df.index)}, got {config!r}"
-        )
+        raise ValueError(f"config must be one of {sorted(df.index)}, got {config!r}")
     return df.loc[config].to_dict()
 
 
@@ -123,9 +116,7 @@ def delayed_waits(direction: str, immediate_data: bool | None = None) -> int:
     and the response.
     """
     if direction not in ("read", "write"):
-        raise ValueError(
-            f"direction must be 'read' or 'write', got {direction!r}"
-        )
+        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
     size = int(fio_job(f"delay_{direction}")["blocksize_bytes"])
     return iscsi.round_trips(direction, size, assumed_session(immediate_data))
 
@@ -145,9 +136,7 @@ def listed_ladder() -> DelayThrottle:
     """
     cls = data.load("thesis2010_delay_classes").sort_values("mark")
     delays_s = cls["delay_ms"].to_numpy() * 1e-3  # ms -> s
-    step_s = round(
-        float(delays_s[1] - delays_s[0]), 12
-    )  # 0.6 - 0.1 ms, without float residue
+    step_s = round(float(delays_s[1] - delays_s[0]), 12)  # 0.6 - 0.1 ms, without float residue
     ladder = DelayThrottle(
         step_s,
         int(controller_parameters("reg_pl")["max_throttle_steps"]),
@@ -202,40 +191,27 @@ def overhead_ttest(direction: str) -> OverheadTest:
     from scipy import stats  # scipy only where the test is recomputed
 
     if direction not in ("read", "write"):
-        raise ValueError(
-            f"direction must be 'read' or 'write', got {direction!r}"
-        )
+        raise ValueError(f"direction must be 'read' or 'write', got {direction!r}")
     r = data.load("thesis2010_overhead").set_index("direction").loc[direction]
     n = int(r["repeats"])
     lo, hi = float(r["ci99_low_s"]), float(r["ci99_high_s"])
     centre = (lo + hi) / 2
-    df = 2.0 * (
-        n - 1
-    )  # Welch's degrees of freedom when both spreads are equal
+    df = 2.0 * (n - 1)  # Welch's degrees of freedom when both spreads are equal
     t_crit = float(stats.t.ppf(0.995, df))  # two-sided 99 %
     se = (hi - lo) / 2 / t_crit
-    sd = se / math.sqrt(
-        2.0 / n
-    )  # se of a difference of two means of n runs each
+    sd = se / math.sqrt(2.0 / n)  # se of a difference of two means of n runs each
     without = float(r["without_tc_mean_s"])
-    res = stats.ttest_ind_from_stats(
-        without + centre, sd, n, without, sd, n, equal_var=False
-    )
+    res = stats.ttest_ind_from_stats(without + centre, sd, n, without, sd, n, equal_var=False)
     v = sd**2 / n  # squared standard error of each mean
     welch_df = (2 * v) ** 2 / (
         2 * v**2 / (n - 1)
     )  # Welch-Satterthwaite; 2(n - 1) for equal spreads
     half = float(stats.t.ppf(0.995, welch_df)) * se
     p_fewest = float(
-        2
-        * stats.t.sf(
-            centre / ((hi - lo) / 2 / float(stats.t.ppf(0.995, n - 1))), n - 1
-        )
+        2 * stats.t.sf(centre / ((hi - lo) / 2 / float(stats.t.ppf(0.995, n - 1))), n - 1)
     )
     job = fio_job(f"overhead_{direction}")
-    ops = int(job["size_bytes"]) // int(
-        job["blocksize_bytes"]
-    )  # bytes / bytes per operation
+    ops = int(job["size_bytes"]) // int(job["blocksize_bytes"])  # bytes / bytes per operation
     return OverheadTest(
         direction,
         n,
@@ -259,19 +235,13 @@ def overhead_ttest(direction: str) -> OverheadTest:
 def interference_statements():
     """``thesis2010_interference`` indexed by statement, with the case lists parsed into tuples."""
     df = data.load("thesis2010_interference").set_index("statement")
-    df["writers"] = [
-        tuple(int(x) for x in v.split(";")) for v in df["writers"]
-    ]
-    df["delay_ms"] = [
-        tuple(float(x) for x in v.split(";")) for v in df["delay_ms"]
-    ]
+    df["writers"] = [tuple(int(x) for x in v.split(";")) for v in df["writers"]]
+    df["delay_ms"] = [tuple(float(x) for x in v.split(";")) for v in df["delay_ms"]]
     return df
 
 
-@lru_cache(maxsize=None)
-def thesis_plant(
-    rounds_per_write: float | None = None, stations: int = 1
-) -> SharedDiskPlant:
+@cache
+def thesis_plant(rounds_per_write: float | None = None, stations: int = 1) -> SharedDiskPlant:
     """The plant calibrated to the thesis: 12 unthrottled writers at 39 MB/s while the reader waits 45 ms
     (20 ms set point + 25 ms improvement), one writer alone at 15 MB/s, and the reader's 256 KiB/s of
     8 KiB reads.  Each write waits for ``rounds_per_write`` delayed messages, by default the count the
@@ -312,6 +282,4 @@ def fitted_rounds(direction: str) -> float:
 def rtt0(direction: str) -> float:
     """Undelayed round trip (s) of the delay sweep's job: ``IOSIZE / rate0``."""
     ep = end_points(direction)
-    return rtt0_from_rate(
-        ep.rate0_Bps, fio_job(f"delay_{direction}")["blocksize_bytes"]
-    )
+    return rtt0_from_rate(ep.rate0_Bps, fio_job(f"delay_{direction}")["blocksize_bytes"])

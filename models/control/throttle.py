@@ -27,8 +27,17 @@ from models.analytic import S, iops_identity
 from ..checks import non_negative, positive, whole
 
 __all__ = [
-    "d", "k", "RTT0", "RATE", "rate_under_delay_expr", "transfer_time_expr",
-    "rate_under_delay", "rtt0_from_rate", "rounds_from_rates", "transfer_time", "DelayThrottle",
+    "d",  # noqa: F822 (made on first use by the module's __getattr__)
+    "k",  # noqa: F822
+    "RTT0",  # noqa: F822
+    "RATE",  # noqa: F822
+    "rate_under_delay_expr",
+    "transfer_time_expr",
+    "rate_under_delay",
+    "rtt0_from_rate",
+    "rounds_from_rates",
+    "transfer_time",
+    "DelayThrottle",
 ]
 
 if TYPE_CHECKING:  # annotations only: the ladder itself needs neither
@@ -40,12 +49,15 @@ if TYPE_CHECKING:  # annotations only: the ladder itself needs neither
 #: operation waits for in turn (1 for a read response), ``RTT0`` round trip
 #: of one operation with no added delay (s), ``RATE`` data rate of the
 #: initiator (bytes/s).
-_SYMBOLS = {"d": ("d", {"nonnegative": True}), "k": ("k", {"positive": True}),
-            "RTT0": ("RTT0", {"positive": True}),
-            "RATE": ("rate", {"positive": True})}
+_SYMBOLS = {
+    "d": ("d", {"nonnegative": True}),
+    "k": ("k", {"positive": True}),
+    "RTT0": ("RTT0", {"positive": True}),
+    "RATE": ("rate", {"positive": True}),
+}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sym(name: str) -> Any:
     import sympy
 
@@ -77,7 +89,9 @@ def transfer_time_expr(total_bytes: sp.Symbol | None = None) -> sp.Expr:
     return sp.expand(n / rate_under_delay_expr())
 
 
-def rate_under_delay(iosize_bytes: float, rtt0_s: float, delay_s, rounds: float = 1.0, qd: int = 1):
+def rate_under_delay(
+    iosize_bytes: float, rtt0_s: float, delay_s, rounds: float = 1.0, qd: int = 1
+):
     """Bytes per second of a ``qd``-deep initiator when each operation waits for ``rounds`` delayed messages.
 
     Parameters
@@ -111,11 +125,16 @@ def rate_under_delay(iosize_bytes: float, rtt0_s: float, delay_s, rounds: float 
 
 def rtt0_from_rate(rate_Bps: float, iosize_bytes: float, qd: int = 1) -> float:
     """Undelayed round trip (s) implied by a measured rate: ``RTT0 = QD*IOSIZE/rate`` (ring identity)."""
-    return whole("qd", qd, minimum=1) * positive("iosize_bytes", iosize_bytes) / positive("rate_Bps", rate_Bps)
+    return (
+        whole("qd", qd, minimum=1)
+        * positive("iosize_bytes", iosize_bytes)
+        / positive("rate_Bps", rate_Bps)
+    )
 
 
-def rounds_from_rates(rate0_Bps: float, rate_Bps: float, delay_s: float, iosize_bytes: float,
-                      qd: int = 1) -> float:
+def rounds_from_rates(
+    rate0_Bps: float, rate_Bps: float, delay_s: float, iosize_bytes: float, qd: int = 1
+) -> float:
     """Delayed messages per operation implied by two measured rates: ``k = (QD*IOSIZE/rate - RTT0)/d``."""
     dd = positive("delay_s", delay_s)
     rtt0 = rtt0_from_rate(rate0_Bps, iosize_bytes, qd)
@@ -123,8 +142,14 @@ def rounds_from_rates(rate0_Bps: float, rate_Bps: float, delay_s: float, iosize_
     return (rtt - rtt0) / dd
 
 
-def transfer_time(total_bytes: float, iosize_bytes: float, rtt0_s: float, delay_s, rounds: float = 1.0,
-                  qd: int = 1):
+def transfer_time(
+    total_bytes: float,
+    iosize_bytes: float,
+    rtt0_s: float,
+    delay_s,
+    rounds: float = 1.0,
+    qd: int = 1,
+):
     """Seconds to move ``total_bytes`` at :func:`rate_under_delay` (a straight line in the delay)."""
     total = positive("total_bytes", total_bytes)
     return total / rate_under_delay(iosize_bytes, rtt0_s, delay_s, rounds, qd)
@@ -171,7 +196,9 @@ class DelayThrottle:
         if self.classes is not None:
             c = whole("classes", self.classes, minimum=1)
             if c > self.max_steps:
-                raise ValueError(f"classes must not exceed max_steps={self.max_steps}, got {self.classes!r}")
+                raise ValueError(
+                    f"classes must not exceed max_steps={self.max_steps}, got {self.classes!r}"
+                )
 
     @property
     def shaped_steps(self) -> int:

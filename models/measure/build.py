@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 __all__ = ["SOURCE", "BuildError", "build_dir", "compiler", "qdperf_binary", "source_sha256"]
 
@@ -37,7 +36,7 @@ def build_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "_build" / "measure"
 
 
-def compiler() -> Optional[str]:
+def compiler() -> str | None:
     """Path of the C compiler (``$CC``, else ``cc``, else ``gcc``), or ``None`` if there is none."""
     for name in (os.environ.get("CC"), "cc", "gcc"):
         if name and shutil.which(name):
@@ -71,7 +70,9 @@ def qdperf_binary(rebuild: bool = False) -> Path:
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (set CC, or install gcc: apt-get install gcc)")
-    key = hashlib.sha256(SOURCE.read_bytes() + _compiler_version(cc).encode() + " ".join(CFLAGS).encode())
+    key = hashlib.sha256(
+        SOURCE.read_bytes() + _compiler_version(cc).encode() + " ".join(CFLAGS).encode()
+    )
     name = f"qdperf-{key.hexdigest()[:16]}"
     # A normal user may not be able to write into a repository checked out by someone else: fall back
     # to a per-user folder in the temporary directory.
@@ -95,11 +96,15 @@ def _compile(cc: str, out_dir: Path, name: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=".qdperf-", dir=out_dir)
     os.close(fd)
     try:
-        res = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [cc, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120
+        )
         if res.returncode != 0:
             raise BuildError(f"{cc} failed on {SOURCE}:\n{res.stderr.strip()}")
         os.chmod(tmp, 0o755)
-        os.replace(tmp, target)  # atomic: a concurrent caller sees the old file or the whole new one
+        os.replace(
+            tmp, target
+        )  # atomic: a concurrent caller sees the old file or the whole new one
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

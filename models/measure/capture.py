@@ -17,9 +17,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
 __all__ = ["Segment", "read_pcap", "analyze", "Capture", "tcpdump_path", "CaptureUnavailable"]
 
@@ -101,9 +102,20 @@ def read_pcap(path: Path | str) -> list[Segment]:
             tcp = ip.data
             # Payload length from the IP header, not len(tcp.data): captures are truncated (-s snaplen).
             payload = ip.len - 4 * ip.hl - 4 * tcp.off
-            out.append(Segment(float(ts), dpkt.utils.inet_to_str(ip.src), tcp.sport,
-                               dpkt.utils.inet_to_str(ip.dst), tcp.dport, tcp.seq, tcp.ack, tcp.flags,
-                               payload, tcp.win))
+            out.append(
+                Segment(
+                    float(ts),
+                    dpkt.utils.inet_to_str(ip.src),
+                    tcp.sport,
+                    dpkt.utils.inet_to_str(ip.dst),
+                    tcp.dport,
+                    tcp.seq,
+                    tcp.ack,
+                    tcp.flags,
+                    payload,
+                    tcp.win,
+                )
+            )
     return out
 
 
@@ -112,8 +124,13 @@ def _unwrap(seq: int, isn: int) -> int:
     return (seq - isn - 1) % (1 << 32)
 
 
-def analyze(segments: Sequence[Segment], server_port: int, request_bytes: int, response_bytes: int,
-            gap_threshold_s: float = 0.020) -> dict[str, Any]:
+def analyze(
+    segments: Sequence[Segment],
+    server_port: int,
+    request_bytes: int,
+    response_bytes: int,
+    gap_threshold_s: float = 0.020,
+) -> dict[str, Any]:
     """Summarise one request/response connection seen in a capture.
 
     Parameters
@@ -139,7 +156,9 @@ def analyze(segments: Sequence[Segment], server_port: int, request_bytes: int, r
         ``server_segment_sizes`` (payload bytes of each server data segment).
     """
     if request_bytes <= 0 or response_bytes <= 0:
-        raise ValueError(f"request_bytes and response_bytes must be positive, got {request_bytes}, {response_bytes}")
+        raise ValueError(
+            f"request_bytes and response_bytes must be positive, got {request_bytes}, {response_bytes}"
+        )
     conn = [s for s in segments if server_port in (s.sport, s.dport)]
     s2c = [s for s in conn if s.sport == server_port]
     c2s = [s for s in conn if s.dport == server_port]
@@ -153,7 +172,9 @@ def analyze(segments: Sequence[Segment], server_port: int, request_bytes: int, r
         "server_segment_sizes": [s.payload_bytes for s in s2c if s.payload_bytes > 0],
     }
     times = [s.time_s for s in conn]
-    out["gaps_ms"] = [round((b - a) * 1e3, 3) for a, b in zip(times, times[1:]) if b - a > gap_threshold_s]
+    out["gaps_ms"] = [
+        round((b - a) * 1e3, 3) for a, b in zip(times, times[1:]) if b - a > gap_threshold_s
+    ]
     spreads: list[float] = []
     split = 0
     if syn_s is not None:
@@ -171,7 +192,10 @@ def analyze(segments: Sequence[Segment], server_port: int, request_bytes: int, r
                 last_t[k] = s.time_s
                 nseg[k] = nseg.get(k, 0) + 1
             # a response is complete once its last byte has been seen
-        total = max((_unwrap(s.seq, syn_s.seq) + s.payload_bytes for s in s2c if s.payload_bytes > 0), default=0)
+        total = max(
+            (_unwrap(s.seq, syn_s.seq) + s.payload_bytes for s in s2c if s.payload_bytes > 0),
+            default=0,
+        )
         complete = total // response_bytes
         for k in range(complete):
             if k in first_t:
@@ -185,7 +209,10 @@ def analyze(segments: Sequence[Segment], server_port: int, request_bytes: int, r
     out["requests"] = None
     syn_c = next((s for s in c2s if s.syn), None)
     if syn_c is not None:
-        total_c = max((_unwrap(s.seq, syn_c.seq) + s.payload_bytes for s in c2s if s.payload_bytes > 0), default=0)
+        total_c = max(
+            (_unwrap(s.seq, syn_c.seq) + s.payload_bytes for s in c2s if s.payload_bytes > 0),
+            default=0,
+        )
         out["requests"] = total_c // request_bytes
     return out
 
@@ -197,10 +224,11 @@ class CaptureUnavailable(RuntimeError):
     """tcpdump is missing or may not capture (not root / no CAP_NET_RAW)."""
 
 
-def tcpdump_path() -> Optional[str]:
+def tcpdump_path() -> str | None:
     """Path of tcpdump, or ``None``."""
-    return shutil.which("tcpdump") or next((p for p in ("/usr/sbin/tcpdump", "/usr/bin/tcpdump")
-                                            if os.access(p, os.X_OK)), None)
+    return shutil.which("tcpdump") or next(
+        (p for p in ("/usr/sbin/tcpdump", "/usr/bin/tcpdump") if os.access(p, os.X_OK)), None
+    )
 
 
 class Capture:
@@ -224,25 +252,58 @@ class Capture:
         Bytes kept per packet (headers only).
     """
 
-    def __init__(self, prefix: Sequence[str], iface: str, port: int, path: Path | str,
-                 max_packets: int = 200_000, max_seconds: float = 60.0, snaplen: int = 96) -> None:
+    def __init__(
+        self,
+        prefix: Sequence[str],
+        iface: str,
+        port: int,
+        path: Path | str,
+        max_packets: int = 200_000,
+        max_seconds: float = 60.0,
+        snaplen: int = 96,
+    ) -> None:
         tool = tcpdump_path()
         if tool is None:
-            raise CaptureUnavailable("tcpdump is not installed (apt-get install tcpdump); using kernel counters")
+            raise CaptureUnavailable(
+                "tcpdump is not installed (apt-get install tcpdump); using kernel counters"
+            )
         if os.geteuid() != 0:
             raise CaptureUnavailable("capturing needs root (CAP_NET_RAW); using kernel counters")
         if max_packets < 1 or max_seconds <= 0:
-            raise ValueError(f"max_packets and max_seconds must be positive, got {max_packets}, {max_seconds}")
+            raise ValueError(
+                f"max_packets and max_seconds must be positive, got {max_packets}, {max_seconds}"
+            )
         self.path = Path(path)
         self.max_seconds = max_seconds
         # coreutils timeout(1) bounds tcpdump even if this Python process is killed outright
-        bound = [timeout, "-s", "INT", "-k", "5", f"{max_seconds:g}"] if (timeout := shutil.which("timeout")) else []
-        self.argv = [*prefix, *bound, tool, "-i", iface, "-w", str(self.path), "-s", str(snaplen), "-n", "-U", "--immediate-mode",
-                     "-c", str(max_packets), "-Z", "root", f"tcp port {int(port)}"]
-        self.proc: Optional[subprocess.Popen] = None
+        bound = (
+            [timeout, "-s", "INT", "-k", "5", f"{max_seconds:g}"]
+            if (timeout := shutil.which("timeout"))
+            else []
+        )
+        self.argv = [
+            *prefix,
+            *bound,
+            tool,
+            "-i",
+            iface,
+            "-w",
+            str(self.path),
+            "-s",
+            str(snaplen),
+            "-n",
+            "-U",
+            "--immediate-mode",
+            "-c",
+            str(max_packets),
+            "-Z",
+            "root",
+            f"tcp port {int(port)}",
+        ]
+        self.proc: subprocess.Popen | None = None
         self.stderr = ""
 
-    def __enter__(self) -> "Capture":
+    def __enter__(self) -> Capture:
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         assert self.proc.stderr is not None
         # tcpdump says "listening on ..." once the socket is open; wait for it (bounded).

@@ -32,19 +32,26 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Optional
+from typing import Any
 
 from .. import framing
 
-__all__ = ["LinkSpec", "Link", "is_root", "install_signal_handlers", "cleanup_stale", "live_namespaces",
-           "PREFIX"]
+__all__ = [
+    "LinkSpec",
+    "Link",
+    "is_root",
+    "install_signal_handlers",
+    "cleanup_stale",
+    "live_namespaces",
+    "PREFIX",
+]
 
 #: Prefix of every namespace and interface name this module creates.
 PREFIX = "qdm"
 SERVER_ADDR = "10.213.0.1"
 CLIENT_ADDR = "10.213.0.2"
 _counter = itertools.count()
-_live: dict[str, "Link"] = {}
+_live: dict[str, Link] = {}
 
 
 def is_root() -> bool:
@@ -55,7 +62,9 @@ def is_root() -> bool:
 def _ip() -> str:
     ip = shutil.which("ip")
     if ip is None:
-        raise RuntimeError("the 'ip' command (iproute2) is needed for namespaces; apt-get install iproute2")
+        raise RuntimeError(
+            "the 'ip' command (iproute2) is needed for namespaces; apt-get install iproute2"
+        )
     return ip
 
 
@@ -86,8 +95,8 @@ class LinkSpec:
     """
 
     kind: str = "loopback"
-    mtu: Optional[int] = None
-    rate_bits_per_s: Optional[int] = None
+    mtu: int | None = None
+    rate_bits_per_s: int | None = None
     isolate: bool = False
     offloads: str = "default"
 
@@ -98,16 +107,24 @@ class LinkSpec:
             if self.mtu is None or not 68 <= int(self.mtu) <= 65535:
                 raise ValueError(f"mtu must be 68..65535 bytes for a veth link, got {self.mtu!r}")
         elif self.mtu is not None:
-            raise ValueError(f"mtu cannot be set for loopback (the kernel fixes it), got {self.mtu!r}")
+            raise ValueError(
+                f"mtu cannot be set for loopback (the kernel fixes it), got {self.mtu!r}"
+            )
         if self.rate_bits_per_s is not None:
             if self.kind != "veth":
-                raise ValueError("rate_bits_per_s needs kind='veth' (tbf on loopback would slow the host)")
+                raise ValueError(
+                    "rate_bits_per_s needs kind='veth' (tbf on loopback would slow the host)"
+                )
             if not self.rate_bits_per_s >= 1_000_000:
-                raise ValueError(f"rate_bits_per_s must be at least 1e6 bits/s, got {self.rate_bits_per_s!r}")
+                raise ValueError(
+                    f"rate_bits_per_s must be at least 1e6 bits/s, got {self.rate_bits_per_s!r}"
+                )
         if self.offloads not in ("default", "off"):
             raise ValueError(f"offloads must be 'default' or 'off', got {self.offloads!r}")
         if self.offloads == "off" and self.kind != "veth":
-            raise ValueError("offloads='off' needs kind='veth' (the host's lo is not ours to change)")
+            raise ValueError(
+                "offloads='off' needs kind='veth' (the host's lo is not ours to change)"
+            )
 
     @property
     def needs_root(self) -> bool:
@@ -132,8 +149,8 @@ class Link:
 
     def __init__(self, spec: LinkSpec) -> None:
         self.spec = spec
-        self.server_ns: Optional[str] = None
-        self.client_ns: Optional[str] = None
+        self.server_ns: str | None = None
+        self.client_ns: str | None = None
         self.server_iface = "lo"
         self.client_iface = "lo"
         self.server_addr = "127.0.0.1"
@@ -143,10 +160,12 @@ class Link:
         self.key = f"{PREFIX}{os.getpid()}-{next(_counter)}"
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def __enter__(self) -> "Link":
+    def __enter__(self) -> Link:
         if self.spec.needs_root and not is_root():
-            raise PermissionError(f"link {self.spec.label!r} creates network namespaces and needs root "
-                                  "(run as root, or use the host loopback)")
+            raise PermissionError(
+                f"link {self.spec.label!r} creates network namespaces and needs root "
+                "(run as root, or use the host loopback)"
+            )
         _live[self.key] = self
         try:
             if self.spec.kind == "loopback" and self.spec.isolate:
@@ -176,28 +195,75 @@ class Link:
         self.server_ns, self.client_ns = s_ns, c_ns
         # interface names: at most 15 characters
         n = self.key.split("-")[1]
-        s_if, c_if = f"qd{os.getpid() % 10_000_000}s{n}"[:15], f"qd{os.getpid() % 10_000_000}c{n}"[:15]
+        s_if, c_if = (
+            f"qd{os.getpid() % 10_000_000}s{n}"[:15],
+            f"qd{os.getpid() % 10_000_000}c{n}"[:15],
+        )
         self.server_iface, self.client_iface = s_if, c_if
         self.server_addr, self.client_addr = SERVER_ADDR, CLIENT_ADDR
-        _run([ip, "link", "add", s_if, "netns", s_ns, "type", "veth", "peer", "name", c_if, "netns", c_ns])
+        _run(
+            [
+                ip,
+                "link",
+                "add",
+                s_if,
+                "netns",
+                s_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                c_if,
+                "netns",
+                c_ns,
+            ]
+        )
         for ns, iface, addr in ((s_ns, s_if, SERVER_ADDR), (c_ns, c_if, CLIENT_ADDR)):
             _run([ip, "-n", ns, "link", "set", "lo", "up"])
             _run([ip, "-n", ns, "link", "set", iface, "mtu", str(spec.mtu)])
             _run([ip, "-n", ns, "addr", "add", f"{addr}/30", "dev", iface])
             _run([ip, "-n", ns, "link", "set", iface, "up"])
             if spec.offloads == "off":
-                _run([ip, "netns", "exec", ns, sys.executable, "-c",
-                      f"from models.measure.sysinfo import set_offloads; set_offloads({iface!r}, False)"])
+                _run(
+                    [
+                        ip,
+                        "netns",
+                        "exec",
+                        ns,
+                        sys.executable,
+                        "-c",
+                        f"from models.measure.sysinfo import set_offloads; set_offloads({iface!r}, False)",
+                    ]
+                )
             if spec.rate_bits_per_s is not None:
                 tc = shutil.which("tc")
                 if tc is None:
                     raise RuntimeError("the 'tc' command (iproute2) is needed for a rate limit")
                 # bucket of two full frames (IP packet + Ethernet header, bytes), so per-frame
                 # serialization is emulated closely
-                assert spec.mtu is not None                  # checked when the spec was made
+                assert spec.mtu is not None  # checked when the spec was made
                 burst = 2 * (int(spec.mtu) + framing.ETH_HEADER_BYTES)
-                _run([ip, "netns", "exec", ns, tc, "qdisc", "add", "dev", iface, "root", "tbf",
-                      "rate", f"{int(spec.rate_bits_per_s)}bit", "burst", str(burst), "latency", "50ms"])
+                _run(
+                    [
+                        ip,
+                        "netns",
+                        "exec",
+                        ns,
+                        tc,
+                        "qdisc",
+                        "add",
+                        "dev",
+                        iface,
+                        "root",
+                        "tbf",
+                        "rate",
+                        f"{int(spec.rate_bits_per_s)}bit",
+                        "burst",
+                        str(burst),
+                        "latency",
+                        "50ms",
+                    ]
+                )
 
     def close(self) -> None:
         """Delete every namespace this link created (their veths and qdiscs go with them)."""
@@ -206,7 +272,9 @@ class Link:
         self._closed = True
         errors = []
         for name in reversed(self._created):
-            res = subprocess.run(["ip", "netns", "del", name], capture_output=True, text=True, timeout=20)
+            res = subprocess.run(
+                ["ip", "netns", "del", name], capture_output=True, text=True, timeout=20
+            )
             if res.returncode != 0 and name in live_namespaces():
                 errors.append(f"{name}: {res.stderr.strip()}")
         self._created.clear()
@@ -228,15 +296,27 @@ class Link:
 
     def describe(self) -> dict[str, Any]:
         """Sysctls and interface details seen from each side (runs ``models.measure.sysinfo`` there)."""
-        out: dict[str, Any] = {"label": self.spec.label, "kind": self.spec.kind, "isolated_netns":
-                               self.server_ns is not None, "rate_bits_per_s": self.spec.rate_bits_per_s,
-                               "offloads_setting": self.spec.offloads,
-                               "server_addr": self.server_addr, "client_addr": self.client_addr}
+        out: dict[str, Any] = {
+            "label": self.spec.label,
+            "kind": self.spec.kind,
+            "isolated_netns": self.server_ns is not None,
+            "rate_bits_per_s": self.spec.rate_bits_per_s,
+            "offloads_setting": self.spec.offloads,
+            "server_addr": self.server_addr,
+            "client_addr": self.client_addr,
+        }
         for side in ("server", "client"):
-            argv = self.prefix(side) + [sys.executable, "-m", "models.measure.sysinfo", self.iface(side)]
+            argv = self.prefix(side) + [
+                sys.executable,
+                "-m",
+                "models.measure.sysinfo",
+                self.iface(side),
+            ]
             env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
             res = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
-            out[side] = json.loads(res.stdout) if res.returncode == 0 else {"error": res.stderr.strip()}
+            out[side] = (
+                json.loads(res.stdout) if res.returncode == 0 else {"error": res.stderr.strip()}
+            )
             if self.spec.kind == "loopback":
                 break  # one namespace: the client sees the same thing
         return out
@@ -265,7 +345,7 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
-def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     # Turn the signal into an exception so every `with Link(...)` and `finally:` runs.
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -287,7 +367,7 @@ def cleanup_stale() -> list[str]:
     """Delete namespaces left by harness processes that no longer exist; return their names."""
     removed = []
     for name in live_namespaces():
-        digits = name[len(PREFIX):].split("-")[0]
+        digits = name[len(PREFIX) :].split("-")[0]
         if not digits.isdigit():
             continue
         pid = int(digits)

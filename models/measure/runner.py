@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import build, capture
 from .netns import Link
@@ -70,9 +70,9 @@ class RunSpec:
     duration_s: float = 2.0
     warmup_s: float = 0.3
     count: int = 10_000_000
-    cc: Optional[str] = None
+    cc: str | None = None
     client_sock: str = "nagle"
-    capture: Optional[bool] = None
+    capture: bool | None = None
 
     def __post_init__(self) -> None:
         if self.proto not in PROTOCOLS:
@@ -80,11 +80,18 @@ class RunSpec:
         if self.sock not in SOCK_MODES:
             raise ValueError(f"sock must be one of {SOCK_MODES}, got {self.sock!r}")
         if self.client_sock not in CLIENT_SOCK_MODES:
-            raise ValueError(f"client_sock must be one of {CLIENT_SOCK_MODES}, got {self.client_sock!r}")
+            raise ValueError(
+                f"client_sock must be one of {CLIENT_SOCK_MODES}, got {self.client_sock!r}"
+            )
         if not isinstance(self.qd, int) or not 1 <= self.qd <= 4096:
             raise ValueError(f"qd must be an integer 1..4096, got {self.qd!r}")
-        if not isinstance(self.payload_bytes, int) or not 0 <= self.payload_bytes <= 4 * 1024 * 1024:
-            raise ValueError(f"payload_bytes must be an integer 0..4194304, got {self.payload_bytes!r}")
+        if (
+            not isinstance(self.payload_bytes, int)
+            or not 0 <= self.payload_bytes <= 4 * 1024 * 1024
+        ):
+            raise ValueError(
+                f"payload_bytes must be an integer 0..4194304, got {self.payload_bytes!r}"
+            )
         if not 0 < self.duration_s <= 600:
             raise ValueError(f"duration_s must be in (0, 600] seconds, got {self.duration_s!r}")
         if not 0 <= self.warmup_s <= 60:
@@ -92,7 +99,9 @@ class RunSpec:
         if not isinstance(self.count, int) or self.count < 1:
             raise ValueError(f"count must be a positive integer, got {self.count!r}")
         if self.cc is not None and (not self.cc.isidentifier() or len(self.cc) > 15):
-            raise ValueError(f"cc must be a congestion control name such as 'cubic', got {self.cc!r}")
+            raise ValueError(
+                f"cc must be a congestion control name such as 'cubic', got {self.cc!r}"
+            )
 
     @property
     def header_bytes(self) -> int:
@@ -120,7 +129,7 @@ class RunResult:
     server: dict[str, Any]
     capture_tool: str
     capture_note: str
-    capture_summary: Optional[dict[str, Any]] = None
+    capture_summary: dict[str, Any] | None = None
     load_before: list[float] = field(default_factory=list)
     load_after: list[float] = field(default_factory=list)
     wall_s: float = 0.0
@@ -144,7 +153,9 @@ def _read_port(proc: subprocess.Popen, timeout_s: float) -> int:
             break
     if not line.startswith("PORT "):
         rest = proc.stdout.read() if proc.poll() is not None else ""
-        if line.startswith("{"):  # the server's own error report, e.g. a congestion control not allowed
+        if line.startswith(
+            "{"
+        ):  # the server's own error report, e.g. a congestion control not allowed
             raise HarnessError(f"server failed: {json.loads(line).get('error')}")
         raise HarnessError(f"server did not report its port: {line!r}{rest!r}")
     return int(line.split()[1])
@@ -157,7 +168,7 @@ def _last_json(text: str, who: str) -> dict[str, Any]:
     raise HarnessError(f"{who} printed no JSON report: {text[-500:]!r}")
 
 
-def _kill(proc: Optional[subprocess.Popen]) -> None:
+def _kill(proc: subprocess.Popen | None) -> None:
     if proc is not None and proc.poll() is None:
         proc.kill()
         try:
@@ -166,7 +177,9 @@ def _kill(proc: Optional[subprocess.Popen]) -> None:
             pass
 
 
-def run_one(spec: RunSpec, link: Link, workdir: Optional[Path] = None, keep_pcap: Optional[Path] = None) -> RunResult:
+def run_one(
+    spec: RunSpec, link: Link, workdir: Path | None = None, keep_pcap: Path | None = None
+) -> RunResult:
     """Run ``spec`` once over an entered ``link`` and return both sides' reports.
 
     Parameters
@@ -197,15 +210,34 @@ def run_one(spec: RunSpec, link: Link, workdir: Optional[Path] = None, keep_pcap
     cap_tool, cap_note, cap_summary = "none", "", None
     try:
         server = subprocess.Popen(
-            link.prefix("server") + [str(binary), "server", "--listen", link.server_addr, "--port", "0",
-                                     "--sock", spec.sock, *common],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            link.prefix("server")
+            + [
+                str(binary),
+                "server",
+                "--listen",
+                link.server_addr,
+                "--port",
+                "0",
+                "--sock",
+                spec.sock,
+                *common,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         port = _read_port(server, 10.0)
-        cap: Optional[capture.Capture] = None
+        cap: capture.Capture | None = None
         if spec.capture is not False:
             try:
-                cap = capture.Capture(link.prefix("server"), link.iface("server"), port,
-                                      work / f"run-{port}.pcap", max_packets=2_000_000, max_seconds=limit + 5)
+                cap = capture.Capture(
+                    link.prefix("server"),
+                    link.iface("server"),
+                    port,
+                    work / f"run-{port}.pcap",
+                    max_packets=2_000_000,
+                    max_seconds=limit + 5,
+                )
                 cap.__enter__()
                 cap_tool = "tcpdump"
             except capture.CaptureUnavailable as exc:
@@ -214,11 +246,32 @@ def run_one(spec: RunSpec, link: Link, workdir: Optional[Path] = None, keep_pcap
                 cap, cap_note = None, str(exc)
         try:
             client = subprocess.Popen(
-                link.prefix("client") + [str(binary), "client", "--connect", link.server_addr, "--port", str(port),
-                                         "--qd", str(spec.qd), "--iosize", str(spec.payload_bytes),
-                                         "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
-                                         "--count", str(spec.count), "--client-sock", spec.client_sock, *common],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                link.prefix("client")
+                + [
+                    str(binary),
+                    "client",
+                    "--connect",
+                    link.server_addr,
+                    "--port",
+                    str(port),
+                    "--qd",
+                    str(spec.qd),
+                    "--iosize",
+                    str(spec.payload_bytes),
+                    "--duration",
+                    f"{spec.duration_s:g}",
+                    "--warmup",
+                    f"{spec.warmup_s:g}",
+                    "--count",
+                    str(spec.count),
+                    "--client-sock",
+                    spec.client_sock,
+                    *common,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             try:
                 c_out, c_err = client.communicate(timeout=limit + 5)
                 s_out, s_err = server.communicate(timeout=10)
@@ -242,6 +295,15 @@ def run_one(spec: RunSpec, link: Link, workdir: Optional[Path] = None, keep_pcap
         _kill(server)
         if tmp is not None:
             tmp.cleanup()
-    return RunResult(spec=spec, link_label=link.spec.label, client=c_rep, server=s_rep, capture_tool=cap_tool,
-                     capture_note=cap_note, capture_summary=cap_summary, load_before=load_before,
-                     load_after=[round(x, 2) for x in os.getloadavg()], wall_s=round(time.monotonic() - t0, 3))
+    return RunResult(
+        spec=spec,
+        link_label=link.spec.label,
+        client=c_rep,
+        server=s_rep,
+        capture_tool=cap_tool,
+        capture_note=cap_note,
+        capture_summary=cap_summary,
+        load_before=load_before,
+        load_after=[round(x, 2) for x in os.getloadavg()],
+        wall_s=round(time.monotonic() - t0, 3),
+    )

@@ -28,10 +28,19 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-__all__ = ["kernel_info", "hz", "tcp_sysctls", "interface_info", "get_offloads", "set_offloads",
-           "namespace_info", "load_average", "tool_versions"]
+__all__ = [
+    "kernel_info",
+    "hz",
+    "tcp_sysctls",
+    "interface_info",
+    "get_offloads",
+    "set_offloads",
+    "namespace_info",
+    "load_average",
+    "tool_versions",
+]
 
 _SIOCETHTOOL = 0x8946
 # struct ethtool_value commands (include/uapi/linux/ethtool.h): (get, set) pairs.
@@ -44,7 +53,7 @@ _ETHTOOL = {
 }
 
 
-def hz() -> Optional[int]:
+def hz() -> int | None:
     """The kernel's timer frequency ``CONFIG_HZ`` (ticks per second), or ``None`` if no config is readable."""
     texts = []
     cfg = Path("/proc/config.gz")
@@ -69,8 +78,13 @@ def kernel_info() -> dict[str, Any]:
         version = Path("/proc/version").read_text().strip()
     except OSError:
         version = platform.version()
-    return {"release": platform.release(), "proc_version": version, "config_hz": hz(),
-            "machine": platform.machine(), "cpus": os.cpu_count()}
+    return {
+        "release": platform.release(),
+        "proc_version": version,
+        "config_hz": hz(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def load_average() -> list[float]:
@@ -78,7 +92,7 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _read_sysctl(path: Path) -> Optional[str]:
+def _read_sysctl(path: Path) -> str | None:
     try:
         return " ".join(path.read_text().split())
     except OSError:
@@ -100,18 +114,22 @@ def tcp_sysctls() -> dict[str, str]:
     return out
 
 
-def _ethtool_value(ifname: str, cmd: int, value: Optional[int] = None) -> int:
-    buf = array.array("I", [cmd, 0 if value is None else value])  # struct ethtool_value {u32 cmd, data}
+def _ethtool_value(ifname: str, cmd: int, value: int | None = None) -> int:
+    buf = array.array(
+        "I", [cmd, 0 if value is None else value]
+    )  # struct ethtool_value {u32 cmd, data}
     addr, _ = buf.buffer_info()
-    ifr = struct.pack("16sP16x", ifname.encode()[:15], addr)  # struct ifreq: name, then ifr_data pointer
+    ifr = struct.pack(
+        "16sP16x", ifname.encode()[:15], addr
+    )  # struct ifreq: name, then ifr_data pointer
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         fcntl.ioctl(s.fileno(), _SIOCETHTOOL, ifr)
     return int(buf[1])
 
 
-def get_offloads(ifname: str) -> dict[str, Optional[bool]]:
+def get_offloads(ifname: str) -> dict[str, bool | None]:
     """Offload switches of ``ifname`` (``None`` where the driver does not answer)."""
-    out: dict[str, Optional[bool]] = {}
+    out: dict[str, bool | None] = {}
     for name, (get, _set) in _ETHTOOL.items():
         try:
             out[name] = bool(_ethtool_value(ifname, get))
@@ -120,7 +138,9 @@ def get_offloads(ifname: str) -> dict[str, Optional[bool]]:
     return out
 
 
-def set_offloads(ifname: str, on: bool, names: tuple[str, ...] = ("tso", "gso", "gro")) -> dict[str, Optional[bool]]:
+def set_offloads(
+    ifname: str, on: bool, names: tuple[str, ...] = ("tso", "gso", "gro")
+) -> dict[str, bool | None]:
     """Switch segmentation/receive offloads of ``ifname`` on or off (needs CAP_NET_ADMIN); return the result."""
     for name in names:
         if name not in _ETHTOOL:
@@ -134,12 +154,24 @@ def interface_info(ifname: str) -> dict[str, Any]:
     info: dict[str, Any] = {"name": ifname}
     ip = shutil.which("ip")
     if ip:
-        res = subprocess.run([ip, "-j", "-d", "link", "show", "dev", ifname], capture_output=True, text=True,
-                             timeout=10)
+        res = subprocess.run(
+            [ip, "-j", "-d", "link", "show", "dev", ifname],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if res.returncode == 0 and res.stdout.strip():
             link = json.loads(res.stdout)[0]
-            for key in ("mtu", "qdisc", "gso_max_size", "gso_max_segs", "gro_max_size", "tso_max_size",
-                        "tso_max_segs", "txqlen"):
+            for key in (
+                "mtu",
+                "qdisc",
+                "gso_max_size",
+                "gso_max_segs",
+                "gro_max_size",
+                "tso_max_size",
+                "tso_max_segs",
+                "txqlen",
+            ):
                 if key in link:
                     info[key] = link[key]
     if "mtu" not in info:
@@ -150,15 +182,19 @@ def interface_info(ifname: str) -> dict[str, Any]:
     info["offloads"] = get_offloads(ifname)
     tc = shutil.which("tc")
     if tc:
-        res = subprocess.run([tc, "qdisc", "show", "dev", ifname], capture_output=True, text=True, timeout=10)
+        res = subprocess.run(
+            [tc, "qdisc", "show", "dev", ifname], capture_output=True, text=True, timeout=10
+        )
         if res.returncode == 0:
-            info["tc_qdisc"] = " | ".join(line.strip() for line in res.stdout.splitlines() if line.strip())
+            info["tc_qdisc"] = " | ".join(
+                line.strip() for line in res.stdout.splitlines() if line.strip()
+            )
     return info
 
 
-def tool_versions() -> dict[str, Optional[str]]:
+def tool_versions() -> dict[str, str | None]:
     """Versions of the external tools the harness may use (``None`` if absent)."""
-    out: dict[str, Optional[str]] = {"python": sys.version.split()[0]}
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for tool, args in (("tcpdump", ["--version"]), ("ip", ["-V"]), ("tc", ["-V"])):
         path = shutil.which(tool)
         if not path:
@@ -181,7 +217,7 @@ def namespace_info(interfaces: tuple[str, ...] = ("lo",)) -> dict[str, Any]:
     return {"sysctls": tcp_sysctls(), "interfaces": {i: interface_info(i) for i in interfaces}}
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     print(json.dumps(namespace_info(tuple(args) or ("lo",))))
     return 0

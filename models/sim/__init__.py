@@ -27,16 +27,40 @@ repeats), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,
 """
 
 from models.sim.engine import Simulation, run, simulate
-from models.sim.kernels import (PROFILES, KernelProfile, get_profile,
-                                register_profile)
-from models.sim.result import (DirectionStats, HostStats, Result,
-                               TraceRecord, format_trace)
-from models.sim.scenario import (BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER,
-                                 PARTS, Host, Kernel, Link, Run, Scenario,
-                                 Workload)
+from models.sim.kernels import PROFILES, KernelProfile, get_profile, register_profile
+from models.sim.result import DirectionStats, HostStats, Result, TraceRecord, format_trace
+from models.sim.scenario import (
+    BUTTERFIELD_CLIENT,
+    BUTTERFIELD_SERVER,
+    PARTS,
+    Host,
+    Kernel,
+    Link,
+    Run,
+    Scenario,
+    Workload,
+)
 
-__all__ = ["Scenario", "Workload", "Link", "Host", "Kernel", "Run",
-           "PARTS", "BUTTERFIELD_SERVER", "BUTTERFIELD_CLIENT", "Result",
-           "DirectionStats", "HostStats", "TraceRecord", "Simulation",
-           "simulate", "run", "format_trace", "KernelProfile", "PROFILES",
-           "get_profile", "register_profile"]
+__all__ = [
+    "Scenario",
+    "Workload",
+    "Link",
+    "Host",
+    "Kernel",
+    "Run",
+    "PARTS",
+    "BUTTERFIELD_SERVER",
+    "BUTTERFIELD_CLIENT",
+    "Result",
+    "DirectionStats",
+    "HostStats",
+    "TraceRecord",
+    "Simulation",
+    "simulate",
+    "run",
+    "format_trace",
+    "KernelProfile",
+    "PROFILES",
+    "get_profile",
+    "register_profile",
+]

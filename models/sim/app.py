@@ -21,7 +21,7 @@ exactly ``qd`` operations are always outstanding.  A read is two legs
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from models.sim.cpu import OwnCpu
 
@@ -58,11 +58,19 @@ class AppThread:
     ``tx_cpu`` per segment later, and only then is the next call made.
     """
 
-    def __init__(self, loop, ep, proc: int, wake: int, tx_cpu: int,
-                 host, factor: Optional[Callable[[], float]],
-                 wake_cpu: int = 0,
-                 wake_extra: Optional[Callable[[], int]] = None,
-                 cpu=None) -> None:
+    def __init__(
+        self,
+        loop,
+        ep,
+        proc: int,
+        wake: int,
+        tx_cpu: int,
+        host,
+        factor: Callable[[], float] | None,
+        wake_cpu: int = 0,
+        wake_extra: Callable[[], int] | None = None,
+        cpu=None,
+    ) -> None:
         self.loop = loop
         self.ep = ep
         self.cpu = OwnCpu() if cpu is None else cpu
@@ -70,7 +78,7 @@ class AppThread:
         self.wake = wake
         self.tx_cpu = tx_cpu
         self.writes: deque = deque()  # calls of the message being written
-        self.unwritten = 0            # bytes in them
+        self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
         self.wake_extra = wake_extra
         self.msg_more = host.msg_more
@@ -79,18 +87,18 @@ class AppThread:
         self.flush_on_idle = host.flush_on_idle
         self.quickack = host.quickack
         self.factor = factor
-        self.peer: "AppThread" = None  # type: ignore[assignment]
+        self.peer: AppThread = None  # type: ignore[assignment]
         # (end sequence, op, leg, processing fs) of incoming messages
         self.expect: deque = deque()
         self.busy = False
         self.waking = False
         self.busy_start = 0
-        self.count = 0            # messages handled in this busy period
+        self.count = 0  # messages handled in this busy period
         self.busy_counts: dict = {}
         self.empty_wakeups = 0
         self.wakeups = 0
-        self.busy_fs = 0          # fs busy (processing and between)
-        self.cpu_fs = 0           # fs of processing and own-send CPU
+        self.busy_fs = 0  # fs busy (processing and between)
+        self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
 
     def on_data(self, now: int) -> None:
@@ -108,7 +116,7 @@ class AppThread:
         self.wakeups += 1
         self.busy_start = now
         self.count = 0
-        if self.wake_cpu:                   # the wake-up's own CPU
+        if self.wake_cpu:  # the wake-up's own CPU
             self.cpu_fs += self.wake_cpu
             self.loop.schedule(self.cpu.run(now, self.wake_cpu), self._step)
         else:
@@ -119,7 +127,7 @@ class AppThread:
         rcv = self.ep.receiver
         if rcv.rcv_nxt != rcv.copied_seq:
             rcv.read(now)
-            if self.quickack:               # setsockopt(TCP_QUICKACK, 1)
+            if self.quickack:  # setsockopt(TCP_QUICKACK, 1)
                 rcv.ack.quickack(now)
         expect = self.expect
         if expect and expect[0][0] <= rcv.copied_seq:
@@ -136,8 +144,7 @@ class AppThread:
         self.busy = False
         self.busy_fs += now - self.busy_start
         if self.count:
-            self.busy_counts[self.count] = (
-                self.busy_counts.get(self.count, 0) + 1)
+            self.busy_counts[self.count] = self.busy_counts.get(self.count, 0) + 1
         else:
             self.empty_wakeups += 1
 
@@ -148,12 +155,12 @@ class AppThread:
         """``sent`` data segments left in our own ``send()`` calls: their
         CPU, then the next call of the message or the next step."""
         self.thread_segments += sent
-        extra = sent * self.tx_cpu          # CPU of our own send() calls
+        extra = sent * self.tx_cpu  # CPU of our own send() calls
         if extra:
             self.cpu_fs += extra
-            self.loop.schedule(self.cpu.run(now, extra),
-                               self._next_call if self.writes
-                               else self._step)
+            self.loop.schedule(
+                self.cpu.run(now, extra), self._next_call if self.writes else self._step
+            )
         else:
             self._step(now, None)
 
@@ -165,8 +172,9 @@ class AppThread:
         data segments the thread's writes sent."""
         raise NotImplementedError
 
-    def send_message(self, now: int, writes: tuple, op: int, leg: int,
-                     peer_proc: int, at_once: bool = False) -> int:
+    def send_message(
+        self, now: int, writes: tuple, op: int, leg: int, peer_proc: int, at_once: bool = False
+    ) -> int:
         """Write one message as ``send()`` calls; tell the peer where it
         ends.  Returns the data segments sent now: with a transmit cost
         the calls after one that transmits wait for its CPU
@@ -180,8 +188,7 @@ class AppThread:
         if self.cork:
             calls.append(("cork", False))
         size = sum(writes)
-        self.peer.expect.append((tx.write_seq + self.unwritten + size, op,
-                                 leg, peer_proc))
+        self.peer.expect.append((tx.write_seq + self.unwritten + size, op, leg, peer_proc))
         self.writes.extend(calls)
         self.unwritten += size
         return self._calls(now, at_once or not self.tx_cpu)
@@ -205,60 +212,64 @@ class ServerThread(AppThread):
     """The server: each message from the client is answered, after
     ``proc``, by the operation's next leg."""
 
-    def __init__(self, *args, legs: tuple, setup_legs: tuple,
-                 client_proc: int, **kw) -> None:
+    def __init__(self, *args, legs: tuple, setup_legs: tuple, client_proc: int, **kw) -> None:
         super().__init__(*args, **kw)
         self.legs = legs
         self.setup_legs = setup_legs
         self.client_proc = client_proc
-        self.served = 0           # messages answered
+        self.served = 0  # messages answered
         self.next_op = -1 if setup_legs else 0
         self.open_legs: dict = {}  # op -> next leg expected, multi-leg
 
     def finish(self, now: int, op: int, leg: int) -> int:
         legs = self.setup_legs if op < 0 else self.legs
-        if leg == 0:                        # a new operation begins
+        if leg == 0:  # a new operation begins
             if op != self.next_op:
-                raise AssertionError(
-                    f"server processed op {op}, expected op "
-                    f"{self.next_op}")
+                raise AssertionError(f"server processed op {op}, expected op {self.next_op}")
             self.next_op += 1
         elif self.open_legs.pop(op, None) != leg:
-            raise AssertionError(
-                f"server processed leg {leg} of op {op} out of turn")
+            raise AssertionError(f"server processed leg {leg} of op {op} out of turn")
         if leg + 2 < len(legs):
             self.open_legs[op] = leg + 2
         self.served += 1
-        return self.send_message(now, legs[leg + 1], op, leg + 1,
-                                 self.client_proc)
+        return self.send_message(now, legs[leg + 1], op, leg + 1, self.client_proc)
 
 
 class ClientThread(AppThread):
     """The initiator: keeps ``qd`` operations outstanding."""
 
-    def __init__(self, *args, qd: int, legs: tuple, setup_legs: tuple,
-                 server_proc: int, setup_server_proc: int, target: int,
-                 **kw) -> None:
+    def __init__(
+        self,
+        *args,
+        qd: int,
+        legs: tuple,
+        setup_legs: tuple,
+        server_proc: int,
+        setup_server_proc: int,
+        target: int,
+        **kw,
+    ) -> None:
         super().__init__(*args, **kw)
         self.qd = qd
         self.legs = legs
         self.setup_legs = setup_legs
         self.server_proc = server_proc
         self.setup_server_proc = setup_server_proc
-        self.target = target      # completions after which the run stops
-        self.pause_every = 0      # pause the loop every n completions
+        self.target = target  # completions after which the run stops
+        self.pause_every = 0  # pause the loop every n completions
         self.pause_in = 0
         self.issued = 0
         self.completed = 0
-        self.issue_time: dict = {}   # op -> fs, operations in flight
-        self.done_time: list = []    # fs, per completion
-        self.rtts: list = []         # fs, per completion
+        self.issue_time: dict = {}  # op -> fs, operations in flight
+        self.done_time: list = []  # fs, per completion
+        self.rtts: list = []  # fs, per completion
 
     def start(self, now: int, _arg: object = None) -> None:
         """At time 0: the setup exchange if any, else ``qd`` requests."""
         if self.setup_legs:
-            sent = self.send_message(now, self.setup_legs[0], -1, 0,
-                                     self.setup_server_proc, at_once=True)
+            sent = self.send_message(
+                now, self.setup_legs[0], -1, 0, self.setup_server_proc, at_once=True
+            )
         else:
             sent = sum(self._issue(now, True) for _ in range(self.qd))
         self.thread_segments += sent
@@ -267,15 +278,13 @@ class ClientThread(AppThread):
         op = self.issued
         self.issued += 1
         self.issue_time[op] = now
-        return self.send_message(now, self.legs[0], op, 0, self.server_proc,
-                                 at_once)
+        return self.send_message(now, self.legs[0], op, 0, self.server_proc, at_once)
 
     def finish(self, now: int, op: int, leg: int) -> int:
         legs = self.setup_legs if op < 0 else self.legs
-        if leg + 1 < len(legs):             # more legs: answer the server
-            return self.send_message(now, legs[leg + 1], op, leg + 1,
-                                     self.server_proc)
-        if op < 0:                          # the setup reply: start
+        if leg + 1 < len(legs):  # more legs: answer the server
+            return self.send_message(now, legs[leg + 1], op, leg + 1, self.server_proc)
+        if op < 0:  # the setup reply: start
             return sum(self._issue(now) for _ in range(self.qd))
         start = self.issue_time.pop(op, None)
         if start is None:
@@ -283,10 +292,10 @@ class ClientThread(AppThread):
         self.completed += 1
         self.done_time.append(now)
         self.rtts.append(now - start)
-        sent = self._issue(now)             # the successor keeps qd
+        sent = self._issue(now)  # the successor keeps qd
         if self.completed >= self.target:
             self.loop.stop()
-        elif self.pause_every:              # let the cycle detector look
+        elif self.pause_every:  # let the cycle detector look
             self.pause_in -= 1
             if self.pause_in <= 0:
                 self.pause_in = self.pause_every

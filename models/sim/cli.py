@@ -18,7 +18,7 @@ import argparse
 import json
 import math
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from models.sim.engine import simulate
 from models.sim.params import Spec, parse_legs, parse_sizes
@@ -48,24 +48,23 @@ def _flag(text: str) -> bool:
         return True
     if low in ("0", "false", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(
-        f"expected true or false, got {text!r}")
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _converter(spec: Spec):
     """The argparse ``type`` for a field of this spec."""
+
     def number(text: str) -> Any:
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a number, got {text!r}") from None
-        return int(v) if spec.kind in ("count", "bytes") and v.is_integer() \
-            else v
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        return int(v) if spec.kind in ("count", "bytes") and v.is_integer() else v
 
     def optional(conv):
         def f(text: str) -> Any:
             return None if text.lower() in ("none", "default") else conv(text)
+
         return f
 
     def sizes(text: str) -> tuple:
@@ -80,8 +79,7 @@ def _converter(spec: Spec):
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 
-    conv = {"sizes": sizes, "legs": legs, "flag": _flag,
-            "choice": str}.get(spec.kind, number)
+    conv = {"sizes": sizes, "legs": legs, "flag": _flag, "choice": str}.get(spec.kind, number)
     return optional(conv) if spec.optional else conv
 
 
@@ -100,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Simulate one TCP connection carrying a closed loop of "
             "operations, counting every send(), segment and ACK. "
             "Defaults: Butterfield (2017)'s 512-byte iSCSI read over 1 Gb/s "
-            "Ethernet, MTU 1500, Nagle on, linux-6."))
+            "Ethernet, MTU 1500, Nagle on, linux-6."
+        ),
+    )
     for flag, (part, name) in option_names().items():
         spec = PARTS[part].specs()[name]
         default = getattr(getattr(_DEFAULT, part), name)
@@ -111,16 +111,23 @@ def build_parser() -> argparse.ArgumentParser:
         elif spec.kind == "choice":
             extra = f" (one of {', '.join(map(str, spec.choices))})"
         p.add_argument(
-            flag, dest=f"{part}.{name}", type=_converter(spec),
-            default=None, metavar=spec.kind.upper(),
-            help=f"{part}: {spec.help}{unit}{extra}; default "
-                 f"{_show(default)}")
+            flag,
+            dest=f"{part}.{name}",
+            type=_converter(spec),
+            default=None,
+            metavar=spec.kind.upper(),
+            help=f"{part}: {spec.help}{unit}{extra}; default {_show(default)}",
+        )
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true",
-                     help="print one JSON object instead of the summary")
-    out.add_argument("--trace-lines", type=int, default=40,
-                     help="trace lines to print with --trace true "
-                          "(0: all)")
+    out.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the summary"
+    )
+    out.add_argument(
+        "--trace-lines",
+        type=int,
+        default=40,
+        help="trace lines to print with --trace true (0: all)",
+    )
     return p
 
 
@@ -129,12 +136,12 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
     changes: dict = {}
     for part, name in option_names().values():
         value = getattr(ns, f"{part}.{name}")
-        if value is not None:       # (every optional field defaults to None)
+        if value is not None:  # (every optional field defaults to None)
             changes.setdefault(part, {})[name] = value
     return _DEFAULT.replace(**changes)
 
 
-def _finite(x: Any) -> Optional[Any]:
+def _finite(x: Any) -> Any | None:
     return x if not isinstance(x, float) or math.isfinite(x) else None
 
 
@@ -145,7 +152,7 @@ def _us(seconds: float) -> str:
 def main(argv=None) -> int:
     try:
         return _main(argv)
-    except BrokenPipeError:          # output piped into head(1)
+    except BrokenPipeError:  # output piped into head(1)
         return 0
 
 
@@ -166,29 +173,35 @@ def _main(argv=None) -> int:
         print(json.dumps(d))
         return 0
     if sc.run.trace:
-        lines = r.trace if ns.trace_lines == 0 else r.trace[:ns.trace_lines]
+        lines = r.trace if ns.trace_lines == 0 else r.trace[: ns.trace_lines]
         for t in lines:
             print(t)
         if len(lines) < len(r.trace):
             print(f"... ({len(r.trace) - len(lines)} more packets)")
         print()
     wl, k = sc.workload, sc.kernel
-    print(f"kernel {k.profile}, QD {wl.qd}, exchange "
-          f"{_show(wl.exchange)}, MTU {sc.link.mtu}, "
-          f"{sc.link.bandwidth_bps:g} b/s, autocork "
-          f"{'on' if sc.profile.autocork else 'off'}")
-    print(f"IOPS {r.iops:.1f}   RTT mean {_us(r.rtt_mean_s)}, p50 "
-          f"{_us(r.rtt_percentile_s(50))}, p99 "
-          f"{_us(r.rtt_percentile_s(99))}   ({r.ops} ops measured)")
-    print(f"packets {r.packets} {r.packets_by_direction}; pure ACKs "
-          f"{r.pure_acks}; delayed-ACK timer {r.delayed_acks}; probes "
-          f"{r.probes}")
-    print("link utilization " + ", ".join(
-        f"{d} {v:.1%}" for d, v in r.link_utilization.items()))
-    print("CPU utilization " + ", ".join(
-        f"{h} {v:.1%}" for h, v in r.cpu_utilization.items()))
+    print(
+        f"kernel {k.profile}, QD {wl.qd}, exchange "
+        f"{_show(wl.exchange)}, MTU {sc.link.mtu}, "
+        f"{sc.link.bandwidth_bps:g} b/s, autocork "
+        f"{'on' if sc.profile.autocork else 'off'}"
+    )
+    print(
+        f"IOPS {r.iops:.1f}   RTT mean {_us(r.rtt_mean_s)}, p50 "
+        f"{_us(r.rtt_percentile_s(50))}, p99 "
+        f"{_us(r.rtt_percentile_s(99))}   ({r.ops} ops measured)"
+    )
+    print(
+        f"packets {r.packets} {r.packets_by_direction}; pure ACKs "
+        f"{r.pure_acks}; delayed-ACK timer {r.delayed_acks}; probes "
+        f"{r.probes}"
+    )
+    print("link utilization " + ", ".join(f"{d} {v:.1%}" for d, v in r.link_utilization.items()))
+    print("CPU utilization " + ", ".join(f"{h} {v:.1%}" for h, v in r.cpu_utilization.items()))
     print(f"server busy counts {r.busy_counts}")
-    print(f"{r.events} events in {r.wall_time_s:.3f} s; "
-          f"{r.skipped_ops} operations fast-forwarded "
-          f"(a cycle of {r.cycle_ops})")
+    print(
+        f"{r.events} events in {r.wall_time_s:.3f} s; "
+        f"{r.skipped_ops} operations fast-forwarded "
+        f"(a cycle of {r.cycle_ops})"
+    )
     return 0

@@ -39,7 +39,7 @@ class CpuPool:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.free_at = [0] * n     # fs: when each CPU is next free
+        self.free_at = [0] * n  # fs: when each CPU is next free
 
     def run(self, now: int, work: int) -> int:
         free = self.free_at

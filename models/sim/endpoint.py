@@ -38,22 +38,35 @@ class Endpoint:
         The outgoing direction.
     """
 
-    __slots__ = ("side", "loop", "clock", "channel", "sender", "receiver",
-                 "app", "trace", "pure_acks")
+    __slots__ = (
+        "side",
+        "loop",
+        "clock",
+        "channel",
+        "sender",
+        "receiver",
+        "app",
+        "trace",
+        "pure_acks",
+    )
 
-    def __init__(self, side: int, loop, clock, profile, mss: int,
-                 nodelay: bool, channel) -> None:
+    def __init__(self, side: int, loop, clock, profile, mss: int, nodelay: bool, channel) -> None:
         self.side = side
         self.loop = loop
         self.clock = clock
         self.channel = channel
-        self.app = None            # the host's thread: on_data(now)
-        self.trace = None          # a list of (time, Segment), or None
+        self.app = None  # the host's thread: on_data(now)
+        self.trace = None  # a list of (time, Segment), or None
         self.pure_acks = 0
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.sender = Sender(
-            self, mss, nodelay, profile.nagle(), profile.cork(),
-            profile.probe(profile.hz, profile.rto_min_s))
+            self,
+            mss,
+            nodelay,
+            profile.nagle(),
+            profile.cork(),
+            profile.probe(profile.hz, profile.rto_min_s),
+        )
 
     def receive(self, now: int, seg: Segment) -> None:
         if self.trace is not None:
@@ -66,7 +79,7 @@ class Endpoint:
         if advanced and sender.queue:
             sender.push_pending(now)
         ack = self.receiver.ack
-        if ack.owed:                           # tcp_ack_snd_check
+        if ack.owed:  # tcp_ack_snd_check
             ack.check(now)
 
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
@@ -82,8 +95,7 @@ class Endpoint:
     def send_ack(self, now: int) -> None:
         """A pure ACK (``tcp_send_ack``)."""
         rcv = self.receiver
-        seg = Segment(self.side, self.sender.snd_nxt, self.sender.snd_nxt,
-                      rcv.rcv_nxt, False)
+        seg = Segment(self.side, self.sender.snd_nxt, self.sender.snd_nxt, rcv.rcv_nxt, False)
         rcv.ack.ack_sent(now)
         self.pure_acks += 1
         self.channel.send(now, seg)

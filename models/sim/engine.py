@@ -11,15 +11,13 @@ once the run is over.
 from __future__ import annotations
 
 import time as _time
-from typing import Optional
 
 from models.sim.app import ClientThread, ServerThread
 from models.sim.cpu import CpuPool
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.link import Channel
-from models.sim.result import (DIRECTIONS, DirectionStats, HostStats,
-                               Result, TraceRecord)
+from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
 from models.sim.rng import PCG64
 from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
@@ -33,12 +31,11 @@ class Simulation:
 
     def __init__(self, scenario: Scenario) -> None:
         if not isinstance(scenario, Scenario):
-            raise ValueError(
-                f"scenario must be a Scenario, got {scenario!r}")
+            raise ValueError(f"scenario must be a Scenario, got {scenario!r}")
         sc = self.scenario = scenario
         profile = sc.profile
         rng = self.rng = PCG64(sc.run.seed)
-        tick = -(-FS // profile.hz)                   # fs per tick
+        tick = -(-FS // profile.hz)  # fs per tick
         phase_s = sc.kernel.tick_phase_s
         if phase_s is None:
             phase_s = rng.uniform(0.0, profile.tick_s)
@@ -47,16 +44,14 @@ class Simulation:
         self.clock = profile.clock(profile.hz, phase)
         loop = self.loop = EventLoop()
         link, c, s = sc.link, sc.client, sc.server
-        rate = round(link.bandwidth_bps)              # whole bits/s
+        rate = round(link.bandwidth_bps)  # whole bits/s
         fs = seconds_to_fs
         # request direction: client transmit path, server receive path
         self.c2s = _channel(loop, rate, c, s, link)
         self.s2c = _channel(loop, rate, s, c, link)
         mss = link.mss
-        self.client_ep = Endpoint(0, loop, self.clock, profile, mss,
-                                  c.nodelay, self.c2s)
-        self.server_ep = Endpoint(1, loop, self.clock, profile, mss,
-                                  s.nodelay, self.s2c)
+        self.client_ep = Endpoint(0, loop, self.clock, profile, mss, c.nodelay, self.c2s)
+        self.server_ep = Endpoint(1, loop, self.clock, profile, mss, s.nodelay, self.s2c)
         self.c2s.out = self.server_ep.receive
         self.s2c.out = self.client_ep.receive
         factor = None
@@ -71,33 +66,54 @@ class Simulation:
             top = fs(host.wake_spread_s)
             if not top:
                 return None
-            return lambda: int(rng.random() * top)   # uniform [0, top)
+            return lambda: int(rng.random() * top)  # uniform [0, top)
 
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
         wl = sc.workload
         legs = wl.exchange
-        setup = ((wl.setup_request_writes, wl.setup_response_writes)
-                 if wl.setup_request_writes else ())
+        setup = (
+            (wl.setup_request_writes, wl.setup_response_writes) if wl.setup_request_writes else ()
+        )
         self.server = ServerThread(
-            loop, self.server_ep, fs(s.proc_s), fs(s.wake_s),
-            fs(s.tx_cpu_s), s, factor, legs=legs, setup_legs=setup,
-            client_proc=fs(c.proc_s), wake_cpu=fs(s.wake_cpu_s),
-            wake_extra=wake_extra(s), cpu=cpu)
+            loop,
+            self.server_ep,
+            fs(s.proc_s),
+            fs(s.wake_s),
+            fs(s.tx_cpu_s),
+            s,
+            factor,
+            legs=legs,
+            setup_legs=setup,
+            client_proc=fs(c.proc_s),
+            wake_cpu=fs(s.wake_cpu_s),
+            wake_extra=wake_extra(s),
+            cpu=cpu,
+        )
         self.client = ClientThread(
-            loop, self.client_ep, fs(c.proc_s), fs(c.wake_s),
-            fs(c.tx_cpu_s), c, factor, wake_cpu=fs(c.wake_cpu_s),
-            wake_extra=wake_extra(c), cpu=cpu, qd=wl.qd, legs=legs,
-            setup_legs=setup, server_proc=fs(s.proc_s),
+            loop,
+            self.client_ep,
+            fs(c.proc_s),
+            fs(c.wake_s),
+            fs(c.tx_cpu_s),
+            c,
+            factor,
+            wake_cpu=fs(c.wake_cpu_s),
+            wake_extra=wake_extra(c),
+            cpu=cpu,
+            qd=wl.qd,
+            legs=legs,
+            setup_legs=setup,
+            server_proc=fs(s.proc_s),
             setup_server_proc=fs(wl.setup_proc_s),
-            target=sc.warmup + sc.run.ops)
+            target=sc.warmup + sc.run.ops,
+        )
         self.server.peer, self.client.peer = self.client, self.server
         self.client_ep.app, self.server_ep.app = self.client, self.server
-        self.trace: Optional[list] = None
+        self.trace: list | None = None
         if sc.run.trace:
             self.trace = []
-            ep = self.client_ep if sc.run.trace_at == "client" else (
-                self.server_ep)
+            ep = self.client_ep if sc.run.trace_at == "client" else (self.server_ep)
             ep.trace = self.trace
         if sc.run.check:
             loop.after_event = self.check_invariants
@@ -108,21 +124,26 @@ class Simulation:
     def check_invariants(self, now: int) -> None:
         """``AssertionError`` if an invariant fails (after every event
         when ``run.check``)."""
-        for ep, peer in ((self.client_ep, self.server_ep),
-                         (self.server_ep, self.client_ep)):
+        for ep, peer in ((self.client_ep, self.server_ep), (self.server_ep, self.client_ep)):
             tx, rx = ep.sender, peer.receiver
             # acknowledged <= received by the peer <= sent <= written
             assert tx.snd_una <= rx.rcv_nxt <= tx.snd_nxt <= tx.write_seq, (
-                ep.side, tx.snd_una, rx.rcv_nxt, tx.snd_nxt, tx.write_seq)
+                ep.side,
+                tx.snd_una,
+                rx.rcv_nxt,
+                tx.snd_nxt,
+                tx.write_seq,
+            )
             assert rx.copied_seq <= rx.rcv_nxt
             unsent = sum(b.end - b.start for b in tx.queue)
             assert tx.snd_nxt + unsent == tx.write_seq, (
-                "the send queue does not account for every byte")
+                "the send queue does not account for every byte"
+            )
         cl = self.client
         if cl.issued:
             assert cl.issued - cl.completed == cl.qd, (
-                f"{cl.issued - cl.completed} operations in flight, "
-                f"qd {cl.qd}")
+                f"{cl.issued - cl.completed} operations in flight, qd {cl.qd}"
+            )
             assert len(cl.issue_time) == cl.qd
         assert self.server.next_op <= cl.issued
 
@@ -133,6 +154,7 @@ class Simulation:
         skipper = None
         if self.fast_forward_possible():
             from models.sim.cycles import CycleSkipper
+
             skipper = CycleSkipper(self)
             cl.pause_every = 1
         loop = self.loop
@@ -152,9 +174,13 @@ class Simulation:
         no jitter, no random wake-up latency, no trace."""
         sc = self.scenario
         r = sc.run
-        return (r.fast_forward and not r.jitter and not r.trace
-                and not sc.client.wake_spread_s
-                and not sc.server.wake_spread_s)
+        return (
+            r.fast_forward
+            and not r.jitter
+            and not r.trace
+            and not sc.client.wake_spread_s
+            and not sc.server.wake_spread_s
+        )
 
     def _result(self, wall: float) -> Result:
         sc = self.scenario
@@ -167,57 +193,78 @@ class Simulation:
             span = done[-1] - done[w - 1]
             iops = measured * FS / span if span > 0 else float("inf")
         elif measured > 0:
-            iops = measured * FS / done[-1] if done[-1] > 0 else (
-                float("inf"))
+            iops = measured * FS / done[-1] if done[-1] > 0 else (float("inf"))
         else:
             iops = 0.0
         span = end if end > 0 else 0
         directions = {}
-        for d, ep, ch in zip(DIRECTIONS, (self.client_ep, self.server_ep),
-                             (self.c2s, self.s2c)):
+        for d, ep, ch in zip(DIRECTIONS, (self.client_ep, self.server_ep), (self.c2s, self.s2c)):
             tx = ep.sender
             directions[d] = DirectionStats(
-                frames=ch.frames, data_segments=tx.data_segments,
+                frames=ch.frames,
+                data_segments=tx.data_segments,
                 pure_acks=ep.pure_acks,
                 delayed_acks=ep.receiver.ack.delayed_acks,
-                probes=tx.probes, bytes_sent=tx.snd_nxt - 1,
+                probes=tx.probes,
+                bytes_sent=tx.snd_nxt - 1,
                 bytes_acked=tx.snd_una - 1,
                 link_utilization=ch.utilization(span),
-                hold_mean_s=(fs_to_seconds(tx.hold_fs) / tx.data_segments
-                             if tx.data_segments else float("nan")),
-                hold_max_s=fs_to_seconds(tx.hold_max))
+                hold_mean_s=(
+                    fs_to_seconds(tx.hold_fs) / tx.data_segments
+                    if tx.data_segments
+                    else float("nan")
+                ),
+                hold_max_s=fs_to_seconds(tx.hold_max),
+            )
         hosts = {}
         for name, th, ep, inbound, host in (
-                ("client", cl, self.client_ep, self.s2c, sc.client),
-                ("server", sv, self.server_ep, self.c2s, sc.server)):
+            ("client", cl, self.client_ep, self.s2c, sc.client),
+            ("server", sv, self.server_ep, self.c2s, sc.server),
+        ):
             # transmit CPU not spent inside the thread's own send() calls
             # runs in soft interrupt (ACK-clocked, TX-completion pushes)
             tx_cpu_fs = seconds_to_fs(host.tx_cpu_s)
-            other_tx = (ep.sender.data_segments - th.thread_segments) * (
-                tx_cpu_fs)
+            other_tx = (ep.sender.data_segments - th.thread_segments) * (tx_cpu_fs)
             soft = inbound.softirq_busy + other_tx
             hosts[name] = HostStats(
                 busy_counts=dict(sorted(th.busy_counts.items())),
                 open_busy=th.count if th.busy else 0,
                 cpu_utilization=th.cpu_fs / span if span else float("nan"),
                 softirq_utilization=soft / span if span else float("nan"),
-                wakeups=th.wakeups, empty_wakeups=th.empty_wakeups)
+                wakeups=th.wakeups,
+                empty_wakeups=th.empty_wakeups,
+            )
         trace = []
         if self.trace is not None:
             for t, seg in sorted(self.trace, key=lambda e: e[0]):
-                trace.append(TraceRecord(
-                    fs_to_seconds(t), "C > S" if seg.src == 0 else "S > C",
-                    "P." if seg.psh else ".", seg.seq, seg.end, seg.ack,
-                    seg.end - seg.seq))
+                trace.append(
+                    TraceRecord(
+                        fs_to_seconds(t),
+                        "C > S" if seg.src == 0 else "S > C",
+                        "P." if seg.psh else ".",
+                        seg.seq,
+                        seg.end,
+                        seg.ack,
+                        seg.end - seg.seq,
+                    )
+                )
         return Result(
-            scenario=sc, iops=float(iops), ops=max(measured, 0),
+            scenario=sc,
+            iops=float(iops),
+            ops=max(measured, 0),
             rtts_s=tuple([r / FS for r in cl.rtts[w:]]),  # fs -> s
-            sim_time_s=fs_to_seconds(end), directions=directions,
-            hosts=hosts, events=self.loop.events, wall_time_s=wall,
+            sim_time_s=fs_to_seconds(end),
+            directions=directions,
+            hosts=hosts,
+            events=self.loop.events,
+            wall_time_s=wall,
             completed_total=cl.completed,
             in_flight=cl.issued - cl.completed,
-            tick_phase_s=self.tick_phase_s, skipped_ops=self.skipped_ops,
-            cycle_ops=self.cycle_ops, trace=trace)
+            tick_phase_s=self.tick_phase_s,
+            skipped_ops=self.skipped_ops,
+            cycle_ops=self.cycle_ops,
+            trace=trace,
+        )
 
 
 def _channel(loop, rate: int, sender, receiver, link) -> Channel:
@@ -230,14 +277,21 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
     if receiver.rx_usecs is not None:
         rx = InterruptModeration(rx_lat, fs(receiver.rx_usecs))
     ack = receiver.ack_cpu_s
-    return Channel(loop, rate, fs(sender.tx_latency_s), rx_lat,
-                   fs(link.latency_s), fs(receiver.softirq_s),
-                   link.bucket_bytes,
-                   ack_softirq=None if ack is None else fs(ack), rx=rx,
-                   gro=receiver.gro)
+    return Channel(
+        loop,
+        rate,
+        fs(sender.tx_latency_s),
+        rx_lat,
+        fs(link.latency_s),
+        fs(receiver.softirq_s),
+        link.bucket_bytes,
+        ack_softirq=None if ack is None else fs(ack),
+        rx=rx,
+        gro=receiver.gro,
+    )
 
 
-def simulate(scenario: Optional[Scenario] = None, **parts) -> Result:
+def simulate(scenario: Scenario | None = None, **parts) -> Result:
     """Simulate ``scenario`` (default: :class:`Scenario()`), with parts
     changed by keyword (``workload={"qd": 4}``).
 

@@ -23,8 +23,9 @@ a kernel timer.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from heapq import heapify, heappop, heappush
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any
 
 __all__ = ["FS", "EventLoop", "Timer", "seconds_to_fs", "fs_to_seconds"]
 
@@ -57,23 +58,21 @@ class EventLoop:
         ``after_event(now)`` is called after every event (for checks).
     """
 
-    __slots__ = ("_heap", "_order", "_dead", "now", "events",
-                 "_stopped", "after_event")
+    __slots__ = ("_heap", "_order", "_dead", "now", "events", "_stopped", "after_event")
 
     def __init__(self) -> None:
-        self._heap: List[list] = []
+        self._heap: list[list] = []
         self._order = 0
         self._dead = 0
         self.now = 0
         self.events = 0
         self._stopped = False
-        self.after_event: Optional[Callable[[int], None]] = None
+        self.after_event: Callable[[int], None] | None = None
 
     def schedule(self, time: int, handler: Handler, arg: Any = None) -> list:
         """Run ``handler(time, arg)`` at ``time`` femtoseconds; a handle."""
         if time < self.now:
-            raise ValueError(
-                f"time {time} fs is before the current time {self.now} fs")
+            raise ValueError(f"time {time} fs is before the current time {self.now} fs")
         self._order += 1
         entry = [time, self._order, handler, arg]
         heappush(self._heap, entry)
@@ -89,8 +88,7 @@ class EventLoop:
         """Stop after the current event."""
         self._stopped = True
 
-    def run(self, max_events: int = 100_000_000,
-            pause: Optional[Callable[[], bool]] = None) -> None:
+    def run(self, max_events: int = 100_000_000, pause: Callable[[], bool] | None = None) -> None:
         """Run events until stopped, the heap empties or a limit is hit.
 
         ``pause()``, if given, is called after every event and ends this
@@ -107,7 +105,7 @@ class EventLoop:
             if handler is None:
                 self._dead -= 1
                 continue
-            entry[2] = None          # a handle of a past event is inert
+            entry[2] = None  # a handle of a past event is inert
             t = entry[0]
             self.now = t
             handler(t, entry[3])
@@ -116,8 +114,7 @@ class EventLoop:
                 check(t)
             if n >= limit:
                 self.events = n
-                raise RuntimeError(
-                    f"simulation did not finish within {max_events} events")
+                raise RuntimeError(f"simulation did not finish within {max_events} events")
             if pause is not None and pause():
                 break
         self.events = n
@@ -138,7 +135,7 @@ class EventLoop:
         """Events scheduled and not cancelled."""
         return len(self._heap) - self._dead
 
-    def next_time(self) -> Optional[int]:
+    def next_time(self) -> int | None:
         """When the next event runs (``None`` if the heap is empty or its
         first entry was cancelled: cheap, not exhaustive)."""
         heap = self._heap
@@ -171,15 +168,14 @@ class Timer:
     in ticks (:meth:`arm_ticks`) remembers when and for how many ticks.
     """
 
-    __slots__ = ("loop", "handler", "entry", "expires", "armed_at",
-                 "ticks")
+    __slots__ = ("loop", "handler", "entry", "expires", "armed_at", "ticks")
 
     def __init__(self, loop: EventLoop, handler: Handler) -> None:
         self.loop = loop
         self.handler = handler
-        self.entry: Optional[list] = None
-        self.expires = -1            # femtoseconds; -1 when idle
-        self.armed_at = -1           # femtoseconds, with arm_ticks
+        self.entry: list | None = None
+        self.expires = -1  # femtoseconds; -1 when idle
+        self.armed_at = -1  # femtoseconds, with arm_ticks
         self.ticks = 0
 
     @property

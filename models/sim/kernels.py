@@ -37,11 +37,18 @@ own clock and probe classes: on ``linux-6`` at HZ=250 delayed ACKs fire
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
-from models.sim.rules import (FAMILIES, Autocork, Cork, LinuxAck,
-                              MinshallNagle, RtoMinProbe, SrttProbe,
-                              TickClock, WheelClock)
+from models.sim.rules import (
+    FAMILIES,
+    Autocork,
+    Cork,
+    LinuxAck,
+    MinshallNagle,
+    RtoMinProbe,
+    SrttProbe,
+    TickClock,
+    WheelClock,
+)
 
 __all__ = ["KernelProfile", "PROFILES", "get_profile", "register_profile"]
 
@@ -102,11 +109,13 @@ class KernelProfile:
             if not (isinstance(cls, type) and issubclass(cls, base)):
                 raise ValueError(
                     f"profile {self.name!r}: policy {family!r} must be a "
-                    f"{base.__name__} class, got {cls!r}")
+                    f"{base.__name__} class, got {cls!r}"
+                )
         if not isinstance(self.hz, int) or self.hz < 1:
             raise ValueError(
                 f"profile {self.name!r}: hz must be a positive whole "
-                f"number of ticks per second, got {self.hz!r}")
+                f"number of ticks per second, got {self.hz!r}"
+            )
 
     @property
     def tick_s(self) -> float:
@@ -135,23 +144,21 @@ class KernelProfile:
         """Whether this profile's cork rule autocorks."""
         return self.cork.autocork
 
-    def with_policies(self, **classes: type) -> "KernelProfile":
+    def with_policies(self, **classes: type) -> KernelProfile:
         """The same kernel with some rule classes swapped."""
         for family in classes:
             if family not in FAMILIES:
-                raise ValueError(
-                    f"unknown rule family {family!r}; known: "
-                    f"{sorted(FAMILIES)}")
+                raise ValueError(f"unknown rule family {family!r}; known: {sorted(FAMILIES)}")
         return dataclasses.replace(self, **classes)
 
-    def variant(self, name: str, **classes: type) -> "KernelProfile":
+    def variant(self, name: str, **classes: type) -> KernelProfile:
         """A profile called ``name``: this kernel with some rules swapped
         (register it with :func:`register_profile` to use it by name)."""
         return dataclasses.replace(self.with_policies(**classes), name=name)
 
-    def configured(self, hz: Optional[int] = None,
-                   autocork: Optional[bool] = None,
-                   kernel_timers: bool = True) -> "KernelProfile":
+    def configured(
+        self, hz: int | None = None, autocork: bool | None = None, kernel_timers: bool = True
+    ) -> KernelProfile:
         """The profile with a scenario's kernel settings applied.
 
         ``kernel_timers=False`` swaps in the textbook clock and probe
@@ -169,17 +176,37 @@ class KernelProfile:
 
 PROFILES: dict[str, KernelProfile] = {
     "linux-2.4": KernelProfile(
-        name="linux-2.4", hz=100, delack_min_s=0.040, rto_min_s=0.200,
-        max_quickacks=16, rcv_wnd_bytes=5840, initial_rcv_mss=536,
-        loopback_mtu=16436, pingpong_threshold=1,
-        nagle=MinshallNagle, ack=LinuxAck, cork=Cork, probe=RtoMinProbe,
-        clock=TickClock),
+        name="linux-2.4",
+        hz=100,
+        delack_min_s=0.040,
+        rto_min_s=0.200,
+        max_quickacks=16,
+        rcv_wnd_bytes=5840,
+        initial_rcv_mss=536,
+        loopback_mtu=16436,
+        pingpong_threshold=1,
+        nagle=MinshallNagle,
+        ack=LinuxAck,
+        cork=Cork,
+        probe=RtoMinProbe,
+        clock=TickClock,
+    ),
     "linux-6": KernelProfile(
-        name="linux-6", hz=250, delack_min_s=0.040, rto_min_s=0.200,
-        max_quickacks=16, rcv_wnd_bytes=65160, initial_rcv_mss=536,
-        loopback_mtu=65536, pingpong_threshold=1,
-        nagle=MinshallNagle, ack=LinuxAck, cork=Autocork, probe=SrttProbe,
-        clock=WheelClock),
+        name="linux-6",
+        hz=250,
+        delack_min_s=0.040,
+        rto_min_s=0.200,
+        max_quickacks=16,
+        rcv_wnd_bytes=65160,
+        initial_rcv_mss=536,
+        loopback_mtu=65536,
+        pingpong_threshold=1,
+        nagle=MinshallNagle,
+        ack=LinuxAck,
+        cork=Autocork,
+        probe=SrttProbe,
+        clock=WheelClock,
+    ),
 }
 
 
@@ -196,8 +223,7 @@ def register_profile(profile: KernelProfile) -> KernelProfile:
         raise ValueError(f"profile must be a KernelProfile, got {profile!r}")
     old = PROFILES.get(profile.name)
     if old is not None and old != profile:
-        raise ValueError(
-            f"a different profile is already called {profile.name!r}")
+        raise ValueError(f"a different profile is already called {profile.name!r}")
     PROFILES[profile.name] = profile
     return profile
 
@@ -208,5 +234,5 @@ def get_profile(name: str) -> KernelProfile:
         return PROFILES[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"kernel.profile must be one of {sorted(PROFILES)}, "
-            f"got {name!r}") from None
+            f"kernel.profile must be one of {sorted(PROFILES)}, got {name!r}"
+        ) from None

@@ -57,15 +57,14 @@ class Segment:
 
     __slots__ = ("src", "seq", "end", "ack", "psh", "t_tx", "t_rx")
 
-    def __init__(self, src: int, seq: int, end: int, ack: int,
-                 psh: bool) -> None:
-        self.src = src      # 0 = client, 1 = server
-        self.seq = seq      # first payload byte (relative, from 1)
-        self.end = end      # one past the last payload byte
-        self.ack = ack      # cumulative ACK: next byte expected from peer
-        self.psh = psh      # PSH flag
-        self.t_tx = 0       # fs: handed to the NIC (tcpdump, sender)
-        self.t_rx = 0       # fs: at the receiver's capture point
+    def __init__(self, src: int, seq: int, end: int, ack: int, psh: bool) -> None:
+        self.src = src  # 0 = client, 1 = server
+        self.seq = seq  # first payload byte (relative, from 1)
+        self.end = end  # one past the last payload byte
+        self.ack = ack  # cumulative ACK: next byte expected from peer
+        self.psh = psh  # PSH flag
+        self.t_tx = 0  # fs: handed to the NIC (tcpdump, sender)
+        self.t_rx = 0  # fs: at the receiver's capture point
 
     @property
     def length(self) -> int:
@@ -101,18 +100,51 @@ class Channel:
     ``out`` is the receiving endpoint's ``receive(now, segment)``.
     """
 
-    __slots__ = ("loop", "rate", "tx_latency", "rx_latency", "prop",
-                 "softirq", "ack_softirq", "rx", "gro", "out", "free_at",
-                 "softirq_free", "busy", "softirq_busy", "frames",
-                 "data_frames", "payload_bytes", "in_nic", "nic_bytes",
-                 "batch", "batch_time", "batch_event", "gro_open",
-                 "gro_size", "gro_merged", "bucket", "tokens",
-                 "tokens_at", "_wire_fs")
+    __slots__ = (
+        "loop",
+        "rate",
+        "tx_latency",
+        "rx_latency",
+        "prop",
+        "softirq",
+        "ack_softirq",
+        "rx",
+        "gro",
+        "out",
+        "free_at",
+        "softirq_free",
+        "busy",
+        "softirq_busy",
+        "frames",
+        "data_frames",
+        "payload_bytes",
+        "in_nic",
+        "nic_bytes",
+        "batch",
+        "batch_time",
+        "batch_event",
+        "gro_open",
+        "gro_size",
+        "gro_merged",
+        "bucket",
+        "tokens",
+        "tokens_at",
+        "_wire_fs",
+    )
 
-    def __init__(self, loop, rate_bps: int, tx_latency: int,
-                 rx_latency: int, propagation: int, softirq: int,
-                 bucket_bytes=None, ack_softirq=None, rx=None,
-                 gro: bool = False) -> None:
+    def __init__(
+        self,
+        loop,
+        rate_bps: int,
+        tx_latency: int,
+        rx_latency: int,
+        propagation: int,
+        softirq: int,
+        bucket_bytes=None,
+        ack_softirq=None,
+        rx=None,
+        gro: bool = False,
+    ) -> None:
         self.loop = loop
         self.rate = rate_bps
         self.tx_latency = tx_latency
@@ -123,24 +155,25 @@ class Channel:
         self.rx = PerWakeup(rx_latency) if rx is None else rx
         self.gro = gro
         self.out = None
-        self.free_at = -1           # fs: transmit path done (-1: unused)
-        self.softirq_free = 0       # fs: receiver soft interrupt free
-        self.busy = 0               # fs of wire occupancy
-        self.softirq_busy = 0       # fs of receiver soft-interrupt CPU
+        self.free_at = -1  # fs: transmit path done (-1: unused)
+        self.softirq_free = 0  # fs: receiver soft interrupt free
+        self.busy = 0  # fs of wire occupancy
+        self.softirq_busy = 0  # fs of receiver soft-interrupt CPU
         self.frames = 0
         self.data_frames = 0
         self.payload_bytes = 0
         self.in_nic: deque = deque()  # (tx completion, payload) of data
-        self.nic_bytes = 0          # payload bytes in in_nic
-        self.batch = None           # segments of one delivery event
+        self.nic_bytes = 0  # payload bytes in in_nic
+        self.batch = None  # segments of one delivery event
         self.batch_time = -1
-        self.batch_event = None     # its event entry
-        self.gro_open = False       # the batch's last segment may grow
-        self.gro_size = 0           # its first segment's length
-        self.gro_merged = 0         # segments merged into another
-        self.bucket = None if bucket_bytes is None else (
-            bucket_bytes * 8 * FS)  # bytes -> bit-femtoseconds
-        self.tokens = self.bucket or 0   # the bucket starts full
+        self.batch_event = None  # its event entry
+        self.gro_open = False  # the batch's last segment may grow
+        self.gro_size = 0  # its first segment's length
+        self.gro_merged = 0  # segments merged into another
+        self.bucket = (
+            None if bucket_bytes is None else (bucket_bytes * 8 * FS)
+        )  # bytes -> bit-femtoseconds
+        self.tokens = self.bucket or 0  # the bucket starts full
         self.tokens_at = 0
         self._wire_fs: dict = {}
 
@@ -157,20 +190,20 @@ class Channel:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time."""
         length = seg.end - seg.seq
-        if self.free_at < now:          # idle: pay the start latency
+        if self.free_at < now:  # idle: pay the start latency
             start = now + self.tx_latency
-        else:                           # busy: queue behind
+        else:  # busy: queue behind
             start = self.free_at
         if self.bucket is None:
             nbytes = length + framing.FRAME_OVERHEAD_BYTES
             wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
             done = start + wire
-        else:                           # leave when the bucket holds it
+        else:  # leave when the bucket holds it
             size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
             tokens = self.tokens + (start - self.tokens_at) * self.rate
             if tokens > self.bucket:
                 tokens = self.bucket
-            if tokens < size:           # wait for the missing credit
+            if tokens < size:  # wait for the missing credit
                 start += -(-(size - tokens) // self.rate)
                 tokens = size
             self.tokens = tokens - size
@@ -184,7 +217,7 @@ class Channel:
             self.data_frames += 1
             self.payload_bytes += length
             q = self.in_nic
-            while q and q[0][0] <= now:         # completed: forget them
+            while q and q[0][0] <= now:  # completed: forget them
                 self.nic_bytes -= q.popleft()[1]
             q.append((done, length))
             self.nic_bytes += length
@@ -202,19 +235,17 @@ class Channel:
             ready = seen
         batch = self.batch
         if batch is not None and self.gro and self._gro_merge(seg, seen):
-            if ready != self.batch_time:   # the aggregate leaves later
+            if ready != self.batch_time:  # the aggregate leaves later
                 self.loop.cancel(self.batch_event)
                 self.batch_time = ready
-                self.batch_event = self.loop.schedule(ready, self._deliver,
-                                                      batch)
+                self.batch_event = self.loop.schedule(ready, self._deliver, batch)
         elif ready == self.batch_time and batch is not None:
-            batch.append(seg)           # one event delivers both
+            batch.append(seg)  # one event delivers both
             self.gro_open = False
         else:
             self.batch = [seg]
             self.batch_time = ready
-            self.batch_event = self.loop.schedule(ready, self._deliver,
-                                                  self.batch)
+            self.batch_event = self.loop.schedule(ready, self._deliver, self.batch)
             self.gro_open = self.gro and length > 0 and not seg.psh
             self.gro_size = length
         return done
@@ -227,10 +258,15 @@ class Channel:
         ACK and no longer than the first, and it stays within 64 KiB."""
         last = self.batch[-1]
         n = seg.end - seg.seq
-        if (not self.gro_open or not n or seen > self.batch_time
-                or seg.seq != last.end or seg.ack != last.ack
-                or n > self.gro_size
-                or last.end - last.seq + n > _GRO_MAX_BYTES):
+        if (
+            not self.gro_open
+            or not n
+            or seen > self.batch_time
+            or seg.seq != last.end
+            or seg.ack != last.ack
+            or n > self.gro_size
+            or last.end - last.seq + n > _GRO_MAX_BYTES
+        ):
             return False
         last.end = seg.end
         last.psh = seg.psh

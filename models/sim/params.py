@@ -26,10 +26,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from typing import Any, Optional
+from typing import Any
 
-__all__ = ["Spec", "param", "Part", "KINDS", "Between", "OneOf",
-           "parse_sizes", "parse_legs"]
+__all__ = ["Spec", "param", "Part", "KINDS", "Between", "OneOf", "parse_sizes", "parse_legs"]
 
 #: The kinds of parameter and what each accepts.
 KINDS = {
@@ -98,8 +97,7 @@ class Spec:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(
-                f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
 
     def check(self, name: str, value: Any) -> Any:
         """``value`` normalized, or ``ValueError`` naming ``name``."""
@@ -115,8 +113,7 @@ class Spec:
             what = f"one of {list(self.choices)}"
         if self.low is not None and self.kind in ("count", "bytes"):
             what += f" >= {self.low}"
-        if self.unit and self.kind not in ("flag", "choice", "seconds",
-                                           "rate", "bytes"):
+        if self.unit and self.kind not in ("flag", "choice", "seconds", "rate", "bytes"):
             what += f" ({self.unit})"
         return what
 
@@ -124,10 +121,14 @@ class Spec:
         return ValueError(f"{name} must be {self._what()}, got {value!r}")
 
     def _whole(self, name: str, value: Any) -> int:
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not math.isfinite(value) or value != int(value)
-                or (self.low is not None and value < self.low)
-                or (self.high is not None and value > self.high)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value != int(value)
+            or (self.low is not None and value < self.low)
+            or (self.high is not None and value > self.high)
+        ):
             raise self._fail(name, value)
         return int(value)
 
@@ -135,21 +136,28 @@ class Spec:
     _check_bytes = _whole
 
     def _check_seconds(self, name: str, value: Any) -> float:
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not math.isfinite(value) or value < 0
-                or (self.high is not None and value > self.high)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+            or (self.high is not None and value > self.high)
+        ):
             raise self._fail(name, value)
         return float(value)
 
     def _check_rate(self, name: str, value: Any) -> float:
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not math.isfinite(value) or round(value) < 1):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or round(value) < 1
+        ):
             raise self._fail(name, value)
         return float(value)
 
     def _check_fraction(self, name: str, value: Any) -> float:
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not 0 <= value < 1):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise self._fail(name, value)
         return float(value)
 
@@ -163,15 +171,18 @@ class Spec:
         except TypeError:
             raise self._fail(name, value) from None
         for v in sizes:
-            if (isinstance(v, bool) or not isinstance(v, (int, float))
-                    or not math.isfinite(v) or v != int(v) or v < 1):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v != int(v)
+                or v < 1
+            ):
                 raise ValueError(
-                    f"{name} must list send() sizes of at least 1 byte, "
-                    f"got {value!r}")
+                    f"{name} must list send() sizes of at least 1 byte, got {value!r}"
+                )
         if not sizes and (self.low or 0) > 0:
-            raise ValueError(
-                f"{name} must list at least one send() size in bytes, "
-                f"got ()")
+            raise ValueError(f"{name} must list at least one send() size in bytes, got ()")
         return tuple(int(v) for v in sizes)
 
     def _check_legs(self, name: str, value: Any) -> tuple:
@@ -184,10 +195,10 @@ class Spec:
         if legs and len(legs) % 2:
             raise ValueError(
                 f"{name} must alternate client->server and server->client "
-                f"legs (an even number), got {len(legs)} legs")
+                f"legs (an even number), got {len(legs)} legs"
+            )
         inner = Spec("sizes", "bytes", "", low=1)
-        return tuple(inner._check_sizes(f"{name}[{i}]", leg)
-                     for i, leg in enumerate(legs))
+        return tuple(inner._check_sizes(f"{name}[{i}]", leg) for i, leg in enumerate(legs))
 
     def _check_flag(self, name: str, value: Any) -> bool:
         if not isinstance(value, bool):
@@ -206,8 +217,8 @@ def parse_sizes(text: str) -> tuple:
         return tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ValueError(
-            f"expected comma-separated byte counts such as 48,512, "
-            f"got {text!r}") from None
+            f"expected comma-separated byte counts such as 48,512, got {text!r}"
+        ) from None
 
 
 def parse_legs(text: str) -> tuple:
@@ -215,27 +226,22 @@ def parse_legs(text: str) -> tuple:
     return tuple(parse_sizes(leg) for leg in text.split("/") if leg.strip())
 
 
-def param(default: Any, kind: str, unit: str, help: str,
-          **spec: Any) -> Any:
+def param(default: Any, kind: str, unit: str, help: str, **spec: Any) -> Any:
     """A dataclass field carrying its :class:`Spec` in its metadata."""
-    return dataclasses.field(
-        default=default,
-        metadata={"spec": Spec(kind, unit, help, **spec)})
+    return dataclasses.field(default=default, metadata={"spec": Spec(kind, unit, help, **spec)})
 
 
-_NAMES: list = []   # the name a part is being built under ("server" ...)
+_NAMES: list = []  # the name a part is being built under ("server" ...)
 
 
 class _PartMeta(type):
     """Checks the keywords of every construction, ``replace`` included:
     positional arguments and unknown names raise ``ValueError``."""
 
-    def __call__(cls, *args: Any, _as: Optional[str] = None,
-                 **kw: Any) -> Any:
+    def __call__(cls, *args: Any, _as: str | None = None, **kw: Any) -> Any:
         name = _as or cls.part_name  # type: ignore[attr-defined]
         if args:
-            raise ValueError(
-                f"{name} takes keyword arguments only, got {args!r}")
+            raise ValueError(f"{name} takes keyword arguments only, got {args!r}")
         check_names(cls, kw, name)
         _NAMES.append(name)
         try:
@@ -260,8 +266,7 @@ class Part(metaclass=_PartMeta):
         where = _NAMES[-1] if _NAMES else self.part_name
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             spec: Spec = f.metadata["spec"]
-            value = spec.check(f"{where}.{f.name}",
-                               getattr(self, f.name))
+            value = spec.check(f"{where}.{f.name}", getattr(self, f.name))
             object.__setattr__(self, f.name, value)
         self._check_together(where)
 
@@ -271,30 +276,25 @@ class Part(metaclass=_PartMeta):
     @classmethod
     def specs(cls) -> dict:
         """``{field name: Spec}`` in declaration order."""
-        return {f.name: f.metadata["spec"]
-                for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
-    def replace(self, _as: Optional[str] = None, **changes: Any) -> Any:
+    def replace(self, _as: str | None = None, **changes: Any) -> Any:
         """A copy with some fields changed (validated again)."""
         values = self.to_dict()
         check_names(type(self), changes, _as or self.part_name)
         values.update(changes)
-        make: Any = type(self)            # _PartMeta.__call__ takes _as
+        make: Any = type(self)  # _PartMeta.__call__ takes _as
         return make(_as=_as, **values)
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name)
-                for f in dataclasses.fields(self)}  # type: ignore
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore
 
 
-def check_names(cls: Any, values: dict, where: str,
-                known: Optional[list] = None) -> None:
+def check_names(cls: Any, values: dict, where: str, known: list | None = None) -> None:
     """``ValueError`` for any key of ``values`` that is not a field."""
     names = known if known is not None else list(cls.specs())
     for key in values:
         if key not in names:
             near = difflib.get_close_matches(key, names, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise ValueError(
-                f"{where} has no parameter {key!r}{hint} "
-                f"(known: {', '.join(names)})")
+            raise ValueError(f"{where} has no parameter {key!r}{hint} (known: {', '.join(names)})")

@@ -19,24 +19,21 @@ class Receiver:
     class of the kernel profile.
     """
 
-    __slots__ = ("ep", "loop", "clock", "advmss", "rcv_nxt",
-                 "copied_seq", "ack")
+    __slots__ = ("ep", "loop", "clock", "advmss", "rcv_nxt", "copied_seq", "ack")
 
     def __init__(self, ep, advmss: int, ack_rule, profile) -> None:
         self.ep = ep
         self.loop = ep.loop
         self.clock = ep.clock
         self.advmss = advmss
-        self.rcv_nxt = 1          # next byte expected
-        self.copied_seq = 1       # next byte the application reads
+        self.rcv_nxt = 1  # next byte expected
+        self.copied_seq = 1  # next byte the application reads
         self.ack = ack_rule(self, profile)
 
     def on_data(self, now: int, seq: int, end: int, psh: bool) -> None:
         """An arriving data segment ``[seq, end)`` (must be in order)."""
         if seq != self.rcv_nxt:
-            raise AssertionError(
-                f"segment {seq}:{end} out of order "
-                f"(rcv_nxt {self.rcv_nxt})")
+            raise AssertionError(f"segment {seq}:{end} out of order (rcv_nxt {self.rcv_nxt})")
         self.rcv_nxt = end
         self.ack.data_received(now, end - seq, psh)
 

@@ -7,8 +7,15 @@ import dataclasses
 import math
 from typing import Any
 
-__all__ = ["Result", "DirectionStats", "HostStats", "TraceRecord",
-           "format_trace", "percentile", "DIRECTIONS"]
+__all__ = [
+    "Result",
+    "DirectionStats",
+    "HostStats",
+    "TraceRecord",
+    "format_trace",
+    "percentile",
+    "DIRECTIONS",
+]
 
 #: The two directions, client to server first.
 DIRECTIONS = ("C>S", "S>C")
@@ -49,8 +56,7 @@ class TraceRecord:
     def __str__(self) -> str:
         head = f"{self.time:.6f} {self.direction}: Flags [{self.flags}], "
         if self.length:
-            return (head + f"seq {self.seq}:{self.end}, ack {self.ack}, "
-                    f"length {self.length}")
+            return head + f"seq {self.seq}:{self.end}, ack {self.ack}, length {self.length}"
         return head + f"ack {self.ack}, length 0"
 
 
@@ -190,10 +196,12 @@ class Result:
     @property
     def cpu_utilization(self) -> dict:
         h = self.hosts
-        return {"client": h["client"].cpu_utilization,
-                "server": h["server"].cpu_utilization,
-                "client_softirq": h["client"].softirq_utilization,
-                "server_softirq": h["server"].softirq_utilization}
+        return {
+            "client": h["client"].cpu_utilization,
+            "server": h["server"].cpu_utilization,
+            "client_softirq": h["client"].softirq_utilization,
+            "server_softirq": h["server"].softirq_utilization,
+        }
 
     def busy_fractions(self, which: str = "server") -> dict:
         """Busy counts as fractions of all closed busy periods."""
@@ -235,11 +243,14 @@ class Result:
             "completed_total": self.completed_total,
             "sim_time_s": self.sim_time_s,
             "packets": self.packets,
-            "directions": {d: dataclasses.asdict(s)
-                           for d, s in self.directions.items()},
-            "hosts": {h: {**dataclasses.asdict(s), "busy_counts": {
-                str(k): v for k, v in s.busy_counts.items()}}
-                for h, s in self.hosts.items()},
+            "directions": {d: dataclasses.asdict(s) for d, s in self.directions.items()},
+            "hosts": {
+                h: {
+                    **dataclasses.asdict(s),
+                    "busy_counts": {str(k): v for k, v in s.busy_counts.items()},
+                }
+                for h, s in self.hosts.items()
+            },
             "events": self.events,
             "skipped_ops": self.skipped_ops,
             "cycle_ops": self.cycle_ops,

@@ -59,8 +59,7 @@ def seed_sequence_state(seed: int, n_words64: int) -> list[int]:
         return r ^ (r >> 16)
 
     entropy = _words(seed)
-    pool = [hashmix(entropy[i] if i < len(entropy) else 0)
-            for i in range(_POOL)]
+    pool = [hashmix(entropy[i] if i < len(entropy) else 0) for i in range(_POOL)]
     for src in range(_POOL):
         for dst in range(_POOL):
             if src != dst:
@@ -75,8 +74,7 @@ def seed_sequence_state(seed: int, n_words64: int) -> list[int]:
         hb = (hb * _MULT_B) & _M32
         v = (v * hb) & _M32
         words.append(v ^ (v >> 16))
-    return [words[2 * i] | (words[2 * i + 1] << 32)
-            for i in range(n_words64)]
+    return [words[2 * i] | (words[2 * i + 1] << 32) for i in range(n_words64)]
 
 
 class PCG64:

@@ -39,14 +39,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any, Optional, Union
+from typing import Any
 
 from models import framing
 from models.sim.kernels import PROFILES, KernelProfile, get_profile
 from models.sim.params import Between, OneOf, Part, check_names, param
 
-__all__ = ["Scenario", "Workload", "Link", "Host", "Kernel", "Run",
-           "BUTTERFIELD_SERVER", "BUTTERFIELD_CLIENT", "PARTS"]
+__all__ = [
+    "Scenario",
+    "Workload",
+    "Link",
+    "Host",
+    "Kernel",
+    "Run",
+    "BUTTERFIELD_SERVER",
+    "BUTTERFIELD_CLIENT",
+    "PARTS",
+]
 
 _kw = dict(frozen=True, kw_only=True)
 
@@ -61,44 +70,65 @@ class Workload(Part):
     """
 
     part_name = "workload"
-    qd: int = param(1, "count", "operations",
-                    "queue depth: operations kept outstanding",
-                    low=1, sample=Between(1, 12))
+    qd: int = param(
+        1,
+        "count",
+        "operations",
+        "queue depth: operations kept outstanding",
+        low=1,
+        sample=Between(1, 12),
+    )
     request_writes: tuple = param(
-        (48,), "sizes", "bytes",
+        (48,),
+        "sizes",
+        "bytes",
         "send() sizes of one request (an iSCSI read command: 48)",
-        low=1, sample="sizes")
+        low=1,
+        sample="sizes",
+    )
     response_writes: tuple = param(
-        (48, 512), "sizes", "bytes",
+        (48, 512),
+        "sizes",
+        "bytes",
         "send() sizes of one response (header, then data: 48,512)",
-        low=1, sample="sizes")
+        low=1,
+        sample="sizes",
+    )
     legs: tuple = param(
-        (), "legs", "bytes",
+        (),
+        "legs",
+        "bytes",
         "an exchange of several messages instead: send() sizes per leg, "
         "legs alternate client->server and server->client, "
-        "e.g. 48/48/8192/48", sample="legs")
+        "e.g. 48/48/8192/48",
+        sample="legs",
+    )
     setup_request_writes: tuple = param(
-        (), "sizes", "bytes",
+        (),
+        "sizes",
+        "bytes",
         "a request sent once before the loop (Flory 2001: 8)",
-        low=0, sample="setup")
+        low=0,
+        sample="setup",
+    )
     setup_response_writes: tuple = param(
-        (), "sizes", "bytes",
-        "its response (Flory 2001: 8)", low=0, sample="setup")
+        (), "sizes", "bytes", "its response (Flory 2001: 8)", low=0, sample="setup"
+    )
     setup_proc_s: float = param(
-        0.0, "seconds", "seconds",
-        "server time for the setup request", sample=Between(0, 100e-6))
+        0.0, "seconds", "seconds", "server time for the setup request", sample=Between(0, 100e-6)
+    )
 
     def _check_together(self, where: str) -> None:
-        if bool(self.setup_request_writes) != bool(
-                self.setup_response_writes):
+        if bool(self.setup_request_writes) != bool(self.setup_response_writes):
             raise ValueError(
                 f"{where}.setup_request_writes and "
-                f"{where}.setup_response_writes must be given together")
-        if self.legs and (self.request_writes, self.response_writes) != (
-                (48,), (48, 512)):
+                f"{where}.setup_response_writes must be given together"
+            )
+        if self.legs and (self.request_writes, self.response_writes) != ((48,), (48, 512)):
             raise ValueError(
                 f"{where}.legs replaces request_writes and "
-                f"response_writes; leave those at their defaults")
+                f"response_writes; leave those at their defaults"
+            )
 
     @property
     def exchange(self) -> tuple:
@@ -116,26 +146,43 @@ class Link(Part):
     """
 
     part_name = "link"
-    mtu: int = param(1500, "bytes", "bytes",
-                     "IP MTU; MSS = min(MTU, 65535) - 52",
-                     low=framing.TCPIP_BYTES + 1,
-                     sample=OneOf(576, 1500, 9000, 16436, 65536))
-    bandwidth_bps: float = param(1e9, "rate", "bits per second",
-                                 "link rate, both directions",
-                                 sample=OneOf(1e8, 1e9, 1e10))
-    latency_s: float = param(0.0, "seconds", "seconds",
-                             "one-way propagation delay outside the hosts",
-                             sample=Between(0, 100e-6))
-    bucket_bytes: Optional[int] = param(
-        None, "bytes", "bytes",
-        "token-bucket depth (a tbf rate limiter) instead of a wire; "
-        "at least one frame, MTU + 14", optional=True, low=1,
-        sample="bucket")
-    shared_cpus: Optional[int] = param(
-        None, "count", "CPUs",
+    mtu: int = param(
+        1500,
+        "bytes",
+        "bytes",
+        "IP MTU; MSS = min(MTU, 65535) - 52",
+        low=framing.TCPIP_BYTES + 1,
+        sample=OneOf(576, 1500, 9000, 16436, 65536),
+    )
+    bandwidth_bps: float = param(
+        1e9, "rate", "bits per second", "link rate, both directions", sample=OneOf(1e8, 1e9, 1e10)
+    )
+    latency_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "one-way propagation delay outside the hosts",
+        sample=Between(0, 100e-6),
+    )
+    bucket_bytes: int | None = param(
+        None,
+        "bytes",
+        "bytes",
+        "token-bucket depth (a tbf rate limiter) instead of a wire; at least one frame, MTU + 14",
+        optional=True,
+        low=1,
+        sample="bucket",
+    )
+    shared_cpus: int | None = param(
+        None,
+        "count",
+        "CPUs",
         "both hosts are one machine (loopback, veth) whose threads share "
         "this many CPUs (default: a CPU for each host's thread)",
-        optional=True, low=1, sample=OneOf(None, 1, 2))
+        optional=True,
+        low=1,
+        sample=OneOf(None, 1, 2),
+    )
 
     def _check_together(self, where: str) -> None:
         frame = framing.bucket_bytes(self.mss)
@@ -143,7 +190,8 @@ class Link(Part):
             raise ValueError(
                 f"{where}.bucket_bytes must hold one full frame "
                 f"(>= {frame} bytes at MTU {self.mtu}), "
-                f"got {self.bucket_bytes}")
+                f"got {self.bucket_bytes}"
+            )
 
     @property
     def mss(self) -> int:
@@ -173,66 +221,120 @@ class Host(Part):
     """
 
     part_name = "host"
-    proc_s: float = param(0.0, "seconds", "seconds",
-                          "processing time per message (SP, CP)",
-                          sample=Between(1e-6, 100e-6))
-    wake_s: float = param(0.0, "seconds", "seconds",
-                          "thread wake-up latency after idling (SL, CL)",
-                          sample=Between(0, 100e-6))
-    tx_latency_s: float = param(0.0, "seconds", "seconds",
-                                "transmit-path start latency (ST, CT)",
-                                sample=Between(0, 100e-6))
-    rx_latency_s: float = param(0.0, "seconds", "seconds",
-                                "receive-path start latency (SR, CR)",
-                                sample=Between(0, 100e-6))
-    softirq_s: float = param(0.0, "seconds", "seconds",
-                             "receive soft-interrupt CPU per segment "
-                             "(SI, CI)", sample=Between(0, 5e-6))
-    tx_cpu_s: float = param(0.0, "seconds", "seconds",
-                            "transmit CPU per data segment (SK, CK)",
-                            sample=Between(0, 5e-6))
-    ack_cpu_s: Optional[float] = param(
-        None, "seconds", "seconds",
+    proc_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "processing time per message (SP, CP)",
+        sample=Between(1e-6, 100e-6),
+    )
+    wake_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "thread wake-up latency after idling (SL, CL)",
+        sample=Between(0, 100e-6),
+    )
+    tx_latency_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit-path start latency (ST, CT)",
+        sample=Between(0, 100e-6),
+    )
+    rx_latency_s: float = param(
+        0.0, "seconds", "seconds", "receive-path start latency (SR, CR)", sample=Between(0, 100e-6)
+    )
+    softirq_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "receive soft-interrupt CPU per segment (SI, CI)",
+        sample=Between(0, 5e-6),
+    )
+    tx_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit CPU per data segment (SK, CK)",
+        sample=Between(0, 5e-6),
+    )
+    ack_cpu_s: float | None = param(
+        None,
+        "seconds",
+        "seconds",
         "receive soft-interrupt CPU per pure ACK (default: softirq_s)",
-        optional=True, sample=OneOf(None, 0.0, 1e-6))
-    wake_cpu_s: float = param(0.0, "seconds", "seconds",
-                              "thread CPU per wake-up, before it reads "
-                              "(context switch, recv() return)",
-                              sample=Between(0, 5e-6))
+        optional=True,
+        sample=OneOf(None, 0.0, 1e-6),
+    )
+    wake_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "thread CPU per wake-up, before it reads (context switch, recv() return)",
+        sample=Between(0, 5e-6),
+    )
     wake_spread_s: float = param(
-        0.0, "seconds", "seconds",
+        0.0,
+        "seconds",
+        "seconds",
         "random extra wake-up latency, uniform in [0, spread) per "
         "wake-up (seeded; turns the fast-forward off)",
-        sample=OneOf(0.0, 20e-6))
-    rx_usecs: Optional[float] = param(
-        None, "seconds", "seconds",
+        sample=OneOf(0.0, 20e-6),
+    )
+    rx_usecs: float | None = param(
+        None,
+        "seconds",
+        "seconds",
         "receive interrupt moderation: at most one interrupt per "
         "holdoff, NAPI polls while frames arrive (default: off, one start "
-        "latency per idle period)", optional=True,
-        sample=OneOf(None, 0.0, 50e-6))
-    gro: bool = param(False, "flag", "",
-                      "GRO: merge back-to-back data segments one poll "
-                      "takes", sample=OneOf(False, True))
-    nodelay: bool = param(False, "flag", "",
-                          "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
-    msg_more: bool = param(False, "flag", "",
-                           "MSG_MORE on every send() of a message but "
-                           "its last", sample=OneOf(False, True))
-    msg_more_last: bool = param(False, "flag", "",
-                                "MSG_MORE on the last send() too (misuse: "
-                                "held until the probe timer)",
-                                sample=OneOf(False, True))
-    cork: bool = param(False, "flag", "",
-                       "TCP_CORK set before each message, cleared after",
-                       sample=OneOf(False, True))
-    flush_on_idle: bool = param(False, "flag", "",
-                                "push held data out before the thread "
-                                "sleeps (SCST usermode)",
-                                sample=OneOf(False, True))
-    quickack: bool = param(False, "flag", "",
-                           "TCP_QUICKACK set after every read (it does "
-                           "not persist: the kernel may delay ACKs again)",
-                           sample=OneOf(False, True))
+        "latency per idle period)",
+        optional=True,
+        sample=OneOf(None, 0.0, 50e-6),
+    )
+    gro: bool = param(
+        False,
+        "flag",
+        "",
+        "GRO: merge back-to-back data segments one poll takes",
+        sample=OneOf(False, True),
+    )
+    nodelay: bool = param(False, "flag", "", "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
+    msg_more: bool = param(
+        False,
+        "flag",
+        "",
+        "MSG_MORE on every send() of a message but its last",
+        sample=OneOf(False, True),
+    )
+    msg_more_last: bool = param(
+        False,
+        "flag",
+        "",
+        "MSG_MORE on the last send() too (misuse: held until the probe timer)",
+        sample=OneOf(False, True),
+    )
+    cork: bool = param(
+        False,
+        "flag",
+        "",
+        "TCP_CORK set before each message, cleared after",
+        sample=OneOf(False, True),
+    )
+    flush_on_idle: bool = param(
+        False,
+        "flag",
+        "",
+        "push held data out before the thread sleeps (SCST usermode)",
+        sample=OneOf(False, True),
+    )
+    quickack: bool = param(
+        False,
+        "flag",
+        "",
+        "TCP_QUICKACK set after every read (it does not persist: the kernel may delay ACKs again)",
+        sample=OneOf(False, True),
+    )
 
 
 #: Butterfield (2017)'s server: a 512-byte read at QD 1 on 1 Gb/s, in
@@ -244,15 +346,17 @@ class Host(Part):
 #: latencies share ``CT + SR + ST + CR = (C2 - C1) - (S2 - S1) -
 #: (W1 + W2) = 243.4 - 32.6 - 6.3 = 204.5`` evenly (the two hosts'
 #: clocks were not synchronized, so no split is known).
-BUTTERFIELD_SERVER = Host(proc_s=15.9e-6, wake_s=16.7e-6,
-                          tx_latency_s=51.125e-6, rx_latency_s=51.125e-6)
+BUTTERFIELD_SERVER = Host(
+    proc_s=15.9e-6, wake_s=16.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
+)
 #: Butterfield (2017)'s initiator: ``RTT - (C2 - C1) = 275.7 - 243.4 =
 #: 32.3`` us of client time, of which ``CL + CN = 23.7`` (``CN = 0``)
 #: and ``CI + CP + CK = 8.6``.  With both presets, a 560-byte response in
 #: one segment and TCP_NODELAY, the QD-1 round trip is ``204.5 + 6.3 +
 #: 16.7 + 15.9 + 23.7 + 8.6 = 275.7`` us, the source's RTT.
-BUTTERFIELD_CLIENT = Host(proc_s=8.6e-6, wake_s=23.7e-6,
-                          tx_latency_s=51.125e-6, rx_latency_s=51.125e-6)
+BUTTERFIELD_CLIENT = Host(
+    proc_s=8.6e-6, wake_s=23.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
+)
 
 
 @dataclasses.dataclass(**_kw)
@@ -260,34 +364,54 @@ class Kernel(Part):
     """Which kernel's TCP rules, and its timer details."""
 
     part_name = "kernel"
-    profile: str = param("linux-6", "choice", "",
-                         "kernel profile (models.sim.kernels)",
-                         choices=PROFILES,      # the live registry
-                         sample=OneOf(*PROFILES))
-    hz: Optional[int] = param(None, "count", "ticks per second",
-                              "timer ticks per second (default: the "
-                              "profile's CONFIG_HZ)", optional=True,
-                              low=1, sample=OneOf(100, 250, 300, 1000))
+    profile: str = param(
+        "linux-6",
+        "choice",
+        "",
+        "kernel profile (models.sim.kernels)",
+        choices=PROFILES,  # the live registry
+        sample=OneOf(*PROFILES),
+    )
+    hz: int | None = param(
+        None,
+        "count",
+        "ticks per second",
+        "timer ticks per second (default: the profile's CONFIG_HZ)",
+        optional=True,
+        low=1,
+        sample=OneOf(100, 250, 300, 1000),
+    )
     kernel_timers: bool = param(
-        False, "flag", "",
+        False,
+        "flag",
+        "",
         "the profile's measured timer details (wheel round-up, "
         "srtt-based probe); off: the textbook 40 ms and 200 ms",
-        sample=OneOf(False, True))
-    autocork: Optional[bool] = param(
-        None, "flag", "",
-        "tcp_autocorking (default: the profile's)", optional=True,
-        sample=OneOf(None, False, True))
-    tick_phase_s: Optional[float] = param(
-        None, "seconds", "seconds",
-        "where in its tick the run starts, in [0, 1/hz) (default: drawn "
-        "from the seed)", optional=True, sample="tick_phase")
+        sample=OneOf(False, True),
+    )
+    autocork: bool | None = param(
+        None,
+        "flag",
+        "",
+        "tcp_autocorking (default: the profile's)",
+        optional=True,
+        sample=OneOf(None, False, True),
+    )
+    tick_phase_s: float | None = param(
+        None,
+        "seconds",
+        "seconds",
+        "where in its tick the run starts, in [0, 1/hz) (default: drawn from the seed)",
+        optional=True,
+        sample="tick_phase",
+    )
 
     def _check_together(self, where: str) -> None:
         tick = 1.0 / self.hz_value
         if self.tick_phase_s is not None and not self.tick_phase_s < tick:
             raise ValueError(
-                f"{where}.tick_phase_s must be in [0, {tick:g}) seconds, "
-                f"got {self.tick_phase_s!r}")
+                f"{where}.tick_phase_s must be in [0, {tick:g}) seconds, got {self.tick_phase_s!r}"
+            )
 
     @property
     def hz_value(self) -> int:
@@ -297,8 +421,8 @@ class Kernel(Part):
     def resolve(self) -> KernelProfile:
         """The profile with ``hz``, ``autocork`` and the timers applied."""
         return get_profile(self.profile).configured(
-            hz=self.hz, autocork=self.autocork,
-            kernel_timers=self.kernel_timers)
+            hz=self.hz, autocork=self.autocork, kernel_timers=self.kernel_timers
+        )
 
 
 @dataclasses.dataclass(**_kw)
@@ -306,46 +430,86 @@ class Run(Part):
     """Run control: length, seed, randomness, recording, checks."""
 
     part_name = "run"
-    ops: int = param(2000, "count", "operations",
-                     "operations to measure after the warm-up",
-                     low=1, sample=Between(5, 40))
-    warmup_ops: Optional[int] = param(
-        None, "count", "operations",
+    ops: int = param(
+        2000,
+        "count",
+        "operations",
+        "operations to measure after the warm-up",
+        low=1,
+        sample=Between(5, 40),
+    )
+    warmup_ops: int | None = param(
+        None,
+        "count",
+        "operations",
         "completions excluded first (default: the queue depth)",
-        optional=True, low=0, sample=OneOf(None, 0, 3))
-    seed: int = param(0, "count", "", "seed of every random draw "
-                      "(tick phase, jitter)", low=0, sample=Between(0, 2**16))
-    jitter: float = param(0.0, "fraction", "",
-                          "relative spread of processing times, uniform "
-                          "in [1 - jitter, 1 + jitter]",
-                          sample=OneOf(0.0, 0.2))
-    trace: bool = param(False, "flag", "",
-                        "record a tcpdump-like packet trace",
-                        sample=OneOf(False, True))
-    trace_at: str = param("server", "choice", "",
-                          "the host whose capture point the trace shows",
-                          choices=("client", "server"),
-                          sample=OneOf("client", "server"))
-    check: bool = param(False, "flag", "",
-                        "check the invariants after every event (slow)",
-                        sample=OneOf(False, True))
+        optional=True,
+        low=0,
+        sample=OneOf(None, 0, 3),
+    )
+    seed: int = param(
+        0,
+        "count",
+        "",
+        "seed of every random draw (tick phase, jitter)",
+        low=0,
+        sample=Between(0, 2**16),
+    )
+    jitter: float = param(
+        0.0,
+        "fraction",
+        "",
+        "relative spread of processing times, uniform in [1 - jitter, 1 + jitter]",
+        sample=OneOf(0.0, 0.2),
+    )
+    trace: bool = param(
+        False, "flag", "", "record a tcpdump-like packet trace", sample=OneOf(False, True)
+    )
+    trace_at: str = param(
+        "server",
+        "choice",
+        "",
+        "the host whose capture point the trace shows",
+        choices=("client", "server"),
+        sample=OneOf("client", "server"),
+    )
+    check: bool = param(
+        False,
+        "flag",
+        "",
+        "check the invariants after every event (slow)",
+        sample=OneOf(False, True),
+    )
     fast_forward: bool = param(
-        True, "flag", "",
+        True,
+        "flag",
+        "",
         "jump over exact repeats of a deterministic run's state "
         "(same numbers as running them, models.sim.cycles)",
-        sample=OneOf(False, True))
+        sample=OneOf(False, True),
+    )
 
 
 #: The parts of a scenario, by name, with their types.
 PARTS: dict[str, type[Part]] = {
-    "workload": Workload, "link": Link, "client": Host, "server": Host,
-    "kernel": Kernel, "run": Run}
+    "workload": Workload,
+    "link": Link,
+    "client": Host,
+    "server": Host,
+    "kernel": Kernel,
+    "run": Run,
+}
 _DEFAULTS: dict[str, Part] = {
-    "workload": Workload(), "link": Link(), "client": BUTTERFIELD_CLIENT,
-    "server": BUTTERFIELD_SERVER, "kernel": Kernel(), "run": Run()}
+    "workload": Workload(),
+    "link": Link(),
+    "client": BUTTERFIELD_CLIENT,
+    "server": BUTTERFIELD_SERVER,
+    "kernel": Kernel(),
+    "run": Run(),
+}
 
 #: A part given whole, or as a mapping of changes to the default part.
-PartLike = Union[Part, Mapping[str, Any]]
+PartLike = Part | Mapping[str, Any]
 
 
 def _part(name: str, value: Any) -> Any:
@@ -355,8 +519,8 @@ def _part(name: str, value: Any) -> Any:
         return _DEFAULTS[name].replace(_as=name, **value)
     if not isinstance(value, kind):
         raise ValueError(
-            f"{name} must be a {kind.__name__} or a dict of changes to "
-            f"it, got {value!r}")
+            f"{name} must be a {kind.__name__} or a dict of changes to it, got {value!r}"
+        )
     return value
 
 
@@ -372,31 +536,37 @@ class Scenario:
     kernel: Kernel
     run: Run
 
-    def __init__(self, *args: Any, workload: PartLike = _DEFAULTS["workload"],
-                 link: PartLike = _DEFAULTS["link"],
-                 client: PartLike = _DEFAULTS["client"],
-                 server: PartLike = _DEFAULTS["server"],
-                 kernel: PartLike = _DEFAULTS["kernel"],
-                 run: PartLike = _DEFAULTS["run"], **unknown: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        workload: PartLike = _DEFAULTS["workload"],
+        link: PartLike = _DEFAULTS["link"],
+        client: PartLike = _DEFAULTS["client"],
+        server: PartLike = _DEFAULTS["server"],
+        kernel: PartLike = _DEFAULTS["kernel"],
+        run: PartLike = _DEFAULTS["run"],
+        **unknown: Any,
+    ) -> None:
         if args:
-            raise ValueError(
-                f"Scenario takes keyword arguments only, got {args!r}")
+            raise ValueError(f"Scenario takes keyword arguments only, got {args!r}")
         for key in unknown:
             owners = [p for p, t in PARTS.items() if key in t.specs()]
             if owners:
                 raise ValueError(
                     f"Scenario has no part {key!r}; it is a field of "
                     f"{' and '.join(owners)}: "
-                    f"use {owners[0]}={{{key!r}: ...}}")
+                    f"use {owners[0]}={{{key!r}: ...}}"
+                )
             check_names(Scenario, {key: None}, "Scenario", list(PARTS))
-        given = dict(workload=workload, link=link, client=client,
-                     server=server, kernel=kernel, run=run)
+        given = dict(
+            workload=workload, link=link, client=client, server=server, kernel=kernel, run=run
+        )
         for name, value in given.items():
             object.__setattr__(self, name, _part(name, value))
 
     # -- building ---------------------------------------------------------
 
-    def replace(self, **changes: Any) -> "Scenario":
+    def replace(self, **changes: Any) -> Scenario:
         """A copy with parts replaced or changed: ``run={"ops": 50}``."""
         new: dict[str, Any] = {}
         for name, value in changes.items():
@@ -414,7 +584,7 @@ class Scenario:
         return {name: part.to_dict() for name, part in self.parts().items()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Scenario":
+    def from_dict(cls, d: dict) -> Scenario:
         """The inverse of :meth:`to_dict` (missing fields: defaults)."""
         return cls(**{k: dict(v) for k, v in d.items()})
 
@@ -434,8 +604,7 @@ class Scenario:
     def host(self, side: str) -> Host:
         """``"client"`` or ``"server"``."""
         if side not in ("client", "server"):
-            raise ValueError(
-                f"side must be 'client' or 'server', got {side!r}")
+            raise ValueError(f"side must be 'client' or 'server', got {side!r}")
         return self.client if side == "client" else self.server
 
     def stage_times(self) -> dict:
@@ -447,12 +616,13 @@ class Scenario:
         """
         link, wl = self.link, self.workload
         legs = wl.exchange
-        w1 = math.fsum(framing.wire_time(sum(leg), link.bandwidth_bps,
-                                         link.mtu) for leg in legs[0::2])
-        w2 = math.fsum(framing.wire_time(sum(leg), link.bandwidth_bps,
-                                         link.mtu) for leg in legs[1::2])
-        return {"W1": w1, "SP": self.server.proc_s, "W2": w2,
-                "CP": self.client.proc_s}
+        w1 = math.fsum(
+            framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu) for leg in legs[0::2]
+        )
+        w2 = math.fsum(
+            framing.wire_time(sum(leg), link.bandwidth_bps, link.mtu) for leg in legs[1::2]
+        )
+        return {"W1": w1, "SP": self.server.proc_s, "W2": w2, "CP": self.client.proc_s}
 
     def symbol_values(self) -> dict:
         """Every stage time in the source's notation, seconds.
@@ -465,15 +635,26 @@ class Scenario:
         s, c = self.server, self.client
         out = self.stage_times()
         out["RTTmin"] = math.fsum(out.values())
-        out.update(SL=s.wake_s, CL=c.wake_s, CT=c.tx_latency_s,
-                   SR=s.rx_latency_s, ST=s.tx_latency_s,
-                   CR=c.rx_latency_s, SI=s.softirq_s, SK=s.tx_cpu_s,
-                   CI=c.softirq_s, CK=c.tx_cpu_s)
+        out.update(
+            SL=s.wake_s,
+            CL=c.wake_s,
+            CT=c.tx_latency_s,
+            SR=s.rx_latency_s,
+            ST=s.tx_latency_s,
+            CR=c.rx_latency_s,
+            SI=s.softirq_s,
+            SK=s.tx_cpu_s,
+            CI=c.softirq_s,
+            CK=c.tx_cpu_s,
+        )
         return out
 
     def path_latency_s(self) -> float:
         """``CT + SR + ST + CR``: the start latencies a lone operation
         meets on the two paths, seconds."""
-        return (self.client.tx_latency_s + self.server.rx_latency_s
-                + self.server.tx_latency_s + self.client.rx_latency_s)
-
+        return (
+            self.client.tx_latency_s
+            + self.server.rx_latency_s
+            + self.server.tx_latency_s
+            + self.client.rx_latency_s
+        )

@@ -55,36 +55,54 @@ class Sender:
     rule objects (:mod:`models.sim.rules`).
     """
 
-    __slots__ = ("ep", "loop", "clock", "channel", "mss", "mode", "corked",
-                 "nagle", "cork", "probe", "write_seq", "snd_nxt",
-                 "snd_una", "snd_sml", "queue", "probe_timer",
-                 "data_segments", "probes", "hold_fs", "hold_max",
-                 "in_send", "sent_in_call")
+    __slots__ = (
+        "ep",
+        "loop",
+        "clock",
+        "channel",
+        "mss",
+        "mode",
+        "corked",
+        "nagle",
+        "cork",
+        "probe",
+        "write_seq",
+        "snd_nxt",
+        "snd_una",
+        "snd_sml",
+        "queue",
+        "probe_timer",
+        "data_segments",
+        "probes",
+        "hold_fs",
+        "hold_max",
+        "in_send",
+        "sent_in_call",
+    )
 
-    def __init__(self, ep, mss: int, nodelay: bool, nagle, cork,
-                 probe) -> None:
+    def __init__(self, ep, mss: int, nodelay: bool, nagle, cork, probe) -> None:
         self.ep = ep
         self.loop = ep.loop
         self.clock = ep.clock
         self.channel = ep.channel  # this host's outgoing Channel
         self.mss = mss
         self.mode = NODELAY if nodelay else NAGLE
-        self.corked = False        # TCP_CORK set now
+        self.corked = False  # TCP_CORK set now
         self.nagle = nagle
         self.cork = cork
         self.probe = probe
-        self.write_seq = 1         # next byte the application writes
-        self.snd_nxt = 1           # next byte to send
-        self.snd_una = 1           # oldest unacknowledged byte
-        self.snd_sml = 1           # end of the last small segment sent
+        self.write_seq = 1  # next byte the application writes
+        self.snd_nxt = 1  # next byte to send
+        self.snd_una = 1  # oldest unacknowledged byte
+        self.snd_sml = 1  # end of the last small segment sent
         self.queue: deque = deque()
         self.probe_timer = Timer(self.loop, self._on_probe)
         self.data_segments = 0
         self.probes = 0
-        self.hold_fs = 0           # fs each segment's first byte waited,
-        self.hold_max = 0          # summed, and the longest wait
+        self.hold_fs = 0  # fs each segment's first byte waited,
+        self.hold_max = 0  # summed, and the longest wait
         self.in_send = False
-        self.sent_in_call = 0      # data segments sent inside send()
+        self.sent_in_call = 0  # data segments sent inside send()
 
     def socket_mode(self) -> int:
         """The socket's ``nonagle``: cork while TCP_CORK is set."""
@@ -101,18 +119,18 @@ class Sender:
         while remaining:
             tail = q[-1] if q else None
             room = mss - tail.end + tail.start if tail is not None else 0
-            if room > 0:                       # coalesce into the tail
+            if room > 0:  # coalesce into the tail
                 copy = remaining if remaining < room else room
                 tail.end += copy
-            else:                              # a new buffer
+            else:  # a new buffer
                 copy = remaining if remaining < mss else mss
                 tail = _Skb(self.write_seq, self.write_seq + copy, now)
                 q.append(tail)
             self.write_seq += copy
             remaining -= copy
             if (copy == room or copy == mss) and q[0] is tail:
-                self.push(now, PUSH)           # full head: tcp_push_one
-        if q:                                  # tcp_push
+                self.push(now, PUSH)  # full head: tcp_push_one
+        if q:  # tcp_push
             tail = q[-1]
             if not more:
                 tail.psh = True
@@ -149,25 +167,24 @@ class Sender:
         mss = self.mss
         while q:
             skb = q[0]
-            if (len(q) == 1 and mode != PUSH
-                    and skb.end - skb.start < mss):   # tcp_nagle_test
+            if len(q) == 1 and mode != PUSH and skb.end - skb.start < mss:  # tcp_nagle_test
                 if mode == CORK:
                     break
-                if (mode == NAGLE and self.snd_una != self.snd_nxt
-                        and self.nagle.holds(self)):
+                if mode == NAGLE and self.snd_una != self.snd_nxt and self.nagle.holds(self):
                     break
             q.popleft()
             self._send(now, skb)
-        if (q and self.snd_una == self.snd_nxt
-                and self.probe_timer.entry is None):  # tcp_check_probe_timer
+        if (
+            q and self.snd_una == self.snd_nxt and self.probe_timer.entry is None
+        ):  # tcp_check_probe_timer
             self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
 
     def _send(self, now: int, skb: _Skb) -> None:
         self.snd_nxt = skb.end
-        if skb.end - skb.start < self.mss:     # tcp_minshall_update
+        if skb.end - skb.start < self.mss:  # tcp_minshall_update
             self.snd_sml = skb.end
         if self.probe_timer.entry is not None:
-            self.probe_timer.cancel()          # the RTO timer takes over
+            self.probe_timer.cancel()  # the RTO timer takes over
         self.data_segments += 1
         held = now - skb.t_write
         self.hold_fs += held
@@ -184,8 +201,7 @@ class Sender:
         if ack <= self.snd_una:
             return False
         if ack > self.snd_nxt:
-            raise AssertionError(
-                f"peer acknowledged {ack} beyond snd_nxt {self.snd_nxt}")
+            raise AssertionError(f"peer acknowledged {ack} beyond snd_nxt {self.snd_nxt}")
         self.snd_una = ack
         if self.probe.samples:
             self.probe.acked(ack, now)

@@ -34,9 +34,17 @@ import math
 import pkgutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
-__all__ = ["KINDS", "Comparison", "comparisons", "registered", "run_all", "run", "assert_all_pass", "checks"]
+__all__ = [
+    "KINDS",
+    "Comparison",
+    "comparisons",
+    "registered",
+    "run_all",
+    "run",
+    "assert_all_pass",
+    "checks",
+]
 
 #: The four kinds of comparison row, described in the module docstring (a test that counts, a fitted
 #: value, context that cannot fail, a check recorded as failing).
@@ -73,8 +81,8 @@ class Comparison:
     measured: float
     predicted: float
     unit: str
-    rel_tol: Optional[float] = None
-    abs_tol: Optional[float] = None
+    rel_tol: float | None = None
+    abs_tol: float | None = None
     why: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
@@ -88,12 +96,16 @@ class Comparison:
         for name in ("rel_tol", "abs_tol"):
             v = getattr(self, name)
             if v is not None and not (v >= 0 and math.isfinite(v)):
-                raise ValueError(f"{self.quantity}: {name} must be a non-negative number, got {v!r}")
+                raise ValueError(
+                    f"{self.quantity}: {name} must be a non-negative number, got {v!r}"
+                )
         if not self.why:
             raise ValueError(f"{self.quantity}: state why the tolerance is what it is (why=...)")
         for name in ("measured", "predicted"):
             if not math.isfinite(float(getattr(self, name))):
-                raise ValueError(f"{self.quantity}: {name} must be finite, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"{self.quantity}: {name} must be finite, got {getattr(self, name)!r}"
+                )
 
     @property
     def abs_error(self) -> float:
@@ -137,15 +149,22 @@ class Comparison:
         """A flat dict for a table: chapter, quantity, measured, predicted, unit, error, tolerance, pass."""
         d = asdict(self)
         d.pop("extra")
-        d.update(rel_error=self.rel_error, tolerance=self.tolerance, passed=self.passed,
-                 counts=self.counts, result=self.result)
+        d.update(
+            rel_error=self.rel_error,
+            tolerance=self.tolerance,
+            passed=self.passed,
+            counts=self.counts,
+            result=self.result,
+        )
         return d
 
 
 _REGISTRY: dict[str, Callable[[], list[Comparison]]] = {}
 
 
-def comparisons(name: str) -> Callable[[Callable[[], list[Comparison]]], Callable[[], list[Comparison]]]:
+def comparisons(
+    name: str,
+) -> Callable[[Callable[[], list[Comparison]]], Callable[[], list[Comparison]]]:
     """Register a function returning a chapter's comparisons under ``name`` (e.g. ``"ch2.wire"``)."""
 
     def register(fn: Callable[[], list[Comparison]]) -> Callable[[], list[Comparison]]:
@@ -195,10 +214,15 @@ def assert_all_pass(rows: list[Comparison]) -> None:
     """
     bad = [r for r in rows if r.kind == "check" and not r.passed]
     stale = [r for r in rows if r.kind == "failing" and r.passed]
-    lines = [f"{r.chapter} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} {r.unit} "
-             f"(error {r.rel_error:.3g} rel, tolerance {r.tolerance})" for r in bad]
-    lines += [f"{r.chapter} {r.quantity}: recorded as failing but now within {r.tolerance} "
-              f"(measured {r.measured:g}, predicted {r.predicted:g} {r.unit}); update its kind and text"
-              for r in stale]
+    lines = [
+        f"{r.chapter} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} {r.unit} "
+        f"(error {r.rel_error:.3g} rel, tolerance {r.tolerance})"
+        for r in bad
+    ]
+    lines += [
+        f"{r.chapter} {r.quantity}: recorded as failing but now within {r.tolerance} "
+        f"(measured {r.measured:g}, predicted {r.predicted:g} {r.unit}); update its kind and text"
+        for r in stale
+    ]
     if lines:
         raise AssertionError("comparisons outside tolerance:\n" + "\n".join(lines))

@@ -18,7 +18,7 @@ __all__ = ["readers", "role", "uncovered"]
 _MODELS = Path(__file__).resolve().parents[1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sources() -> dict:
     out = {}
     for path in sorted(_MODELS.rglob("*.py")):
@@ -36,8 +36,7 @@ def readers(name: str) -> list:
     prefix, _, table = name.partition("_")
     found = []
     for mod, text in _sources().items():
-        if f'"{name}"' in text or (f'"{prefix}"' in text
-                                   and f'"{table}"' in text):
+        if f'"{name}"' in text or (f'"{prefix}"' in text and f'"{table}"' in text):
             found.append(mod)
     return found
 
@@ -49,5 +48,6 @@ def role(name: str) -> str:
 
 def uncovered() -> list:
     """Datasets that no model reads and that do not say they are context."""
-    return [n for n in data.list_datasets()
-            if not readers(n) and not role(n).startswith("context:")]
+    return [
+        n for n in data.list_datasets() if not readers(n) and not role(n).startswith("context:")
+    ]

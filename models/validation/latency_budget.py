@@ -14,7 +14,7 @@ RTT/(PAGES*QD)
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ PAGES = sp.Symbol("PAGES", positive=True)
 PAGE_BYTES = 4096
 
 
-@lru_cache(maxsize=None)
+@cache
 def page_time_expr() -> sp.Expr:
     """Wall-clock time per page, derived from ``IOPS = QD / RTT`` with ``PAGES`` pages per operation."""
     iops = sp.solve(A.iops_identity(), S.IOPS)[0]  # requests per second
@@ -51,9 +51,7 @@ def page_time_expr() -> sp.Expr:
     return sp.simplify(1 / pages_per_second)
 
 
-_page_time = sp.lambdify(
-    (S.RTT, PAGES, S.QD), page_time_expr(), modules="numpy"
-)
+_page_time = sp.lambdify((S.RTT, PAGES, S.QD), page_time_expr(), modules="numpy")
 
 
 def page_time(rtt_s, pages, qd):
@@ -142,9 +140,7 @@ def run_totals() -> dict:
     pages = int(run.pages_4k)
     requests = int(run.io_requests)
     rtt = float(st["request_latency"]) * 1e-6  # us -> s
-    per_pass = (
-        2**30 // int(st["max_request_bytes"]) + 1
-    )  # 1 GiB / 128 KiB data requests, + 1
+    per_pass = 2**30 // int(st["max_request_bytes"]) + 1  # 1 GiB / 128 KiB data requests, + 1
     return {
         "page_time_us": elapsed / pages * 1e6,  # s -> us
         "in_flight": requests * rtt / elapsed,  # Little: lambda * W
@@ -269,10 +265,7 @@ def latency_budget_comparisons() -> list[Comparison]:
             "ch8",
             "scsi>ib_core per page = (1.3 + 1.18 us) / 32",
             measured=float(layers["scsi_to_ib_core"]),
-            predicted=(
-                float(st["iscsi_queuecommand"]) + float(st["ib_poll_handler"])
-            )
-            / pages,
+            predicted=(float(st["iscsi_queuecommand"]) + float(st["ib_poll_handler"])) / pages,
             unit="us",
             abs_tol=0.005,
             why="the notes print two decimals",
@@ -305,11 +298,7 @@ def latency_budget_comparisons() -> list[Comparison]:
             "ch8",
             "block layer per page: the table's BIO vs 2 % of the request latency / 32 / 2",
             measured=float(layers["bio"]),
-            predicted=float(st["bio_share"])
-            / 100
-            * float(st["request_latency"])
-            / pages
-            / qd,
+            predicted=float(st["bio_share"]) / 100 * float(st["request_latency"]) / pages / qd,
             unit="us",
             abs_tol=0.02,
             why="2 % could be 1.5 to 2.5 % (±0.016 us per page) and the table prints two decimals.  "

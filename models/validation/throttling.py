@@ -27,9 +27,7 @@ from . import Comparison, comparisons
 SOURCE = "Oslo thesis 2010"
 
 #: The workload of the closed-loop comparisons: 12 writers, on 20 s / off 5 s, three cycles after 5 s.
-LOOP_SCHEDULE: dict[str, Any] = dict(
-    duration_s=80.0, on_s=20.0, off_s=5.0, writers=12, lead_s=5.0
-)
+LOOP_SCHEDULE: dict[str, Any] = dict(duration_s=80.0, on_s=20.0, off_s=5.0, writers=12, lead_s=5.0)
 #: Seconds after the writers start that count as transient.
 LOOP_TRANSIENT_S = 8.0
 #: Seed of the plant's measurement noise in the comparisons.
@@ -194,9 +192,7 @@ def out_of_sample() -> list[Comparison]:
     """
     plant = th.thesis_plant()
     st = th.interference_statements()
-    wait = lambda n, d_ms=0.0: (
-        plant.steady_state(n, d_ms * 1e-3).read_wait_s * 1e3
-    )  # noqa: E731 (ms)
+    wait = lambda n, d_ms=0.0: plant.steady_state(n, d_ms * 1e-3).read_wait_s * 1e3  # noqa: E731 (ms)
     src = f"{SOURCE}, %s (thesis2010_interference)"
     rows = []
     one = st.loc["one_writer_doubles_wait"]
@@ -240,9 +236,7 @@ def out_of_sample() -> list[Comparison]:
             "ch10",
             "wait grows with interfering writers (1, 3, 12): violation of the order",
             measured=0.0,
-            predicted=_check_order(
-                [wait(n) for n in more["writers"]], decreasing=False
-            ),
+            predicted=_check_order([wait(n) for n in more["writers"]], decreasing=False),
             unit="ms",
             abs_tol=0.0,
             why="an ordering admits no violation",
@@ -379,9 +373,7 @@ def closed_loop() -> list[Comparison]:
         )
     )
     offset_ms = -float(
-        steady_error_expr("listing").subs(
-            {T: par["T"], Ti: par["Ti"], Kp: par["Kp_steps_per_ms"]}
-        )
+        steady_error_expr("listing").subs({T: par["T"], Ti: par["Ti"], Kp: par["Kp_steps_per_ms"]})
     )
     for sp_ms, df in thesis_loop_runs().items():
         s = summarize(df, LOOP_TRANSIENT_S)
@@ -429,9 +421,7 @@ def closed_loop() -> list[Comparison]:
 
     def model_rate(wait_ms: float) -> float:
         return (
-            plant.steady_state(
-                n, plant.delay_for_read_wait(n, wait_ms * 1e-3)
-            ).write_rate_Bps
+            plant.steady_state(n, plant.delay_for_read_wait(n, wait_ms * 1e-3)).write_rate_Bps
             / th.MB
         )
 

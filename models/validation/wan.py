@@ -35,17 +35,11 @@ def bound_table():
     df["measured_Bps"] = df["remote_warm_KBps"] * KB  # KB/s -> bytes/s
     df["bound_Bps"] = [
         w.throughput_bound_Bps(b, r * 1e-3, rate_bps[r], c)  # ms -> s
-        for b, r, c in zip(
-            df["buffer_bytes"], df["rtt_ms"], df["tcp_connections"]
-        )
+        for b, r, c in zip(df["buffer_bytes"], df["rtt_ms"], df["tcp_connections"])
     ]
     df["ratio"] = df["measured_Bps"] / df["bound_Bps"]
-    df["link_Bps"] = [
-        rate_bps[r] / 8 for r in df["rtt_ms"]
-    ]  # bits/s -> bytes/s
-    df["cold_over_link"] = (
-        df["cold_MBps"] * 1e6 / df["link_Bps"]
-    )  # MB/s -> bytes/s
+    df["link_Bps"] = [rate_bps[r] / 8 for r in df["rtt_ms"]]  # bits/s -> bytes/s
+    df["cold_over_link"] = df["cold_MBps"] * 1e6 / df["link_Bps"]  # MB/s -> bytes/s
     return df
 
 
@@ -89,12 +83,8 @@ def data_connections(config: str, threshold_bytes: float = 1e6) -> int:
     """How many connections carried read data (more than ``threshold_bytes`` from the serving node)."""
     rc = read_connections()
     if config not in set(rc["config"]):
-        raise ValueError(
-            f"config must be one of {sorted(set(rc['config']))}, got {config!r}"
-        )
-    return int(
-        (rc.loc[rc["config"] == config, "sent_bytes"] > threshold_bytes).sum()
-    )
+        raise ValueError(f"config must be one of {sorted(set(rc['config']))}, got {config!r}")
+    return int((rc.loc[rc["config"] == config, "sent_bytes"] > threshold_bytes).sum())
 
 
 def source_window_bytes() -> float:
@@ -143,12 +133,8 @@ def window_64k() -> list[Comparison]:
     conns = data_connections("default")
     win = source_window_bytes()
     rows = []
-    for _, r in avg[
-        (avg["config"] == "default") & (avg["rtt_ms"] > 0)
-    ].iterrows():
-        pred = (
-            conns * w.window_bound_Bps(win, r["rtt_ms"] * 1e-3) / KB
-        )  # ms -> s; bytes/s -> KB/s
+    for _, r in avg[(avg["config"] == "default") & (avg["rtt_ms"] > 0)].iterrows():
+        pred = conns * w.window_bound_Bps(win, r["rtt_ms"] * 1e-3) / KB  # ms -> s; bytes/s -> KB/s
         rows.append(
             Comparison(
                 "ch11",
@@ -178,9 +164,7 @@ def prefetch_prediction() -> dict:
     link = data.load("charrouf2008_link").set_index("rtt_ms")
     pf8 = concl.loc["wan_read_default_50ms"]
     rtt = float(pf8["rtt_ms"]) * 1e-3  # ms -> s
-    c = (
-        float(link.loc[pf8["rtt_ms"], "link_rate_Mbps"]) * 1e6 / 8
-    )  # Mb/s -> bytes/s
+    c = float(link.loc[pf8["rtt_ms"], "link_rate_Mbps"]) * 1e6 / 8  # Mb/s -> bytes/s
     x8 = float(pf8["pct_of_T3"]) / 100 * c  # % -> share of C
     inflight8 = w.effective_window_bytes(x8, rtt)
     cap = data_connections("default") * source_window_bytes()
@@ -225,9 +209,7 @@ def tuned_buffers() -> list[Comparison]:
     avg = data.load("charrouf2008_wan_reads_avg")
     link = data.load("charrouf2008_link").set_index("rtt_ms")
     rows = []
-    for _, r in avg[
-        (avg["config"] == "tuned") & (avg["rtt_ms"] > 0)
-    ].iterrows():
+    for _, r in avg[(avg["config"] == "tuned") & (avg["rtt_ms"] > 0)].iterrows():
         bdp = w.bdp_bytes(
             r["rtt_ms"] * 1e-3,
             float(link.loc[r["rtt_ms"], "link_rate_Mbps"]) * 1e6,

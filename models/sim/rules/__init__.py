@@ -29,10 +29,28 @@ from models.sim.rules.probe import RtoMinProbe, SrttProbe
 from models.sim.rules.rx import InterruptModeration, PerWakeup
 
 #: The base class of each family, by the profile field that names it.
-FAMILIES = {"nagle": NaglePolicy, "ack": AckPolicy, "cork": Cork,
-            "probe": RtoMinProbe, "clock": TickClock}
+FAMILIES = {
+    "nagle": NaglePolicy,
+    "ack": AckPolicy,
+    "cork": Cork,
+    "probe": RtoMinProbe,
+    "clock": TickClock,
+}
 
-__all__ = ["FAMILIES", "NaglePolicy", "MinshallNagle", "ClassicNagle",
-           "AckPolicy", "LinuxAck", "ImmediateAck", "Cork", "Autocork",
-           "RtoMinProbe", "SrttProbe", "TickClock", "WheelClock",
-           "PerWakeup", "InterruptModeration"]
+__all__ = [
+    "FAMILIES",
+    "NaglePolicy",
+    "MinshallNagle",
+    "ClassicNagle",
+    "AckPolicy",
+    "LinuxAck",
+    "ImmediateAck",
+    "Cork",
+    "Autocork",
+    "RtoMinProbe",
+    "SrttProbe",
+    "TickClock",
+    "WheelClock",
+    "PerWakeup",
+    "InterruptModeration",
+]

@@ -11,12 +11,12 @@ from models.sim.events import FS, Timer
 
 __all__ = ["AckPolicy", "LinuxAck", "ImmediateAck"]
 
-_TCP_HEADER_BYTES = 32   # TCP header (20) + timestamps (12), as
+_TCP_HEADER_BYTES = 32  # TCP header (20) + timestamps (12), as
 #                          tcp_measure_rcv_mss counts it
-_TCP_MSS_DEFAULT = 536   # include/net/tcp.h
-_TCP_MIN_MSS = 88        # include/net/tcp.h
-_TCP_BASE_HDR = 20       # sizeof(struct tcphdr)
-_PINGPONG_MAX = 255      # icsk_ack.pingpong is a u8 that saturates
+_TCP_MSS_DEFAULT = 536  # include/net/tcp.h
+_TCP_MIN_MSS = 88  # include/net/tcp.h
+_TCP_BASE_HDR = 20  # sizeof(struct tcphdr)
+_PINGPONG_MAX = 255  # icsk_ack.pingpong is a u8 that saturates
 
 
 class AckPolicy:
@@ -83,6 +83,8 @@ class ImmediateAck(AckPolicy):
 
     def ack_sent(self, now: int) -> None:
         self.owed = False
+
+
 # end rule: immediate-ack
 
 
@@ -119,10 +121,24 @@ class LinuxAck(AckPolicy):
       mode again, which is why applications set it after every read.
     """
 
-    __slots__ = ("rcv_wup", "pushed", "quick", "pingpong", "ato", "lrcv",
-                 "rcv_mss", "last_seg_size", "timer", "advmss",
-                 "delack_ticks", "rto_ticks", "rcv_wnd", "max_quick",
-                 "pingpong_thresh", "hz")
+    __slots__ = (
+        "rcv_wup",
+        "pushed",
+        "quick",
+        "pingpong",
+        "ato",
+        "lrcv",
+        "rcv_mss",
+        "last_seg_size",
+        "timer",
+        "advmss",
+        "delack_ticks",
+        "rto_ticks",
+        "rcv_wnd",
+        "max_quick",
+        "pingpong_thresh",
+        "hz",
+    )
 
     def __init__(self, receiver, profile) -> None:
         super().__init__(receiver, profile)
@@ -133,12 +149,12 @@ class LinuxAck(AckPolicy):
         self.max_quick = profile.max_quickacks
         self.pingpong_thresh = profile.pingpong_threshold
         self.hz = profile.hz
-        self.rcv_wup = 1           # rcv_nxt when the last ACK left
-        self.pushed = 0            # 1: ICSK_ACK_PUSHED, 2: PUSHED2
+        self.rcv_wup = 1  # rcv_nxt when the last ACK left
+        self.pushed = 0  # 1: ICSK_ACK_PUSHED, 2: PUSHED2
         self.quick = 0
         self.pingpong = 0
-        self.ato = 0               # ticks; 0 until the first data
-        self.lrcv = -1             # fs: when data last arrived
+        self.ato = 0  # ticks; 0 until the first data
+        self.lrcv = -1  # fs: when data last arrived
         self.rcv_mss = min(profile.initial_rcv_mss, self.advmss)
         self.last_seg_size = 0
         self.timer = Timer(receiver.loop, self._on_timer)
@@ -147,42 +163,47 @@ class LinuxAck(AckPolicy):
         return self.pingpong >= self.pingpong_thresh
 
     def data_received(self, now: int, length: int, psh: bool) -> None:
-        self.owed = True                       # inet_csk_schedule_ack
+        self.owed = True  # inet_csk_schedule_ack
         self._measure_rcv_mss(length, psh)
-        if not self.ato:                       # first data
+        if not self.ato:  # first data
             self._incr_quickack()
             self.ato = self.delack_ticks
-        elif ((now - self.lrcv) * self.hz > self.rto_ticks * FS
-              and self.rcv.clock.ticks_at_least(self.lrcv, now,
-                                                self.rto_ticks + 1)):
-            self._incr_quickack()              # a gap longer than RTO
+        elif (
+            now - self.lrcv
+        ) * self.hz > self.rto_ticks * FS and self.rcv.clock.ticks_at_least(
+            self.lrcv, now, self.rto_ticks + 1
+        ):
+            self._incr_quickack()  # a gap longer than RTO
         self.lrcv = now
 
     def check(self, now: int) -> None:
         if not self.owed:
             return
-        if (self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
-                or (self.quick and not self.in_pingpong())):
+        if self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss or (
+            self.quick and not self.in_pingpong()
+        ):
             self.rcv.send_ack(now)
         else:
             self._send_delayed_ack(now)
 
     def on_read(self, now: int) -> None:
-        if self.owed and (self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
-                          or self.pushed & 2
-                          or (self.pushed & 1 and not self.in_pingpong())):
+        if self.owed and (
+            self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
+            or self.pushed & 2
+            or (self.pushed & 1 and not self.in_pingpong())
+        ):
             self.rcv.send_ack(now)
 
     def quickack(self, now: int) -> None:
-        self.pingpong = 0                      # inet_csk_exit_pingpong_mode
+        self.pingpong = 0  # inet_csk_exit_pingpong_mode
         if self.owed:
-            self.pushed |= 1                   # ICSK_ACK_PUSHED
-            self.on_read(now)                  # tcp_cleanup_rbuf(sk, 1)
+            self.pushed |= 1  # ICSK_ACK_PUSHED
+            self.on_read(now)  # tcp_cleanup_rbuf(sk, 1)
 
     def ack_sent(self, now: int) -> None:
         self.rcv_wup = self.rcv.rcv_nxt
         if self.owed:
-            if self.quick:                     # tcp_dec_quickack_mode
+            if self.quick:  # tcp_dec_quickack_mode
                 self.quick -= 1
             self.owed = False
         self.pushed = 0
@@ -193,9 +214,10 @@ class LinuxAck(AckPolicy):
         # (the first test settles it without the clock: under ato - 1
         # ticks apart, the jiffies differ by less than ato at any phase)
         ato = self.ato
-        if ato and ((now - self.lrcv) * self.hz <= (ato - 1) * FS
-                    or not self.rcv.clock.ticks_at_least(self.lrcv, now,
-                                                         ato)):
+        if ato and (
+            (now - self.lrcv) * self.hz <= (ato - 1) * FS
+            or not self.rcv.clock.ticks_at_least(self.lrcv, now, ato)
+        ):
             if self.pingpong < _PINGPONG_MAX:
                 self.pingpong += 1
 
@@ -208,8 +230,9 @@ class LinuxAck(AckPolicy):
                 self.pushed |= 1
             return
         with_hdr = length + _TCP_HEADER_BYTES
-        if (with_hdr >= _TCP_MSS_DEFAULT + _TCP_BASE_HDR
-                or (with_hdr >= _TCP_MIN_MSS + _TCP_BASE_HDR and not psh)):
+        if with_hdr >= _TCP_MSS_DEFAULT + _TCP_BASE_HDR or (
+            with_hdr >= _TCP_MIN_MSS + _TCP_BASE_HDR and not psh
+        ):
             self.last_seg_size = length
             if length == lss:
                 self.rcv_mss = length
@@ -231,13 +254,15 @@ class LinuxAck(AckPolicy):
         if t.entry is not None:
             # the pending timer expires at jiffies(t.armed_at) + t.ticks
             due = t.ticks - (ato >> 2)
-            if ((now - t.armed_at) * self.hz > (due - 1) * FS
-                    and clock.ticks_at_least(t.armed_at, now, due)):
-                self.rcv.send_ack(now)         # almost due: ACK now
+            if (now - t.armed_at) * self.hz > (
+                due - 1
+            ) * FS and clock.ticks_at_least(t.armed_at, now, due):
+                self.rcv.send_ack(now)  # almost due: ACK now
                 return
-            if t.ticks <= ato or clock.ticks_at_least(t.armed_at, now,
-                                                      t.ticks - ato):
-                return                         # keep the earlier one
+            if t.ticks <= ato or clock.ticks_at_least(
+                t.armed_at, now, t.ticks - ato
+            ):
+                return  # keep the earlier one
         t.arm_ticks(now, ato, clock)
 
     def _on_timer(self, now: int, _arg: object) -> None:
@@ -247,4 +272,6 @@ class LinuxAck(AckPolicy):
                 self.pingpong = 0
             self.delayed_acks += 1
             self.rcv.send_ack(now)
+
+
 # end rule: linux-ack

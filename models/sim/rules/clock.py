@@ -77,7 +77,7 @@ class TickClock:
         phase (``t1 - t0`` within one tick of ``n`` ticks).
         """
         q, r = divmod((t1 - t0) * self.hz, FS)
-        lo, hi = q, q + (1 if r else 0)   # the possible jiffy differences
+        lo, hi = q, q + (1 if r else 0)  # the possible jiffy differences
         if lo >= n:
             return True
         if hi < n:
@@ -99,4 +99,6 @@ class WheelClock(TickClock):
 
     roundup = 1
     __slots__ = ()
+
+
 # end rule: wheel-clock

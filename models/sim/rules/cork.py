@@ -36,6 +36,8 @@ class Cork:
 
     def defer(self, sender, now: int, tail_bytes: int) -> bool:
         return False
+
+
 # end rule: cork
 
 
@@ -54,12 +56,15 @@ class Autocork(Cork):
     __slots__ = ("throttled", "event")
 
     def __init__(self) -> None:
-        self.throttled = False     # TSQ_THROTTLED
-        self.event = None          # the TX-completion event, if queued
+        self.throttled = False  # TSQ_THROTTLED
+        self.event = None  # the TX-completion event, if queued
 
     def defer(self, sender, now: int, tail_bytes: int) -> bool:
-        if (tail_bytes >= sender.mss or sender.snd_una == sender.snd_nxt
-                or sender.channel.free_at <= now):   # nothing queued
+        if (
+            tail_bytes >= sender.mss
+            or sender.snd_una == sender.snd_nxt
+            or sender.channel.free_at <= now
+        ):  # nothing queued
             return False
         frames, nbytes, first_done = sender.channel.tx_backlog(now)
         wmem = frames * SKB_OVERHEAD_BYTES + nbytes + 1
@@ -68,7 +73,8 @@ class Autocork(Cork):
         self.throttled = True
         if self.event is None:
             self.event = sender.loop.schedule(
-                first_done, self._tx_completion, sender)
+                first_done, self._tx_completion, sender
+            )
         return True
 
     def _tx_completion(self, now: int, sender) -> None:
@@ -76,4 +82,6 @@ class Autocork(Cork):
         if self.throttled:
             self.throttled = False
             sender.push_pending(now)
+
+
 # end rule: autocork

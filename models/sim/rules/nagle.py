@@ -44,6 +44,8 @@ class MinshallNagle(NaglePolicy):
 
     def holds(self, sender) -> bool:
         return sender.snd_una < sender.snd_sml <= sender.snd_nxt
+
+
 # end rule: minshall
 
 
@@ -58,4 +60,6 @@ class ClassicNagle(NaglePolicy):
 
     def holds(self, sender) -> bool:
         return sender.snd_una != sender.snd_nxt
+
+
 # end rule: classic

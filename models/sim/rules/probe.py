@@ -20,7 +20,7 @@ from collections import deque
 
 __all__ = ["RtoMinProbe", "SrttProbe"]
 
-_US = 10**9        # femtoseconds per microsecond
+_US = 10**9  # femtoseconds per microsecond
 
 
 # rule: rto-min-probe
@@ -48,6 +48,8 @@ class RtoMinProbe:
 
     def acked(self, ack: int, now: int) -> None:
         """An ACK up to ``ack`` arrived at ``now`` (fs)."""
+
+
 # end rule: rto-min-probe
 
 
@@ -69,9 +71,9 @@ class SrttProbe(RtoMinProbe):
 
     def __init__(self, hz: int, rto_min_s: float) -> None:
         super().__init__(hz, rto_min_s)
-        self.rto_min_us = round(rto_min_s * 1e6)   # s -> us
-        self.srtt_us = 0                           # 0: no sample yet
-        self.unacked: deque = deque()              # (end_seq, sent at)
+        self.rto_min_us = round(rto_min_s * 1e6)  # s -> us
+        self.srtt_us = 0  # 0: no sample yet
+        self.unacked: deque = deque()  # (end_seq, sent at)
 
     def ticks(self) -> int:
         if not self.srtt_us:
@@ -95,4 +97,6 @@ class SrttProbe(RtoMinProbe):
         m = max(1, (2 * (now - first) + _US) // (2 * _US))  # fs -> us
         s = self.srtt_us
         self.srtt_us = m if not s else s + (m - s) // 8
+
+
 # end rule: srtt-probe

@@ -43,13 +43,15 @@ class PerWakeup:
 
     def __init__(self, latency: int) -> None:
         self.latency = latency
-        self.wake_end = -1       # fs: end of the current wake-up
+        self.wake_end = -1  # fs: end of the current wake-up
 
     def seen(self, arrive: int, poll_end: int) -> int:
-        if arrive < self.wake_end:        # ride along with the wake-up
+        if arrive < self.wake_end:  # ride along with the wake-up
             return self.wake_end
         self.wake_end = arrive + self.latency
         return self.wake_end
+
+
 # end rule: per-wakeup
 
 
@@ -70,17 +72,19 @@ class InterruptModeration(PerWakeup):
     def __init__(self, latency: int, holdoff: int) -> None:
         super().__init__(latency)
         self.holdoff = holdoff
-        self.last_irq = None     # fs: the previous interrupt, if any
+        self.last_irq = None  # fs: the previous interrupt, if any
 
     def seen(self, arrive: int, poll_end: int) -> int:
-        if arrive < self.wake_end:        # the interrupt is pending
+        if arrive < self.wake_end:  # the interrupt is pending
             return self.wake_end
-        if arrive < poll_end:             # the poll is still running
+        if arrive < poll_end:  # the poll is still running
             return arrive
         irq = arrive
         if self.last_irq is not None and irq < self.last_irq + self.holdoff:
-            irq = self.last_irq + self.holdoff     # moderated
+            irq = self.last_irq + self.holdoff  # moderated
         self.last_irq = irq
         self.wake_end = irq + self.latency
         return self.wake_end
+
+
 # end rule: interrupt-moderation
