@@ -53,8 +53,12 @@ def test_invariants_hold_and_iops_respects_the_bound(sc):
     for d in ("C>S", "S>C"):
         assert 0 <= r.bytes_acked[d] <= r.bytes_sent[d]
     # Over a window of length T no more than T / TPTmin operations pass
-    # the slowest stage, plus the at most QD already past it.
+    # the slowest stage, plus the at most QD already past it.  A token
+    # bucket lets a full bucket through at once on top of its rate, so it
+    # lengthens the window by the time the rate takes to send that much.
     window = r.ops / r.iops
+    if sc.link.bucket_bytes is not None:
+        window += sc.link.bucket_bytes * 8 / sc.link.bandwidth_bps  # bytes -> s
     assert r.ops <= bottleneck_iops(sc) * window * (1 + 1e-9) + sc.workload.qd
     assert r.iops > 0 and all(t > 0 for t in r.rtts_s)
 

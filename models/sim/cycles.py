@@ -310,7 +310,7 @@ class CycleSkipper:
         self.sim = sim
         self.free: dict = {}
         self.exact: dict = {}
-        self.plan = None
+        self.plan: _Plan | None = None
         self.failed = 0
         self.skip = 0
         self.last_sensitive = -1
@@ -576,12 +576,12 @@ class CycleSkipper:
     def _receiver(self, rx: Receiver, now: int, b: int) -> tuple:
         a = rx.ack
         if isinstance(a, LinuxAck):
-            age = None
+            age: int | str | None = None
             if a.lrcv >= 0:
                 age = now - a.lrcv
                 if age >= self.far:
                     age = "far"
-            ack = (
+            ack: tuple = (
                 a.owed,
                 a.rcv_wup - b,
                 a.pushed,
@@ -682,7 +682,7 @@ class CycleSkipper:
     def _shift_channel(ch: Channel, dt: int) -> None:
         ch.free_at += dt
         ch.rx.wake_end += dt
-        if getattr(ch.rx, "last_irq", None) is not None:
+        if isinstance(ch.rx, InterruptModeration) and ch.rx.last_irq is not None:
             ch.rx.last_irq += dt
         ch.softirq_free += dt
         if ch.batch is not None:

@@ -12,6 +12,8 @@ this host's channel.
 
 from __future__ import annotations
 
+from typing import Any
+
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
 from models.sim.sender import Sender
@@ -55,8 +57,8 @@ class Endpoint:
         self.loop = loop
         self.clock = clock
         self.channel = channel
-        self.app = None  # the host's thread: on_data(now)
-        self.trace = None  # a list of (time, Segment), or None
+        self.app: Any = None  # the host's thread: on_data(now)
+        self.trace: list | None = None  # (time, Segment) pairs, or None
         self.pure_acks = 0
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.sender = Sender(

@@ -37,13 +37,16 @@ own clock and probe classes: on ``linux-6`` at HZ=250 delayed ACKs fire
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from models.sim.rules import (
     FAMILIES,
+    AckPolicy,
     Autocork,
     Cork,
     LinuxAck,
     MinshallNagle,
+    NaglePolicy,
     RtoMinProbe,
     SrttProbe,
     TickClock,
@@ -97,11 +100,11 @@ class KernelProfile:
     initial_rcv_mss: int
     loopback_mtu: int
     pingpong_threshold: int
-    nagle: type
-    ack: type
-    cork: type
-    probe: type
-    clock: type
+    nagle: type[NaglePolicy]
+    ack: type[AckPolicy]
+    cork: type[Cork]
+    probe: type[RtoMinProbe]
+    clock: type[TickClock]
 
     def __post_init__(self) -> None:
         for family, base in FAMILIES.items():
@@ -144,7 +147,7 @@ class KernelProfile:
         """Whether this profile's cork rule autocorks."""
         return self.cork.autocork
 
-    def with_policies(self, **classes: type) -> KernelProfile:
+    def with_policies(self, **classes: Any) -> KernelProfile:
         """The same kernel with some rule classes swapped."""
         for family in classes:
             if family not in FAMILIES:

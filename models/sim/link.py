@@ -39,12 +39,19 @@ units, and ``rate`` units accrue per femtosecond), so it is exact too.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 from models import framing
 from models.sim.events import FS
 from models.sim.rules.rx import PerWakeup
 
 __all__ = ["Channel", "Segment"]
+
+
+def _unwired(now: int, seg: Segment) -> None:
+    raise RuntimeError("a Channel delivered a segment before its `out` was wired to an endpoint")
+
 
 _C2S, _S2C = "C > S", "S > C"
 #: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
@@ -154,7 +161,7 @@ class Channel:
         self.ack_softirq = softirq if ack_softirq is None else ack_softirq
         self.rx = PerWakeup(rx_latency) if rx is None else rx
         self.gro = gro
-        self.out = None
+        self.out: Callable[[int, Segment], None] = _unwired  # the receiver, set by the engine
         self.free_at = -1  # fs: transmit path done (-1: unused)
         self.softirq_free = 0  # fs: receiver soft interrupt free
         self.busy = 0  # fs of wire occupancy
@@ -164,9 +171,9 @@ class Channel:
         self.payload_bytes = 0
         self.in_nic: deque = deque()  # (tx completion, payload) of data
         self.nic_bytes = 0  # payload bytes in in_nic
-        self.batch = None  # segments of one delivery event
+        self.batch: list[Segment] | None = None  # segments of one delivery event
         self.batch_time = -1
-        self.batch_event = None  # its event entry
+        self.batch_event: Any = None  # its event entry
         self.gro_open = False  # the batch's last segment may grow
         self.gro_size = 0  # its first segment's length
         self.gro_merged = 0  # segments merged into another
@@ -234,7 +241,7 @@ class Channel:
         else:
             ready = seen
         batch = self.batch
-        if batch is not None and self.gro and self._gro_merge(seg, seen):
+        if batch is not None and self.gro and self._gro_merge(batch, seg, seen):
             if ready != self.batch_time:  # the aggregate leaves later
                 self.loop.cancel(self.batch_event)
                 self.batch_time = ready
@@ -250,13 +257,13 @@ class Channel:
             self.gro_size = length
         return done
 
-    def _gro_merge(self, seg: Segment, seen: int) -> bool:
+    def _gro_merge(self, batch: list[Segment], seg: Segment, seen: int) -> bool:
         """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last
         segment if the same poll takes both (``seen`` before that batch's
         delivery), the aggregate is still open (no PSH yet, every segment
         so far as long as the first), ``seg`` continues it with the same
         ACK and no longer than the first, and it stays within 64 KiB."""
-        last = self.batch[-1]
+        last = batch[-1]
         n = seg.end - seg.seq
         if (
             not self.gro_open

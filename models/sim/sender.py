@@ -119,7 +119,7 @@ class Sender:
         while remaining:
             tail = q[-1] if q else None
             room = mss - tail.end + tail.start if tail is not None else 0
-            if room > 0:  # coalesce into the tail
+            if tail is not None and room > 0:  # coalesce into the tail
                 copy = remaining if remaining < room else room
                 tail.end += copy
             else:  # a new buffer

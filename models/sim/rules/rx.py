@@ -72,7 +72,7 @@ class InterruptModeration(PerWakeup):
     def __init__(self, latency: int, holdoff: int) -> None:
         super().__init__(latency)
         self.holdoff = holdoff
-        self.last_irq = None  # fs: the previous interrupt, if any
+        self.last_irq: int | None = None  # fs: previous interrupt
 
     def seen(self, arrive: int, poll_end: int) -> int:
         if arrive < self.wake_end:  # the interrupt is pending
