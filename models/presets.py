@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import Any
 
 from models.sim import PROFILES, Scenario, simulate
 
@@ -24,6 +25,8 @@ __all__ = [
     "CPU_BOUND_SHARE",
     "first_cpu_bound",
     "cpu_bound_onset",
+    "mode_sweep",
+    "first_overtake",
     "flory",
     "flory_setup_s",
     "flory_loopback",
@@ -138,6 +141,37 @@ def cpu_bound_onset(
             }
         )
     return pd.DataFrame(rows).set_index("server socket")
+
+
+def mode_sweep(qds: Iterable[int], **parts):
+    """IOPS (operations per second) of :func:`busy_count` for both server
+    sockets at each queue depth of ``qds``, with ``parts`` replaced
+    (``Scenario.replace``): a ``DataFrame`` indexed by ``QD`` with the
+    columns ``"TCP_NODELAY (1/s)"`` and ``"Nagle (1/s)"``."""
+    import pandas as pd  # only when needed: the core runs without it
+
+    cols = {"nodelay": "TCP_NODELAY (1/s)", "nagle": "Nagle (1/s)"}
+    rows = {
+        qd: {cols[m]: simulate(busy_count(m, qd).replace(**parts)).iops for m in BUSY_MODES}
+        for qd in qds
+    }
+    return pd.DataFrame(rows).T.rename_axis("QD")
+
+
+def first_overtake(
+    xs: Iterable, base: Iterable[float], other: Iterable[float], margin: float = 0.0
+) -> Any:
+    """The first ``x`` at which ``other`` exceeds ``base`` by more than the
+    fraction ``margin`` (``other > (1 + margin) * base``), the three
+    sequences read in step; ``None`` if it never does.
+
+    >>> first_overtake([1, 2, 3], [10, 10, 10], [9, 10.5, 12], margin=0.1)
+    3
+    """
+    for x, a, b in zip(xs, base, other):
+        if b > (1 + margin) * a:
+            return x
+    return None
 
 
 @functools.cache

@@ -66,3 +66,18 @@ def test_nagle_needs_at_least_the_queue_nodelay_needs():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="mode"):
         presets.first_cpu_bound("cork")
+
+
+def test_first_overtake():
+    assert presets.first_overtake([4, 8, 16], [3, 3, 3], [1, 3, 4]) == 16
+    assert presets.first_overtake([4, 8], [3, 3], [3.01, 3.5], margin=0.01) == 8
+    assert presets.first_overtake([4, 8], [3, 3], [1, 3]) is None
+
+
+def test_mode_sweep_runs_both_sockets():
+    t = presets.mode_sweep([1, 2], run={"ops": 200})
+    assert list(t.index) == [1, 2] and t.index.name == "QD"
+    for qd in (1, 2):
+        for mode, col in (("nodelay", "TCP_NODELAY (1/s)"), ("nagle", "Nagle (1/s)")):
+            sc = presets.busy_count(mode, qd).replace(run={"ops": 200})
+            assert t.loc[qd, col] == simulate(sc).iops
