@@ -12,14 +12,21 @@ source, in one place; callers change parts with ``.replace(...)``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from typing import Any
 
-from models.sim import PROFILES, Scenario
+from models.sim import PROFILES, Scenario, simulate
 
 __all__ = [
     "BUSY_MODES",
     "butterfield",
     "one_segment",
     "busy_count",
+    "CPU_BOUND_SHARE",
+    "first_cpu_bound",
+    "cpu_bound_onset",
+    "mode_sweep",
+    "first_overtake",
     "flory",
     "flory_setup_s",
     "flory_loopback",
@@ -90,6 +97,81 @@ def busy_count(
             }
         )
     return sc
+
+
+#: The share of the server thread's limit ``1 / SP`` at which a run counts
+#: as CPU bound: a finite run's first and last operations leave it up to
+#: half a percent short of the steady state.
+CPU_BOUND_SHARE = 0.995
+
+
+def first_cpu_bound(
+    mode: str, qds: Iterable[int] = range(8, 65, 4), ops: int = 2000
+) -> tuple[int, float] | None:
+    """The first queue depth of ``qds`` (in order) at which the
+    busy-count scenario :func:`busy_count` with the server socket
+    ``mode`` runs at :data:`CPU_BOUND_SHARE` of ``1 / SP`` or more, with
+    its IOPS (operations per second); ``None`` if none does."""
+    for qd in qds:
+        r = simulate(busy_count(mode, qd, ops=ops))
+        if r.iops >= CPU_BOUND_SHARE / r.scenario.server.proc_s:
+            return qd, r.iops
+    return None
+
+
+def cpu_bound_onset(
+    modes: Iterable[str] = BUSY_MODES, qds: Iterable[int] = range(8, 65, 4), ops: int = 2000
+):
+    """:func:`first_cpu_bound` for each server socket ``mode``, as a
+    table (a pandas ``DataFrame``, one row per mode): the first CPU-bound
+    queue depth (``NaN`` if none), the IOPS there and the thread's limit
+    ``1 / SP``, both in operations per second."""
+    import pandas as pd  # only when needed: the core runs without it
+
+    qds = tuple(qds)
+    rows = []
+    for mode in modes:
+        found = first_cpu_bound(mode, qds, ops)
+        rows.append(
+            {
+                "server socket": mode,
+                "first CPU-bound QD": found[0] if found else float("nan"),
+                "IOPS there (1/s)": found[1] if found else float("nan"),
+                "limit 1/SP (1/s)": 1 / busy_count(mode, 1).server.proc_s,
+            }
+        )
+    return pd.DataFrame(rows).set_index("server socket")
+
+
+def mode_sweep(qds: Iterable[int], **parts):
+    """IOPS (operations per second) of :func:`busy_count` for both server
+    sockets at each queue depth of ``qds``, with ``parts`` replaced
+    (``Scenario.replace``): a ``DataFrame`` indexed by ``QD`` with the
+    columns ``"TCP_NODELAY (1/s)"`` and ``"Nagle (1/s)"``."""
+    import pandas as pd  # only when needed: the core runs without it
+
+    cols = {"nodelay": "TCP_NODELAY (1/s)", "nagle": "Nagle (1/s)"}
+    rows = {
+        qd: {cols[m]: simulate(busy_count(m, qd).replace(**parts)).iops for m in BUSY_MODES}
+        for qd in qds
+    }
+    return pd.DataFrame(rows).T.rename_axis("QD")
+
+
+def first_overtake(
+    xs: Iterable, base: Iterable[float], other: Iterable[float], margin: float = 0.0
+) -> Any:
+    """The first ``x`` at which ``other`` exceeds ``base`` by more than the
+    fraction ``margin`` (``other > (1 + margin) * base``), the three
+    sequences read in step; ``None`` if it never does.
+
+    >>> first_overtake([1, 2, 3], [10, 10, 10], [9, 10.5, 12], margin=0.1)
+    3
+    """
+    for x, a, b in zip(xs, base, other):
+        if b > (1 + margin) * a:
+            return x
+    return None
 
 
 @functools.cache

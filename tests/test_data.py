@@ -111,7 +111,14 @@ def test_flory_sequence_and_ack_numbers_are_consistent():
             if "ACK" in r.flags and back in next_seq:
                 assert r.ack == next_seq[back], (trace, r.number)
             next_seq[flow] = r.seq + r.length_bytes + ("SYN" in r.flags or "FIN" in r.flags)
-    assert t[t.marker == "stall"].inter_packet_s.tolist() == [0.036399]
+    # one stall, the longest gap of either trace, before the 1447-byte
+    # payload; Flory's text states it too, in whole milliseconds
+    stall = t[t.marker == "stall"]
+    assert list(zip(stall.trace, stall.number)) == [("payload_1447", 10)]
+    gap_s = float(stall.inter_packet_s.iloc[0])
+    assert gap_s == t.inter_packet_s.max()
+    stated = data.load("flory2001_stated").set_index("quantity")
+    assert round(gap_s * 1e3) == stated.loc["ethernet_trace_stall", "value"]  # s -> ms
 
 
 def test_hpe_counts_multiply():

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from models import framing, presets
+from models.data import load
 from models.sim import PROFILES, Scenario, get_profile, simulate
-from models.validation.simulator import flory_gap_s, flory_trace
+from models.validation.simulator import flory_gap_s, flory_trace, stated
 
 
 def rows(result, n):
@@ -37,12 +38,17 @@ def test_msg_more_nodelay_or_cork_remove_the_stall(fix):
 def test_source_rtt_with_one_segment_response():
     # Butterfield (2017): QD 1, 512-byte read, TCP_NODELAY, one segment.
     r = simulate(presets.one_segment(run={"ops": 200}))
-    assert r.rtt_mean_s == pytest.approx(275.7e-6, abs=0.5e-6)
+    b = load("butterfield2017_rtt_breakdown").set_index("quantity")
+    rtt_s = b.loc["RTT", "value_us"] * 1e-6  # us -> s
+    assert r.rtt_mean_s == pytest.approx(rtt_s, abs=0.5e-6)
 
 
 def test_msg_more_misuse_waits_for_the_probe_timer():
     r = simulate(server={"msg_more": True, "msg_more_last": True}, run={"ops": 20, "check": True})
-    assert r.iops == pytest.approx(5.0, rel=0.01)  # 200 ms per op
+    # 200 ms per op, the source's 5 IOPS
+    assert r.iops == pytest.approx(
+        stated("butterfield2017_stated", "msg_more_misuse_iops"), rel=0.01
+    )
     assert r.probes["S>C"] >= 20
 
 

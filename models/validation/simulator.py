@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import pandas as pd
+
 from models import presets
 from models.data import load
 from models.sim import simulate
@@ -26,6 +28,8 @@ __all__ = [
     "busy_shares",
     "busy_distance",
     "busy_spread_fit",
+    "busy_table",
+    "busy_count_comparison",
     "BUSY_SPREADS_S",
     "ch4_rows",
     "ch5_rows",
@@ -133,7 +137,54 @@ def busy_spread_fit() -> tuple:
     score = {
         s: sum(busy_distance("nodelay", q, s) for q in range(2, 6)) / 4 for s in BUSY_SPREADS_S
     }
-    return min(score, key=score.get), score
+    return min(score, key=lambda s: score[s]), score
+
+
+#: The queue depths of Butterfield (2017)'s busy-count table.
+BUSY_QDS = range(1, 6)
+
+_SOCKETS = {"nodelay": "TCP_NODELAY", "nagle": "Nagle"}
+
+
+def busy_table(mode: str, wake_spread_s: float = 0.0, flush_on_idle: bool = False) -> pd.DataFrame:
+    """Simulated busy counts as the source prints them: one row per queue
+    depth of the table (index ``QD``), one column per busy count ``k``
+    (operations handled in one busy period), the share of busy periods
+    in whole percent; empty (NaN) where ``k > QD``."""
+    rows = {
+        qd: {
+            k: float(round(share))
+            for k, share in _full(busy_shares(mode, qd, wake_spread_s, flush_on_idle), qd).items()
+        }
+        for qd in BUSY_QDS
+    }
+    return _busy_frame(rows)
+
+
+def _full(shares: dict, qd: int) -> dict:
+    """``shares`` with every count 1..qd present (0 % where none)."""
+    return {k: shares.get(k, 0.0) for k in range(1, qd + 1)}
+
+
+def _busy_frame(rows: dict) -> pd.DataFrame:
+    df = pd.DataFrame(rows).T.sort_index()
+    df.index.name = "QD"
+    df.columns.name = "busy count (ops)"
+    return df
+
+
+def busy_count_comparison(label: str = "simulated", wake_spread_s: float = 0.0) -> pd.DataFrame:
+    """Butterfield (2017)'s busy-count table beside the simulated one, for
+    both server sockets: columns ``(server socket, "measured (%)" or
+    f"{label} (%)", busy count)``, rows the queue depths (``QD``)."""
+    measured = busy_counts_measured()
+    parts = {}
+    for mode, socket in _SOCKETS.items():
+        parts[(socket, "measured (%)")] = _busy_frame(measured[mode])
+        parts[(socket, f"{label} (%)")] = busy_table(mode, wake_spread_s)
+    both = pd.concat(parts, axis=1)
+    both.columns.names = ["server socket", "", "busy count (ops)"]
+    return both
 
 
 @comparisons("ch4.simulator")
