@@ -1,8 +1,9 @@
 # Queue Depth: set-up, book build and tests.
 #
 #   make book   set up (.venv, npm assets) and build the HTML book into _build/html/
-#   make test   set up if needed and run every test: unit tests, every chapter as an
-#               nbval test, and the strict book build (a warning or failing cell fails it)
+#   make test   set up if needed and run every test: the static checks (make lint: ruff, import
+#               contracts, mypy, doctests), unit tests, every chapter as an nbval test, the strict
+#               book build (a warning or failing cell fails it) and the browser tests
 #
 # Everything comes from the package registries (PyPI, npm); nothing is downloaded at build time.
 # The live figures' runtime (Pyodide, from npm) and the book's own Python (zipped by
@@ -25,7 +26,7 @@ PYODIDE_FILES := pyodide.mjs pyodide.mjs.map pyodide.asm.mjs pyodide.asm.wasm py
 LIVE_BUNDLE := static/live/queue-depth-python.zip
 JOBS ?= 2
 
-.PHONY: setup assets measure-build live-bundle book notebooks test unit nbtest browser clean lock
+.PHONY: setup assets measure-build live-bundle book notebooks lint test unit nbtest browser clean lock
 
 setup: $(VENV)/.installed assets measure-build
 
@@ -90,7 +91,17 @@ unit: setup
 nbtest: notebooks
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env $(NBDIR)
 
+# Static checks: ruff (lint and format), the import contracts (layer order), mypy over models/ and
+# the doctests of models/ and figures/.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules models figures
+
 test: setup notebooks
+	$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory browser
