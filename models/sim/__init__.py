@@ -3,8 +3,8 @@ carrying a closed loop of operations.
 
 It follows every ``send()``, segment and ACK between an initiator
 (client) and a server, with the application threads of Butterfield
-(2017)'s pipeline and the Linux TCP rules of
-``/work/shared/reference/linux-tcp-rules.md`` as pluggable rule classes
+(2017)'s pipeline and the Linux TCP rules (chapter 6 cites each one's
+kernel source) as pluggable rule classes
 (:mod:`models.sim.rules`) chosen by a kernel profile
 (:mod:`models.sim.kernels`).  Standard library only: the same code runs
 in CPython and in the reader's browser.

@@ -20,7 +20,7 @@ repeats; if it never did, it grows by the same amount every cycle.
 Ticks.  The state leaves out where ``now`` falls inside its timer tick.
 That is sound only if nothing in the cycle depended on it: no timer
 fired and every jiffy comparison had the same answer for any phase; the
-clock counts the exceptions (:attr:`TickClock.sensitive`).  Otherwise a
+clock counts the exceptions (:attr:`~models.sim.rules.clock.TickClock.sensitive`).  Otherwise a
 repeat counts only if the tick phase repeats too (a cycle of whole
 ticks, as a delayed-ACK stall is).
 
@@ -288,7 +288,7 @@ class _Plan:
 class CycleSkipper:
     """Watches a :class:`~models.sim.engine.Simulation` and jumps.
 
-    The engine calls :meth:`observe` after each completion (the client
+    The engine calls ``observe`` after each completion (the client
     thread pauses the loop); it returns ``False`` once it has jumped or
     given up, after which the engine stops calling it.
 
@@ -296,7 +296,7 @@ class CycleSkipper:
     as simulating.  So each completion records a cheap *signature* (a
     few numbers that equal states share); when a signature comes back
     after ``k`` completions, the full state is compared at that
-    completion and ``k`` later (:class:`_Plan`).
+    completion and ``k`` later (a ``_Plan``).
     """
 
     #: Failed candidate cycles after which candidates are tried less and

@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["FS", "EventLoop", "Timer", "seconds_to_fs", "fs_to_seconds"]
 
-#: Picoseconds per second: the simulator's unit of time.
+#: Femtoseconds per second (the simulator counts time in whole femtoseconds).
 FS = 10**15
 
 Handler = Callable[[int, Any], None]
@@ -162,10 +162,10 @@ class EventLoop:
 class Timer:
     """A one-shot kernel-style timer: armed at an expiry, or idle.
 
-    ``Timer(loop, handler)``; :meth:`arm` replaces any earlier expiry
+    ``Timer(loop, handler)``; ``arm`` replaces any earlier expiry
     (``mod_timer``), :meth:`cancel` disarms it (``sk_stop_timer``).  The
     handler runs as ``handler(now, None)`` at the expiry.  A timer armed
-    in ticks (:meth:`arm_ticks`) remembers when and for how many ticks.
+    in ticks (``arm_ticks``) remembers when and for how many ticks.
     """
 
     __slots__ = ("loop", "handler", "entry", "expires", "armed_at", "ticks")

@@ -127,17 +127,17 @@ class KernelProfile:
 
     @property
     def delack_ticks(self) -> int:
-        """The delayed-ACK timeout in ticks: ``HZ/25``."""
+        """The delayed-ACK timeout in ticks, ``HZ/25``."""
         return max(1, round(self.delack_min_s * self.hz))  # s -> ticks
 
     @property
     def rto_min_ticks(self) -> int:
-        """The probe floor in ticks: ``HZ/5``."""
+        """The probe floor in ticks, ``HZ/5``."""
         return max(1, round(self.rto_min_s * self.hz))  # s -> ticks
 
     @property
     def delack_max_s(self) -> float:
-        """The longest a delayed ACK waits, seconds: ``delack_ticks``
+        """The longest a delayed ACK waits in seconds, ``delack_ticks``
         plus the clock's round-up (a timer armed just after a tick
         starts)."""
         return (self.delack_ticks + self.clock.roundup) / self.hz
@@ -165,7 +165,7 @@ class KernelProfile:
         """The profile with a scenario's kernel settings applied.
 
         ``kernel_timers=False`` swaps in the textbook clock and probe
-        (:class:`TickClock`, :class:`RtoMinProbe`).
+        (:class:`~models.sim.rules.clock.TickClock`, :class:`~models.sim.rules.probe.RtoMinProbe`).
         """
         p = self
         if hz is not None:

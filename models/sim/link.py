@@ -14,7 +14,7 @@ are sent in time order), so a frame costs one event, its delivery:
    the kernel frees it, which releases autocorked data) is the end.
 2. **Cable**: the propagation delay.
 3. **Receive path**.  The receiving host's receive rule
-   (:mod:`models.sim.rules.rx`) says when its capture point sees the
+   (:class:`~models.sim.rules.rx.PerWakeup`) says when its capture point sees the
    frame: by default a frame reaching an idle receive path waits the
    receiver's start latency (``SR`` or ``CR``: interrupt, scheduling) and
    frames arriving while that wake-up is under way ride along with it;
@@ -99,12 +99,13 @@ class Channel:
         Receiver soft-interrupt CPU per pure ACK, fs (default:
         ``softirq``).
     rx : object, optional
-        The receive rule (:mod:`models.sim.rules.rx`; default
+        The receive rule (module ``rules.rx``; default
         :class:`~models.sim.rules.rx.PerWakeup` with ``rx_latency``).
     gro : bool
         Merge back-to-back data segments taken by one poll (GRO).
 
-    ``out`` is the receiving endpoint's ``receive(now, segment)``.
+    The attribute ``out`` is the receiving endpoint's
+    ``receive(now, segment)``.
     """
 
     __slots__ = (
@@ -185,7 +186,7 @@ class Channel:
         self._wire_fs: dict = {}
 
     def wire_fs(self, nbytes: int) -> int:
-        """Picoseconds ``nbytes`` take at the rate, rounded."""
+        """Femtoseconds ``nbytes`` take at the rate, rounded."""
         fs = self._wire_fs.get(nbytes)
         if fs is None:
             # bytes -> bits (x8) -> fs at rate bits/s, rounded to nearest

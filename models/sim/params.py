@@ -78,7 +78,7 @@ class Spec:
         Inclusive bounds (``high`` exclusive for ``fraction``).
     optional : bool
         ``None`` is allowed (meaning "the profile's value" or "derived").
-    choices : collection
+    choices : tuple or dict
         Allowed values of a ``choice`` (a tuple, or a registry dict whose
         keys are the values, looked up at each check).
     sample : Between, OneOf or str

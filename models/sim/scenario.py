@@ -132,7 +132,7 @@ class Workload(Part):
 
     @property
     def exchange(self) -> tuple:
-        """The legs of one operation: ``legs``, or request and response."""
+        """The legs of one operation (``legs``, or request and response)."""
         return self.legs or (self.request_writes, self.response_writes)
 
 
@@ -337,7 +337,7 @@ class Host(Part):
     )
 
 
-#: Butterfield (2017)'s server: a 512-byte read at QD 1 on 1 Gb/s, in
+#: The server of Butterfield (2017), for a 512-byte read at QD 1 on 1 Gb/s, in
 #: microseconds.  Server time at QD 1 is ``S2 - S1 = 32.6``, of which
 #: ``SL + SN = 16.7`` is wake-up latency (``SN = 0`` at QD 1), leaving
 #: ``SI + SP + SK = 15.9`` of CPU per operation (the CPU-bound run's
@@ -349,7 +349,7 @@ class Host(Part):
 BUTTERFIELD_SERVER = Host(
     proc_s=15.9e-6, wake_s=16.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
 )
-#: Butterfield (2017)'s initiator: ``RTT - (C2 - C1) = 275.7 - 243.4 =
+#: The initiator of Butterfield (2017), with ``RTT - (C2 - C1) = 275.7 - 243.4 =
 #: 32.3`` us of client time, of which ``CL + CN = 23.7`` (``CN = 0``)
 #: and ``CI + CP + CK = 8.6``.  With both presets, a 560-byte response in
 #: one segment and TCP_NODELAY, the QD-1 round trip is ``204.5 + 6.3 +

@@ -4,18 +4,19 @@ Each family is a small class with a documented interface; a kernel
 profile (:mod:`models.sim.kernels`) names the class of each family it
 follows.  Adding a rule is one class here plus one profile line.
 
-============  ==========================================  ==============
-family        classes                                     module
-============  ==========================================  ==============
-``nagle``     :class:`MinshallNagle`, :class:`ClassicNagle`  ``nagle``
-``ack``       :class:`LinuxAck`, :class:`ImmediateAck`     ``ack``
-``cork``      :class:`Cork`, :class:`Autocork`             ``cork``
-``probe``     :class:`RtoMinProbe`, :class:`SrttProbe`     ``probe``
-``clock``     :class:`TickClock`, :class:`WheelClock`      ``clock``
-============  ==========================================  ==============
+==========  ===============================  ==========
+family      classes                          module
+==========  ===============================  ==========
+``nagle``   ``MinshallNagle``,               ``nagle``
+            ``ClassicNagle``
+``ack``     ``LinuxAck``, ``ImmediateAck``   ``ack``
+``cork``    ``Cork``, ``Autocork``           ``cork``
+``probe``   ``RtoMinProbe``, ``SrttProbe``   ``probe``
+``clock``   ``TickClock``, ``WheelClock``    ``clock``
+==========  ===============================  ==========
 
-The receive path (:mod:`~models.sim.rules.rx`: :class:`PerWakeup`,
-:class:`InterruptModeration`) is a host part rather than a kernel rule:
+The receive path (module ``rx``: ``PerWakeup``,
+``InterruptModeration``) is a host part rather than a kernel rule:
 a host's ``rx_usecs`` chooses its class.
 
 Rule numbers ``[rN]`` refer to ``/work/shared/reference/linux-tcp-rules.md``.

@@ -73,7 +73,7 @@ class TickClock:
     def ticks_at_least(self, t0: int, t1: int, n: int) -> bool:
         """``jiffies(t1) - jiffies(t0) >= n`` for ``t0 <= t1``.
 
-        Counted in :attr:`sensitive` when the answer depends on the
+        Counted in ``sensitive`` when the answer depends on the
         phase (``t1 - t0`` within one tick of ``n`` ticks).
         """
         q, r = divmod((t1 - t0) * self.hz, FS)

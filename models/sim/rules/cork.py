@@ -47,7 +47,7 @@ class Autocork(Cork):
     data is in flight, and this host's earlier frames still hold more
     memory in the transmit path than the tail (``sk_wmem_alloc >
     skb->truesize``, each skb counted as its payload plus
-    :data:`SKB_OVERHEAD_BYTES`, plus the socket's own reference).  The
+    ``SKB_OVERHEAD_BYTES``, plus the socket's own reference).  The
     next TX completion pushes in the socket's mode (``tcp_tsq_handler``
     calls ``tcp_write_xmit`` with ``tp->nonagle``).
     """
