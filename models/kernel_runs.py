@@ -67,6 +67,13 @@ __all__ = [
     "link_limited_iops",
     "calibration",
     "calibration_groups",
+    "STALL_MARKS",
+    "qd_max_rule",
+    "stall_map",
+    "stall_thresholds",
+    "repeat_pairs",
+    "repeat_factor",
+    "calibrated_verdicts",
 ]
 
 #: Environment variable naming a folder written by ``python -m models.measure sweep --out DIR``.
@@ -640,3 +647,99 @@ def calibration_groups(table: pd.DataFrame, role: str) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+# ---------------------------------------------------------------------------
+# Chapter 9's views of the tables: stall verdicts side by side, the MSS
+# rule's thresholds, how well the kernel repeats itself
+# ---------------------------------------------------------------------------
+
+#: Marks of :func:`stall_map`: a run that stalled, one that did not, a simulator that disagrees, a run
+#: left out of the exact verdicts.
+STALL_MARKS = {"stall": "●", "free": "·", "differs": "≠", "excluded": "?"}
+
+
+def qd_max_rule(header: int, payload: int, mss: int) -> int:
+    """The largest queue depth at which a stall can form (:func:`stall_possible`):
+    ``ceil((MSS + H) / (H + N)) - 1``, the last QD whose ``QD (H + N) - H`` bytes stay below the MSS."""
+    return -(-(mss + header) // (header + payload)) - 1
+
+
+def stall_map(df: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
+    """The kernel's stall verdict of every run in ``df`` (a :func:`flory_table` or :func:`iscsi_table`)
+    laid out by ``index`` and ``columns``, each cell marked with :data:`STALL_MARKS`: stalled or not,
+    then ``≠`` where the simulator's verdict differs and ``?`` where the run is ``excluded``."""
+    excluded = df["excluded"] != "" if "excluded" in df else df["kernel_stalls"] & False
+    m = STALL_MARKS
+    cell = (
+        df["kernel_stalls"].map({True: m["stall"], False: m["free"]})
+        + (df["kernel_stalls"] != df["sim_stalls"]).map({True: m["differs"], False: ""})
+        + excluded.map({True: m["excluded"], False: ""})
+    )
+    return df.assign(cell=cell).pivot_table(
+        index=index, columns=columns, values="cell", aggfunc="first"
+    )
+
+
+def stall_thresholds(iscsi: pd.DataFrame) -> pd.DataFrame:
+    """Per link, congestion control and response size of the kept Nagle runs of an
+    :func:`iscsi_table`: the MSS, the rule's :func:`qd_max_rule`, and the largest QD that stalled in the
+    kernel and in the simulator (0: none did)."""
+    import pandas as pd
+
+    ng = iscsi[(iscsi["sock_mode"] == "nagle") & (iscsi["excluded"] == "")]
+    rows = []
+    for (link, cc, size), g in ng.groupby(["link", "cc", "iosize_bytes"]):
+        mss = framing.mss(int(g["mtu_bytes"].iloc[0]))
+        rows.append(
+            {
+                "link": link,
+                "cc": cc,
+                "iosize_bytes": int(size),
+                "mss_bytes": mss,
+                "rule_qd_max": qd_max_rule(HEADER_BYTES["iscsi"], int(size), mss),
+                "kernel_qd_max": int(g.loc[g["kernel_stalls"], "qd"].max())
+                if g["kernel_stalls"].any()
+                else 0,
+                "sim_qd_max": int(g.loc[g["sim_stalls"], "qd"].max())
+                if g["sim_stalls"].any()
+                else 0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def repeat_pairs(iscsi: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The scenarios (:data:`SCENARIO_KEY`) the kernel ran under two congestion controls without a
+    stall (the misuse left out): ``column`` of each run, one column per congestion control, and
+    ``factor``, the larger over the smaller.  Empty when the run repeats no scenario."""
+    import numpy as np
+
+    keep = ~iscsi["kernel_stalls"] & (iscsi["sock_mode"] != "more_all")
+    p = iscsi[keep].pivot_table(index=SCENARIO_KEY, columns="cc", values=column).dropna()
+    if p.shape[1] != 2:
+        return p.iloc[0:0].assign(factor=[])
+    return p.assign(factor=np.exp(np.abs(np.log(p.iloc[:, 0] / p.iloc[:, 1]))))
+
+
+def repeat_factor(iscsi: pd.DataFrame, column: str, quantile: float = 0.5) -> float:
+    """The ``quantile`` of :func:`repeat_pairs`' factors, interpolated between logarithms (NaN when no
+    scenario was repeated)."""
+    import numpy as np
+
+    f = repeat_pairs(iscsi, column)["factor"]
+    # on the logarithms: between two middle pairs, their geometric mean
+    return float(np.exp(np.log(f).quantile(quantile))) if len(f) else math.nan
+
+
+def calibrated_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs of a :func:`calibration` table whose simulated stall verdict under the calibrated costs
+    differs from the kernel's, with ``kernel_stalls`` and ``beyond_rule`` (the MSS rule says no stall
+    can form there: :func:`stall_possible` is false)."""
+    kernel = table["stalled_pct"] >= STALL_SHARE_PCT
+    differ = table[kernel != table["sim_stalls"]]
+    beyond = [
+        not stall_possible(int(q), HEADER_BYTES["iscsi"], int(n), framing.mss(int(m)))
+        for q, n, m in zip(differ["qd"], differ["iosize_bytes"], differ["mtu_bytes"])
+    ]
+    return differ.assign(kernel_stalls=kernel[differ.index], beyond_rule=beyond)
