@@ -74,6 +74,7 @@ __all__ = [
     "repeat_pairs",
     "repeat_factor",
     "calibrated_verdicts",
+    "bbr_runs",
 ]
 
 #: Environment variable naming a folder written by ``python -m models.measure sweep --out DIR``.
@@ -743,3 +744,20 @@ def calibrated_verdicts(table: pd.DataFrame) -> pd.DataFrame:
         for q, n, m in zip(differ["qd"], differ["iosize_bytes"], differ["mtu_bytes"])
     ]
     return differ.assign(kernel_stalls=kernel[differ.index], beyond_rule=beyond)
+
+
+def bbr_runs(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(bbr, twins)`` of a :func:`calibration` table: the runs whose segments bbr merged (role
+    ``bbr``) with ``mode_segments``, the data segments per response their socket mode writes
+    (:func:`models.calibrate.min_segments`), and the cubic runs of the same scenarios."""
+    from models import calibrate
+
+    bbr = table[table["role"] == "bbr"]
+    key = ["link", "sock_mode", "iosize_bytes", "qd"]
+    same = table.set_index(key).index.isin(bbr.set_index(key).index)
+    twins = table[(table["cc"] == "cubic") & same]
+    need = [
+        calibrate.min_segments(m, int(n), framing.mss(int(u)))
+        for m, n, u in zip(bbr["sock_mode"], bbr["iosize_bytes"], bbr["mtu_bytes"])
+    ]
+    return bbr.assign(mode_segments=need), twins

@@ -122,3 +122,20 @@ def test_views_on_the_bundled_run():
     m = KR.stall_map(flory, ["link", "payload_bytes"], "sock_mode")
     assert not m.stack().str.contains("≠").any()
     assert KR.repeat_factor(iscsi, "lat_p50_us") < KR.repeat_factor(iscsi, "iops")
+
+
+def test_bbr_runs_and_their_cubic_twins():
+    t = pd.DataFrame(
+        dict(
+            role=["bbr", "test", "test", "train"],
+            cc=["bbr", "cubic", "cubic", "bbr"],
+            link=["lo", "lo", "lo", "lo"],
+            sock_mode=["nodelay", "nodelay", "nodelay", "more"],
+            iosize_bytes=[512, 512, 512, 512],
+            qd=[16, 16, 8, 16],
+            mtu_bytes=[65536] * 4,
+        )
+    )
+    bbr, twins = KR.bbr_runs(t)
+    assert list(bbr.index) == [0] and list(twins.index) == [1]
+    assert list(bbr.mode_segments) == [2]  # TCP_NODELAY: header, then the data
