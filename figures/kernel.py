@@ -6,7 +6,7 @@ The kernel's runs come from :func:`models.validation.kernel.kernel_tables`
 (the bundled run, or ``$QUEUE_DEPTH_KERNEL_RUN``) and reach the page as
 plain lists; the simulator's curve is computed by the figure's function,
 :func:`kernel_vs_sim`: the row scenario of each measured queue depth
-(:func:`models.validation.kernel.row_scenario`, host times fitted once from
+(:func:`models.kernel_runs.row_scenario`, host times fitted once from
 the kernel's undelayed runs), plus the two queue depths on each side of the
 MSS rule's threshold so the jump shows where it is, with the fitted server
 time scaled by a factor.

@@ -33,7 +33,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from models import framing
 from models.sim import Scenario, simulate
@@ -51,6 +51,7 @@ __all__ = [
     "MODE_OPTIONS",
     "KernelRun",
     "HostFit",
+    "HostOptions",
     "SimSummary",
     "load_kernel_run",
     "fit_host",
@@ -66,6 +67,14 @@ __all__ = [
     "link_limited_iops",
     "calibration",
     "calibration_groups",
+    "STALL_MARKS",
+    "qd_max_rule",
+    "stall_map",
+    "stall_thresholds",
+    "repeat_pairs",
+    "repeat_factor",
+    "calibrated_verdicts",
+    "bbr_runs",
 ]
 
 #: Environment variable naming a folder written by ``python -m models.measure sweep --out DIR``.
@@ -143,6 +152,16 @@ class KernelRun:
     @property
     def busy(self) -> pd.DataFrame | None:
         return self.tables.get("busy_counts")
+
+    def table(self, name: str) -> pd.DataFrame:
+        """The table ``name`` (``"flory"``, ``"iscsi_loop"``, ``"busy_counts"``); a clear error when the
+        sweep did not write it."""
+        if name not in _TABLES:
+            raise ValueError(f"table must be one of {_TABLES}, got {name!r}")
+        df = self.tables.get(name)
+        if df is None:
+            raise ValueError(f"{self.source}: this run has no {self.prefix}_{name} table")
+        return df
 
 
 def _prefix_in(folder: Path) -> str:
@@ -312,7 +331,7 @@ def link_options(mtu_bytes: float, rate_bits_per_s: float | None = None) -> dict
     """
     mtu = int(mtu_bytes)
     rate = rate_bits_per_s
-    if _missing(rate):
+    if rate is None or _missing(rate):
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
     frame = framing.bucket_bytes(framing.mss(mtu))  # one full frame as tbf counts it
     return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
@@ -341,27 +360,49 @@ def _ops(qd: int) -> tuple[int, int]:
     return (qd + 1) * max(20, -(-100 // (qd + 1))), 2 * qd + 20
 
 
-def row_scenario(table: str, row, host: HostFit, hz: int = 250) -> Scenario:
-    """The :class:`~models.sim.Scenario` of one row of the ``flory`` or ``iscsi_loop`` table."""
+class HostOptions(Protocol):
+    """Host times a scenario can be built from: :class:`HostFit`, or the calibrated
+    :class:`models.calibrate.HostCosts`."""
+
+    def scenario_options(self) -> dict: ...
+
+
+def _field(row: Any, key: str, default: Any = None) -> Any:
+    """``row[key]`` for a mapping (a record) or ``row.key`` for a named tuple; ``default`` if absent."""
+    if hasattr(row, "get"):
+        return row.get(key, default)
+    return getattr(row, key, default)
+
+
+def _required(row: Any, key: str) -> Any:
+    """``row``'s value of ``key``; a ``ValueError`` naming it when it is absent or missing."""
+    value = _field(row, key)
+    if value is None:
+        raise ValueError(f"row: {key!r} is missing")
+    return value
+
+
+def row_scenario(table: str, row: Any, host: HostOptions, hz: int = 250) -> Scenario:
+    """The :class:`~models.sim.Scenario` of one row of the ``flory`` or ``iscsi_loop`` table, with the
+    host times of ``host`` (a :class:`HostFit` or a :class:`models.calibrate.HostCosts`)."""
     if table not in ("flory", "iscsi_loop"):
         raise ValueError(f"table must be 'flory' or 'iscsi_loop', got {table!r}")
-    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
-    mode = get("sock_mode")
+    mode = _field(row, "sock_mode")
     if mode not in MODE_OPTIONS:
         raise ValueError(f"sock_mode must be one of {sorted(MODE_OPTIONS)}, got {mode!r}")
     proto = "flory" if table == "flory" else "iscsi"
     h = HEADER_BYTES[proto]
-    payload = int(get("payload_bytes") if table == "flory" else get("iosize_bytes"))
-    qd = 1 if table == "flory" else int(get("qd"))
+    payload = int(_required(row, "payload_bytes" if table == "flory" else "iosize_bytes"))
+    qd = 1 if table == "flory" else int(_required(row, "qd"))
     ops, warm = _ops(qd)
     hosts = host.scenario_options()
     hosts["server"].update(MODE_OPTIONS[mode])
-    hosts["client"]["nodelay"] = get("client_sock_mode", "nagle") == "nodelay"
+    hosts["client"]["nodelay"] = _field(row, "client_sock_mode", "nagle") == "nodelay"
     return Scenario(
         workload=dict(
             qd=qd, request_writes=(h,), response_writes=(h, payload) if payload else (h,)
         ),
-        link=link_options(get("mtu_bytes"), get("rate_limit_bits_per_s")),
+        link=link_options(_required(row, "mtu_bytes"), _field(row, "rate_limit_bits_per_s")),
         kernel=dict(profile="linux-6", hz=int(hz), kernel_timers=True),
         run=dict(ops=ops, warmup_ops=warm),
         **hosts,
@@ -425,8 +466,8 @@ def _sim_columns(table: str, df: pd.DataFrame, host: HostFit, hz: int) -> pd.Dat
 
 def flory_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """The Flory table with the simulator's columns (``sim_*``), both verdicts and the MSS rule."""
-    host = host or fit_host(run.iscsi)
-    df = _sim_columns("flory", run.flory, host, run.hz)
+    host = host or fit_host(run.table("iscsi_loop"))
+    df = _sim_columns("flory", run.table("flory"), host, run.hz)
     df["rule_stalls"] = [
         mode == "nagle" and stall_possible(1, HEADER_BYTES["flory"], n, int(m))
         for mode, n, m in zip(df["sock_mode"], df["payload_bytes"], _mss(df["mtu_bytes"]))
@@ -443,8 +484,8 @@ def iscsi_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """
     import numpy as np
 
-    host = host or fit_host(run.iscsi)
-    df = _sim_columns("iscsi_loop", run.iscsi, host, run.hz)
+    host = host or fit_host(run.table("iscsi_loop"))
+    df = _sim_columns("iscsi_loop", run.table("iscsi_loop"), host, run.hz)
     df["rule_stalls"] = [
         (mode == "nagle" and stall_possible(q, HEADER_BYTES["iscsi"], n, int(m)))
         or mode == "more_all"
@@ -484,11 +525,12 @@ def busy_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
     """
     import pandas as pd
 
-    host = host or fit_host(run.iscsi)
-    b = run.busy
+    host = host or fit_host(run.table("iscsi_loop"))
+    b = run.table("busy_counts")
     keys = ["link", "cc", "sock_mode", "qd", "iosize_bytes"]
     more = b[b["or_more"]].set_index(keys)["cycles_pct"]
-    loop = run.iscsi[run.iscsi["client_sock_mode"] == "nagle"].set_index(keys)
+    isc = run.table("iscsi_loop")
+    loop = isc[isc["client_sock_mode"] == "nagle"].set_index(keys)
     rows = []
     for key, pct in more.items():
         row = dict(zip(keys, key))
@@ -510,7 +552,7 @@ def busy_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
 @functools.lru_cache(maxsize=8)
 def _tables_for(source_key: str) -> tuple:
     run = load_kernel_run(source_key or None)
-    host = fit_host(run.iscsi)
+    host = fit_host(run.table("iscsi_loop"))
     return run, host, flory_table(run, host), iscsi_table(run, host), busy_table(run, host)
 
 
@@ -546,7 +588,7 @@ def _calibration_for(source_key: str) -> tuple:
     from models import calibrate
 
     run = load_kernel_run(source_key or None)
-    isc = run.iscsi
+    isc = run.table("iscsi_loop")
     stalls = isc["stalled_pct"] >= STALL_SHARE_PCT
     df = calibrate.split(isc, stalls)
     train = df[df["role"] == "train"].to_dict("records")
@@ -564,7 +606,7 @@ def _calibration_for(source_key: str) -> tuple:
     out["rate_iops"] = out["qd"] / (out["lat_p50_us"] * 1e-6)
     out["sim_rate_iops"] = out["qd"] / (out["sim_p50_us"] * 1e-6)
     out["ratio"] = out["sim_p50_us"] / out["lat_p50_us"]
-    fl = run.flory
+    fl = run.table("flory")
     fl = fl[fl["stalled_pct"] < STALL_SHARE_PCT]
     fsims = [
         simulate_summary(row_scenario("flory", r, fit.costs, run.hz))
@@ -606,3 +648,116 @@ def calibration_groups(table: pd.DataFrame, role: str) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+# ---------------------------------------------------------------------------
+# Chapter 9's views of the tables: stall verdicts side by side, the MSS
+# rule's thresholds, how well the kernel repeats itself
+# ---------------------------------------------------------------------------
+
+#: Marks of :func:`stall_map`: a run that stalled, one that did not, a simulator that disagrees, a run
+#: left out of the exact verdicts.
+STALL_MARKS = {"stall": "●", "free": "·", "differs": "≠", "excluded": "?"}
+
+
+def qd_max_rule(header: int, payload: int, mss: int) -> int:
+    """The largest queue depth at which a stall can form (:func:`stall_possible`):
+    ``ceil((MSS + H) / (H + N)) - 1``, the last QD whose ``QD (H + N) - H`` bytes stay below the MSS."""
+    return -(-(mss + header) // (header + payload)) - 1
+
+
+def stall_map(df: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
+    """The kernel's stall verdict of every run in ``df`` (a :func:`flory_table` or :func:`iscsi_table`)
+    laid out by ``index`` and ``columns``, each cell marked with :data:`STALL_MARKS`: stalled or not,
+    then ``≠`` where the simulator's verdict differs and ``?`` where the run is ``excluded``."""
+    excluded = df["excluded"] != "" if "excluded" in df else df["kernel_stalls"] & False
+    m = STALL_MARKS
+    cell = (
+        df["kernel_stalls"].map({True: m["stall"], False: m["free"]})
+        + (df["kernel_stalls"] != df["sim_stalls"]).map({True: m["differs"], False: ""})
+        + excluded.map({True: m["excluded"], False: ""})
+    )
+    return df.assign(cell=cell).pivot_table(
+        index=index, columns=columns, values="cell", aggfunc="first"
+    )
+
+
+def stall_thresholds(iscsi: pd.DataFrame) -> pd.DataFrame:
+    """Per link, congestion control and response size of the kept Nagle runs of an
+    :func:`iscsi_table`: the MSS, the rule's :func:`qd_max_rule`, and the largest QD that stalled in the
+    kernel and in the simulator (0: none did)."""
+    import pandas as pd
+
+    ng = iscsi[(iscsi["sock_mode"] == "nagle") & (iscsi["excluded"] == "")]
+    rows = []
+    for (link, cc, size), g in ng.groupby(["link", "cc", "iosize_bytes"]):
+        mss = framing.mss(int(g["mtu_bytes"].iloc[0]))
+        rows.append(
+            {
+                "link": link,
+                "cc": cc,
+                "iosize_bytes": int(size),
+                "mss_bytes": mss,
+                "rule_qd_max": qd_max_rule(HEADER_BYTES["iscsi"], int(size), mss),
+                "kernel_qd_max": int(g.loc[g["kernel_stalls"], "qd"].max())
+                if g["kernel_stalls"].any()
+                else 0,
+                "sim_qd_max": int(g.loc[g["sim_stalls"], "qd"].max())
+                if g["sim_stalls"].any()
+                else 0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def repeat_pairs(iscsi: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The scenarios (:data:`SCENARIO_KEY`) the kernel ran under two congestion controls without a
+    stall (the misuse left out): ``column`` of each run, one column per congestion control, and
+    ``factor``, the larger over the smaller.  Empty when the run repeats no scenario."""
+    import numpy as np
+
+    keep = ~iscsi["kernel_stalls"] & (iscsi["sock_mode"] != "more_all")
+    p = iscsi[keep].pivot_table(index=SCENARIO_KEY, columns="cc", values=column).dropna()
+    if p.shape[1] != 2:
+        return p.iloc[0:0].assign(factor=[])
+    return p.assign(factor=np.exp(np.abs(np.log(p.iloc[:, 0] / p.iloc[:, 1]))))
+
+
+def repeat_factor(iscsi: pd.DataFrame, column: str, quantile: float = 0.5) -> float:
+    """The ``quantile`` of :func:`repeat_pairs`' factors, interpolated between logarithms (NaN when no
+    scenario was repeated)."""
+    import numpy as np
+
+    f = repeat_pairs(iscsi, column)["factor"]
+    # on the logarithms: between two middle pairs, their geometric mean
+    return float(np.exp(np.log(f).quantile(quantile))) if len(f) else math.nan
+
+
+def calibrated_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs of a :func:`calibration` table whose simulated stall verdict under the calibrated costs
+    differs from the kernel's, with ``kernel_stalls`` and ``beyond_rule`` (the MSS rule says no stall
+    can form there: :func:`stall_possible` is false)."""
+    kernel = table["stalled_pct"] >= STALL_SHARE_PCT
+    differ = table[kernel != table["sim_stalls"]]
+    beyond = [
+        not stall_possible(int(q), HEADER_BYTES["iscsi"], int(n), framing.mss(int(m)))
+        for q, n, m in zip(differ["qd"], differ["iosize_bytes"], differ["mtu_bytes"])
+    ]
+    return differ.assign(kernel_stalls=kernel[differ.index], beyond_rule=beyond)
+
+
+def bbr_runs(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(bbr, twins)`` of a :func:`calibration` table: the runs whose segments bbr merged (role
+    ``bbr``) with ``mode_segments``, the data segments per response their socket mode writes
+    (:func:`models.calibrate.min_segments`), and the cubic runs of the same scenarios."""
+    from models import calibrate
+
+    bbr = table[table["role"] == "bbr"]
+    key = ["link", "sock_mode", "iosize_bytes", "qd"]
+    same = table.set_index(key).index.isin(bbr.set_index(key).index)
+    twins = table[(table["cc"] == "cubic") & same]
+    need = [
+        calibrate.min_segments(m, int(n), framing.mss(int(u)))
+        for m, n, u in zip(bbr["sock_mode"], bbr["iosize_bytes"], bbr["mtu_bytes"])
+    ]
+    return bbr.assign(mode_segments=need), twins

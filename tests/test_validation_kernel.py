@@ -234,3 +234,14 @@ def test_the_fit_is_the_stated_recipe(bundled):
     assert host.per_op_s == pytest.approx((1 / d[one & (d.qd == 64)].iops).median())
     opts = host.scenario_options()
     assert len({opts["server"]["wake_s"], opts["client"]["wake_s"], opts["client"]["proc_s"]}) == 1
+
+
+def test_calibration_overview_marks_roles_and_tolerance():
+    ov = K.calibration_overview("")
+    assert list(dict.fromkeys(ov.role)) == ["train", "test", "bbr"]
+    assert (ov.counts_as == ov.role.map(K.ROLE_KINDS)).all()
+    off = (ov.sim_rate_iops / ov.rate_iops - 1).abs()
+    assert (ov.within == (off <= K.CALIBRATION_TOL)).all()
+    # the test groups within the tolerance are the calibration set's passing test rows
+    tests = [r for r in run_set("ch9.calibration") if r.quantity.startswith("test:")]
+    assert int((ov.within & (ov.role == "test")).sum()) == sum(r.passed for r in tests)

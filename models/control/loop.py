@@ -31,7 +31,8 @@ from .pid import VelocityPID, throttle_steps
 from .plant import SharedDiskPlant
 from .throttle import DelayThrottle
 
-if TYPE_CHECKING:  # annotations only: the loop runs without pandas
+if TYPE_CHECKING:  # annotations only: the loop runs without NumPy and pandas
+    import numpy as np
     import pandas as pd
 
 __all__ = [
@@ -156,6 +157,7 @@ def closed_loop(
     hold = (ctl.form == "listing") if hold_at_zero is None else bool(hold_at_zero)
     filt = Ewma(alpha)
     s = whole("seed", seed, minimum=0)
+    rng: NoiseStream | np.random.Generator
     if plant.read_rate_per_s * dt < SMALL_MEAN:
         rng = NoiseStream(s)
     else:  # NumPy's large-mean Poisson method

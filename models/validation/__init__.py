@@ -32,8 +32,13 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the registry itself needs no pandas
+    import pandas as pd
 
 __all__ = [
     "KINDS",
@@ -42,8 +47,14 @@ __all__ = [
     "registered",
     "run_all",
     "run",
+    "run_sets",
     "assert_all_pass",
     "checks",
+    "SetInfo",
+    "set_info",
+    "tally",
+    "tally_by_chapter",
+    "TALLY_COLUMNS",
 ]
 
 #: The four kinds of comparison row, described in the module docstring (a test that counts, a fitted
@@ -159,18 +170,49 @@ class Comparison:
         return d
 
 
+@dataclass(frozen=True, order=True)
+class SetInfo:
+    """What a comparison set's registered name says: ``"ch9.kernel"`` is chapter 9's set ``kernel``.
+
+    Sorting :class:`SetInfo` values puts the sets in the book's order (chapter number, then topic).
+    """
+
+    number: int
+    topic: str
+    chapter: str
+    name: str
+
+
+_NAME = re.compile(r"^(?P<chapter>ch(?P<number>[1-9][0-9]*))\.(?P<topic>[a-z0-9_]+)$")
 _REGISTRY: dict[str, Callable[[], list[Comparison]]] = {}
+_INFO: dict[str, SetInfo] = {}
+
+
+def _parse_name(name: str) -> SetInfo:
+    m = _NAME.match(name)
+    if m is None:
+        raise ValueError(
+            f"comparison set {name!r}: name it '<chapter>.<topic>', e.g. 'ch9.kernel' "
+            "(chapter 'ch' and its number, topic in lower case)"
+        )
+    return SetInfo(int(m["number"]), m["topic"], m["chapter"], name)
 
 
 def comparisons(
     name: str,
 ) -> Callable[[Callable[[], list[Comparison]]], Callable[[], list[Comparison]]]:
-    """Register a function returning a chapter's comparisons under ``name`` (e.g. ``"ch2.wire"``)."""
+    """Register a function returning a chapter's comparisons under ``name`` (e.g. ``"ch2.wire"``).
+
+    ``name`` is ``"ch<N>.<topic>"``: the chapter the rows belong to (every row's ``chapter`` must be
+    ``"ch<N>"``, checked by :func:`run_sets`) and a topic.
+    """
+    info = _parse_name(name)
 
     def register(fn: Callable[[], list[Comparison]]) -> Callable[[], list[Comparison]]:
         if name in _REGISTRY and _REGISTRY[name] is not fn:
             raise ValueError(f"comparison set {name!r} is registered twice")
         _REGISTRY[name] = fn
+        _INFO[name] = info
         return fn
 
     return register
@@ -187,6 +229,14 @@ def registered() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def set_info(name: str) -> SetInfo:
+    """The chapter and topic of the registered set ``name``."""
+    _import_all()
+    if name not in _INFO:
+        raise ValueError(f"unknown comparison set {name!r}; known: {sorted(_REGISTRY)}")
+    return _INFO[name]
+
+
 def run(name: str) -> list[Comparison]:
     """Run one registered comparison set."""
     _import_all()
@@ -195,9 +245,71 @@ def run(name: str) -> list[Comparison]:
     return list(_REGISTRY[name]())
 
 
+def run_sets() -> dict[str, list[Comparison]]:
+    """Run every registered set once: its rows by set name, in the book's order (chapter, topic).
+
+    Raises ``ValueError`` if a set returns a row of another chapter than its name says.
+    """
+    out: dict[str, list[Comparison]] = {}
+    for info in sorted(set_info(n) for n in registered()):
+        rows = list(_REGISTRY[info.name]())
+        wrong = sorted({r.chapter for r in rows} - {info.chapter})
+        if wrong:
+            raise ValueError(f"comparison set {info.name!r} returned rows of {wrong}")
+        out[info.name] = rows
+    return out
+
+
 def run_all() -> list[Comparison]:
-    """Run every registered comparison set, in name order."""
-    return [c for name in registered() for c in _REGISTRY[name]()]
+    """Run every registered comparison set; all their rows, in the book's order (chapter, topic)."""
+    return [c for rows in run_sets().values() for c in rows]
+
+
+#: The columns :func:`tally` counts, after ``rows``: tests, and the rows of each kind.
+TALLY_COLUMNS = ("checks", "passing", "known_failures", "fits", "context")
+
+
+def _counts(rows: Sequence[Comparison]) -> dict:
+    kinds = [r.kind for r in rows]
+    return {
+        "rows": len(rows),
+        "checks": sum(r.counts for r in rows),
+        "passing": sum(r.kind == "check" and r.passed for r in rows),
+        "known_failures": kinds.count("failing"),
+        "fits": kinds.count("fit"),
+        "context": kinds.count("context"),
+    }
+
+
+def tally(results: Mapping[str, Sequence[Comparison]]) -> pd.DataFrame:
+    """One row per comparison set of ``results`` (as :func:`run_sets` returns them), in the book's
+    order: ``set``, ``chapter``, ``number`` (the chapter's), ``rows``, then the counts of
+    :data:`TALLY_COLUMNS`: tests (checks and known failures), checks that pass, known failures, fits
+    and rows of context.  The chapter of each set is the one it was registered under."""
+    import pandas as pd
+
+    infos = sorted(set_info(name) for name in results)
+    records = [
+        {"set": i.name, "chapter": i.chapter, "number": i.number, **_counts(results[i.name])}
+        for i in infos
+    ]
+    cols = ["set", "chapter", "number", "rows", *TALLY_COLUMNS]
+    return pd.DataFrame(records, columns=cols)
+
+
+def tally_by_chapter(results: Mapping[str, Sequence[Comparison]]) -> pd.DataFrame:
+    """:func:`tally` summed per chapter (indexed by chapter, in the book's order), with the sets of
+    each chapter and the sources its rows cite (each source's name before its first comma)."""
+    per_set = tally(results)
+    summed = per_set.groupby("chapter", sort=False)[["rows", *TALLY_COLUMNS]].sum()
+    sets = per_set.groupby("chapter", sort=False)["set"].agg(", ".join)
+    cited: dict[str, set[str]] = {}
+    for name, rows in results.items():
+        chapter = set_info(name).chapter
+        cited.setdefault(chapter, set()).update(r.source.split(",")[0] for r in rows if r.source)
+    summed["sets"] = sets
+    summed["sources"] = ["; ".join(sorted(cited.get(chapter, set()))) for chapter in summed.index]
+    return summed
 
 
 def checks(rows: list[Comparison]) -> list[Comparison]:

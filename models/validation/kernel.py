@@ -32,7 +32,17 @@ from models.validation import Comparison, comparisons
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
-__all__ = ["kernel_comparisons", "comparisons_for", "CALIBRATION_TOL", "calibration_comparisons"]
+__all__ = [
+    "kernel_comparisons",
+    "comparisons_for",
+    "CALIBRATION_TOL",
+    "calibration_comparisons",
+    "calibration_overview",
+    "ROLE_KINDS",
+]
+
+#: What each role of the calibration's runs counts as on the dashboard.
+ROLE_KINDS = {"train": "fit", "test": "check", "bbr": "context"}
 
 # --------------------------------------------------------------------------------------------------
 # Comparisons
@@ -463,3 +473,18 @@ def calibration_comparisons() -> list[Comparison]:
                 )
             add(c)
     return rows
+
+
+def calibration_overview(directory=None) -> pd.DataFrame:
+    """The calibrated host model's groups of runs (:func:`models.kernel_runs.calibration_groups`) for
+    the training, test and bbr roles, with ``role``, ``within`` (the simulated rate at the median within
+    :data:`CALIBRATION_TOL` of the measured one) and ``counts_as`` (:data:`ROLE_KINDS`)."""
+    import pandas as pd
+
+    _, _, table, _ = calibration(directory)
+    groups = pd.concat(
+        [calibration_groups(table, role).assign(role=role) for role in ROLE_KINDS],
+        ignore_index=True,
+    )
+    within = (groups["sim_rate_iops"] / groups["rate_iops"] - 1).abs() <= CALIBRATION_TOL
+    return groups.assign(within=within, counts_as=groups["role"].map(ROLE_KINDS))
