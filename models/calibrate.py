@@ -5,7 +5,7 @@ number per host (:class:`models.kernel_runs.HostFit`): every path
 latency zero and one per-operation server time.  That gets every stall
 verdict right but not how fast the runs without a stall go.  Here the
 host is a set of named costs (:class:`HostCosts`), each a field of the
-simulator's :class:`~models.sim.Host`:
+simulator's :class:`~models.sim.scenario.Host`:
 
 ``op_s``
     processing of one message by either thread (``proc_s``);
@@ -66,11 +66,11 @@ __all__ = [
 
 #: The fitted costs, in the order of :class:`HostCosts`.
 COSTS = ("op_s", "tx_s", "ack_s", "wake_s", "path_s")
-#: The training subset: one link (loopback, one MTU), its default
+#: The training subset is one link (loopback, one MTU), its default
 #: congestion control, two socket modes (one segment per response, and
 #: header and data as separate segments), queue depths 1 to 8.
 TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_max": 8}
-#: Where the search starts, seconds: a few microseconds each.
+#: Where the search starts, in seconds (a few microseconds each).
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
 _HEADER = 48  # bytes of the iSCSI-like response header
 
@@ -88,7 +88,7 @@ class HostCosts:
 
     def scenario_options(self) -> dict:
         """The ``client`` and ``server`` parts of a
-        :class:`~models.sim.Scenario` for these costs."""
+        :class:`~models.sim.scenario.Scenario` for these costs."""
         host = dict(
             proc_s=self.op_s,
             tx_cpu_s=self.tx_s,

@@ -7,7 +7,7 @@ counts at QD 1-5.  This module loads a run, fits the host once (:func:`fit_host`
 harness does (:func:`simulate_summary`), and lays the kernel's and the simulator's numbers side by side
 (:func:`flory_table`, :func:`iscsi_table`, :func:`busy_table`; :func:`calibration` for the calibrated
 host model of :mod:`models.calibrate`).  The comparisons that hold them together are in
-:mod:`models.validation.kernel`.
+``models.validation.kernel``.
 
 A run *stalls* when at least :data:`STALL_SHARE_PCT` of its operations took longer than :data:`STALL_MS`
 (the harness's own threshold; a stalled operation waits for a timer of 40 ms or more).  A reader's own
@@ -79,7 +79,7 @@ __all__ = [
 
 #: Environment variable naming a folder written by ``python -m models.measure sweep --out DIR``.
 KERNEL_RUN_ENV = "QUEUE_DEPTH_KERNEL_RUN"
-#: An operation slower than this (milliseconds) waited for a timer: the harness's ``STALL_US`` (qdperf.c).
+#: An operation slower than this many milliseconds waited for a timer (the harness's ``STALL_US``, qdperf.c).
 STALL_MS = 20.0
 #: A run *stalls* when at least this share of its operations (percent) stalled.  Runs below it show at
 #: most a handful of isolated slow operations (scheduling under load, or a rare race); runs above it
@@ -88,10 +88,10 @@ STALL_MS = 20.0
 STALL_SHARE_PCT = 5.0
 #: Bytes of the request and of the response header in each protocol (qdperf.c ``--proto``).
 HEADER_BYTES = {"flory": 8, "iscsi": framing.ISCSI_HEADER_BYTES}
-#: Link rate used for links without a rate limit (loopback, plain veth), bits per second: a copy in
-#: memory, effectively free next to the microseconds of host time.
+#: Link rate in bits per second for links without a rate limit (loopback, plain veth); a copy in
+#: memory is effectively free next to the microseconds of host time.
 UNLIMITED_BPS = 1e12
-#: Server socket options of each socket mode (qdperf.c ``--sock``), as :class:`~models.sim.Host` fields.
+#: Server socket options of each socket mode (qdperf.c ``--sock``), as :class:`~models.sim.scenario.Host` fields.
 MODE_OPTIONS = {
     "nagle": {},
     "nodelay": {"nodelay": True},
@@ -114,7 +114,8 @@ class KernelRun:
 
     Attributes
     ----------
-    tables : dict of str to pandas.DataFrame
+    tables : dict
+        Table name to DataFrame:
         ``"flory"``, ``"iscsi_loop"``, ``"busy_counts"`` (a table the sweep did not write is absent).
     source : str
         Where the tables came from: the bundled datasets or the folder given.
@@ -128,7 +129,7 @@ class KernelRun:
         The sidecar's ``measurement`` record (command line, times, sysctls, links); empty if absent.
     prefix : str
         The table name prefix (``kernel6`` for the bundled run); the files are ``<prefix>_<table>.csv``.
-    folder : Path or None
+    folder : path or None
         The folder the tables were read from (``None``: the bundled data folder).
     """
 
@@ -268,7 +269,7 @@ class HostFit:
         return max(self.rtt1_s - self.per_op_s, 0.0) / 3.0
 
     def scenario_options(self) -> dict:
-        """The ``client`` and ``server`` parts of a :class:`~models.sim.Scenario` for these host times."""
+        """The ``client`` and ``server`` parts of a :class:`~models.sim.scenario.Scenario` for these host times."""
         r = self.rest_s
         quiet = dict(tx_latency_s=0.0, rx_latency_s=0.0)
         return {
@@ -383,7 +384,7 @@ def _required(row: Any, key: str) -> Any:
 
 
 def row_scenario(table: str, row: Any, host: HostOptions, hz: int = 250) -> Scenario:
-    """The :class:`~models.sim.Scenario` of one row of the ``flory`` or ``iscsi_loop`` table, with the
+    """The :class:`~models.sim.scenario.Scenario` of one row of the ``flory`` or ``iscsi_loop`` table, with the
     host times of ``host`` (a :class:`HostFit` or a :class:`models.calibrate.HostCosts`)."""
     if table not in ("flory", "iscsi_loop"):
         raise ValueError(f"table must be 'flory' or 'iscsi_loop', got {table!r}")

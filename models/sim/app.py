@@ -11,7 +11,7 @@ of the processing, and looks again; it goes idle only when no complete
 message is left.  Messages handled per busy period are counted
 (``busy_counts``).
 
-An operation is an exchange of *legs* (:attr:`Workload.exchange`): leg
+An operation is an exchange of *legs* (:attr:`~models.sim.scenario.Workload.exchange`): leg
 0 from the client, leg 1 from the server, and so on; the last leg ends
 at the client, which completes the operation and issues the next, so
 exactly ``qd`` operations are always outstanding.  A read is two legs
@@ -30,6 +30,10 @@ __all__ = ["AppThread", "ServerThread", "ClientThread"]
 
 class AppThread:
     """What both threads share.
+
+    With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
+    are made one after another: a call that transmits segments returns
+    ``tx_cpu`` per segment later, and only then is the next call made.
 
     Parameters
     ----------
@@ -52,10 +56,6 @@ class AppThread:
         The next random extra wake-up latency, fs (``None``: none).
     cpu : OwnCpu or CpuPool, optional
         Where the thread's work runs (:mod:`models.sim.cpu`).
-
-    With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
-    are made one after another: a call that transmits segments returns
-    ``tx_cpu`` per segment later, and only then is the next call made.
     """
 
     def __init__(
@@ -178,7 +178,7 @@ class AppThread:
         """Write one message as ``send()`` calls; tell the peer where it
         ends.  Returns the data segments sent now: with a transmit cost
         the calls after one that transmits wait for its CPU
-        (:meth:`_written`), unless ``at_once``."""
+        (``_written``), unless ``at_once``."""
         tx = self.ep.sender
         calls = [("cork", True)] if self.cork else []
         last = len(writes) - 1

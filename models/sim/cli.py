@@ -3,7 +3,7 @@
 Every option is generated from a scenario field's declaration
 (:mod:`models.sim.params`): ``--qd``, ``--response-writes``,
 ``--server-nodelay``, ``--kernel-timers`` and so on, so the command line
-and the :class:`~models.sim.Scenario` cannot drift apart.  Host fields
+and the :class:`~models.sim.scenario.Scenario` cannot drift apart.  Host fields
 take the host's name as a prefix (``--client-proc-s``); the other
 parts' field names are unique and used as they are.
 

@@ -2,8 +2,8 @@
 
 By default each host's thread has a CPU to itself and a stretch of work
 ends when it is done (:class:`OwnCpu`).  When both ends run on one
-machine (loopback, a veth pair: :attr:`models.sim.scenario.Link.
-shared_cpus`), their threads share that machine's CPUs
+machine (loopback, a veth pair:
+``Link.shared_cpus``), their threads share that machine's CPUs
 (:class:`CpuPool`): a stretch of work starts on the CPU that is free
 first, no earlier than it is asked for, and runs to its end (no
 preemption).  The soft interrupts keep their own queues

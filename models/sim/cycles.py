@@ -20,7 +20,7 @@ repeats; if it never did, it grows by the same amount every cycle.
 Ticks.  The state leaves out where ``now`` falls inside its timer tick.
 That is sound only if nothing in the cycle depended on it: no timer
 fired and every jiffy comparison had the same answer for any phase; the
-clock counts the exceptions (:attr:`~models.sim.rules.clock.TickClock.sensitive`).  Otherwise a
+clock counts the exceptions (``TickClock.sensitive``).  Otherwise a
 repeat counts only if the tick phase repeats too (a cycle of whole
 ticks, as a delayed-ACK stall is).
 

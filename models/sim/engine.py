@@ -1,7 +1,7 @@
 """Build one scenario's components, run the event loop, collect the
 result.
 
-The wiring, as in ns.py: each endpoint's outgoing :class:`Channel`
+The wiring, as in ns.py: each endpoint's outgoing :class:`~models.sim.link.Channel`
 delivers to the peer endpoint's ``receive`` (its ``out``); each endpoint
 calls its host's thread when data arrives.  Nothing reaches into another
 component: statistics are read through each component's attributes
@@ -292,7 +292,7 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
 
 
 def simulate(scenario: Scenario | None = None, **parts) -> Result:
-    """Simulate ``scenario`` (default: :class:`Scenario()`), with parts
+    """Simulate ``scenario`` (default: ``Scenario()``), with parts
     changed by keyword (``workload={"qd": 4}``).
 
     >>> r = simulate(run={"ops": 20})       # Nagle on: the 40 ms stall

@@ -163,7 +163,7 @@ class Timer:
     """A one-shot kernel-style timer: armed at an expiry, or idle.
 
     ``Timer(loop, handler)``; ``arm`` replaces any earlier expiry
-    (``mod_timer``), :meth:`cancel` disarms it (``sk_stop_timer``).  The
+    (``mod_timer``), ``cancel`` disarms it (``sk_stop_timer``).  The
     handler runs as ``handler(now, None)`` at the expiry.  A timer armed
     in ticks (``arm_ticks``) remembers when and for how many ticks.
     """

@@ -15,8 +15,8 @@ a kernel behaviour is one class in ``rules`` and one line here.
 ``linux-6``
     Today's defaults: ``tcp_autocorking=1``; loopback MTU 65536; HZ=250
     (Debian's and this machine's ``CONFIG_HZ``; pass ``hz=1000`` to
-    compare); the 4.8+ timer wheel (:class:`~models.sim.rules.WheelClock`)
-    and the srtt-based probe (:class:`~models.sim.rules.SrttProbe`).
+    compare); the 4.8+ timer wheel (:class:`~models.sim.rules.clock.WheelClock`)
+    and the srtt-based probe (:class:`~models.sim.rules.probe.SrttProbe`).
 
 Timer details.  By default a scenario uses the *textbook* timers
 (:meth:`KernelProfile.configured` with ``kernel_timers=False``): a timer
@@ -88,7 +88,7 @@ class KernelProfile:
         Replies within ``ato`` before the socket counts as interactive
         (``inet_csk_in_pingpong_mode``): 1 in 2.4 and today.
     nagle, ack, cork, probe, clock : type
-        The class of each rule family (:data:`models.sim.rules.FAMILIES`).
+        The class of each rule family (``models.sim.rules.FAMILIES``).
     """
 
     name: str

@@ -1,6 +1,6 @@
 """One direction of the path: transmit path, cable, receive path.
 
-A frame handed to a :class:`Channel` goes through three FIFO steps,
+A frame handed to a ``Channel`` goes through three FIFO steps,
 each computed in closed form when it is sent (frames of one direction
 are sent in time order), so a frame costs one event, its delivery:
 
@@ -82,6 +82,9 @@ class Segment:
 class Channel:
     """Transmit path + cable + receive path of one direction.
 
+    The attribute ``out`` is the receiving endpoint's
+    ``receive(now, segment)``.
+
     Parameters
     ----------
     loop : EventLoop
@@ -103,9 +106,6 @@ class Channel:
         :class:`~models.sim.rules.rx.PerWakeup` with ``rx_latency``).
     gro : bool
         Merge back-to-back data segments taken by one poll (GRO).
-
-    The attribute ``out`` is the receiving endpoint's
-    ``receive(now, segment)``.
     """
 
     __slots__ = (

@@ -115,7 +115,7 @@ class HostStats:
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """What :func:`models.sim.simulate` returns (seconds, per second).
+    """What :func:`models.sim.engine.simulate` returns (seconds, per second).
 
     ``iops``: completions after the warm-up over the time they took;
     ``rtts_s``: each measured operation's round trip (writing its

@@ -20,7 +20,7 @@ between ``t0`` and ``t1``" may depend on where the ticks fall (on the
 phase) or not: if ``t1 - t0`` is far from ``n`` ticks it does not.  The
 clock counts the comparisons whose outcome depends on the phase, and the
 timers that fire (a firing time is a tick boundary), in
-:attr:`TickClock.sensitive`; the cycle detector uses that count to know
+``TickClock.sensitive``; the cycle detector uses that count to know
 when a repeat of the state that ignores the phase is a true repeat.
 
 >>> ms = 10**12                       # femtoseconds per millisecond
