@@ -27,11 +27,10 @@ Ethernet at MTU 1500 with his measured stage times
 >>> sc = Scenario(workload={"qd": 4})
 >>> sc.workload.qd, sc.server.proc_s, sc.link.mss
 (4, 1.59e-05, 1448)
->>> Scenario(qd=4)
+>>> Scenario(qd=4)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: Scenario has no part 'qd'; it is a field of workload: \
-use workload={'qd': ...}
+ValueError: Scenario has no part 'qd'; it is a field of workload: ...
 """
 
 from __future__ import annotations
