@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from models import analytic as A
 from models.ring import Ring
+from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
 
 from .live import Live, Range
 
-__all__ = ["rtt_tpt", "RTT_TPT"]
+__all__ = ["SP_US", "CL_US", "rtt_tpt", "RTT_TPT"]
 
 GBIT = 1e9  # bits per second
+#: Butterfield's (2017) server time SP and client wake-up latency CL in
+#: µs, rounded to the sliders' 0.1 µs step.
+SP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
+CL_US = round(BUTTERFIELD_CLIENT.wake_s * 1e6, 1)  # s -> us
 
 
 def rtt_tpt(sp_us: float, cp_us: float, cl_us: float, max_qd: int = 16, ops: int = 400) -> dict:
@@ -62,9 +67,11 @@ RTT_TPT = Live(
     "ch1-rtt-tpt",
     rtt_tpt,
     controls=[
-        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, 15.9, 25.0, 40.0], value=15.9, step=0.1),
+        Range(
+            "sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, SP_US, 25.0, 40.0], value=SP_US, step=0.1
+        ),
         Range("cp_us", "CP (µs)", 1, 60, grid=[2.0, 8.0, 15.0, 30.0], value=8.0, step=0.1),
-        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, 23.7, 60.0], value=0.0, step=0.1),
+        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, CL_US, 60.0], value=0.0, step=0.1),
     ],
     fixed={"max_qd": 16, "ops": 400},
     layout={

@@ -19,7 +19,7 @@ keyword arguments that stay fixed::
     RTT_TPT = Live(
         "ch1-rtt-tpt", rtt_tpt,
         controls=[Range("sp_us", "SP (µs)", 1, 60,
-                        grid=[5, 10, 15.9, 25, 40], value=15.9), ...],
+                        grid=[5, 10, SP_US, 25, 40], value=SP_US), ...],
         fixed={"max_qd": 16, "ops": 400},
         layout={"xaxis": {"title": {"text": "queue depth QD"}}},
         caption="...")

@@ -13,17 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from models.presets import busy_count
-from models.sim import simulate
+from models.sim import BUTTERFIELD_SERVER, simulate
 
 from .live import Live, Range, Select, iops_qd_layout
 
-__all__ = ["QDS", "CPU_PER_OP_US", "nagle_iops", "nagle_qd", "NAGLE_QD"]
+__all__ = ["QDS", "CPU_PER_OP_US", "SL_US", "nagle_iops", "nagle_qd", "NAGLE_QD"]
 
 #: Queue depths of every curve.
 QDS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 40, 48, 64)
 #: Server CPU time per operation when each response is its own segment, µs
-#: (Butterfield 2017's 15.9 µs).
-CPU_PER_OP_US = 15.9
+#: (Butterfield 2017's SP, rounded to 0.1 µs as the figure's caption shows).
+CPU_PER_OP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
+#: Butterfield's server wake-up latency SL in µs, rounded to the slider's
+#: 0.1 µs step: the figure's default.
+SL_US = round(BUTTERFIELD_SERVER.wake_s * 1e6, 1)  # s -> us
 
 
 def nagle_iops(
@@ -37,7 +40,7 @@ def nagle_iops(
     """Simulated IOPS at each queue depth for ``mode`` ``"nagle"`` or
     ``"nodelay"``.
 
-    ``sk_us`` of the 15.9 µs per operation is moved into a per-segment
+    ``sk_us`` of the :data:`CPU_PER_OP_US` per operation is moved into a per-segment
     transmit cost (``tx_cpu_s``, SK), the rest stays per operation
     (``proc_s``, SP); ``sl_us`` is the server thread's wake-up latency.
     """
@@ -61,7 +64,7 @@ def nagle_qd(sk_us: float, sl_us: float, autocork: str, ops: int = 3000) -> dict
     the server's CPU limits with one segment per operation (``1/(SP +
     SK)``) and with the segment cost fully shared (``1/SP``).
 
-    ``sk_us`` of the 15.9 µs per operation is a per-segment transmit cost,
+    ``sk_us`` of the :data:`CPU_PER_OP_US` per operation is a per-segment transmit cost,
     ``sl_us`` the server's wake-up latency (µs); ``autocork`` ``"on"`` or
     ``"off"``; ``ops`` operations per queue depth.
     """
@@ -138,8 +141,8 @@ NAGLE_QD = Live(
             "server wake-up SL (µs)",
             0,
             200,
-            grid=[0.0, 16.7, 50.0, 100.0],
-            value=16.7,
+            grid=[0.0, SL_US, 50.0, 100.0],
+            value=SL_US,
             step=0.1,
         ),
         Select("autocork", "autocorking", ["off", "on"], "off"),

@@ -14,15 +14,18 @@ import math
 
 from models import analytic as A
 from models.presets import one_segment
-from models.sim import Scenario, simulate
+from models.sim import BUTTERFIELD_SERVER, Scenario, simulate
 
 from .live import Live, Range, Select, iops_qd_layout
 
-__all__ = ["QDS", "bound_scenario", "thresholds", "bound_qd", "BOUND_QD"]
+__all__ = ["QDS", "SP_US", "bound_scenario", "thresholds", "bound_qd", "BOUND_QD"]
 
 #: Queue depths of every curve.
 QDS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 32)
 HEADER = 48  # bytes of the iSCSI header in the request and the response
+#: Butterfield's (2017) server time SP in µs, rounded to the slider's
+#: 0.1 µs step: the figure's default.
+SP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
 
 
 def bound_scenario(data: int, sp_us: float, nodelay: str, ops: int) -> Scenario:
@@ -148,7 +151,7 @@ BOUND_QD = Live(
             integer=True,
             log=True,
         ),
-        Range("sp_us", "SP (µs)", 1, 60, grid=[10.0, 15.9, 30.0], value=15.9, step=0.1),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[10.0, SP_US, 30.0], value=SP_US, step=0.1),
         Select("nodelay", "TCP_NODELAY", ["both", "none"], "both"),
     ],
     fixed={"ops": _OPS},

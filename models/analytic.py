@@ -80,6 +80,7 @@ __all__ = [
     "tpt_min_eight_stage",
     "qd_min_cpu",
     "qd_min_network",
+    "qd_min_bottleneck",
     "page_time",
 ]
 
@@ -595,6 +596,42 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     """
     refill = _non_negative("cl", cl) + _positive("rtt_min", rtt_min) + _non_negative("sl", sl)
     return refill / _positive("w2", w2)
+
+
+def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: float = 0.0) -> float:
+    """The least QD that keeps the bottleneck of a four-stage ring busy.
+
+    Inequality [2] (:func:`qd_min_cpu`) when the server thread ``SP`` is
+    the slowest stage, inequality [1] (:func:`qd_min_network`) when the
+    response link ``W2`` is; ``RTTmin`` is the sum of ``stage_times``.
+
+    Parameters
+    ----------
+    stage_times : mapping of str to float
+        Seconds per operation of ``W1``, ``SP``, ``W2`` and ``CP``.
+    sl, cl : float, optional
+        The server's and the client's wake-up latencies, seconds.
+
+    Raises
+    ------
+    ValueError
+        If a stage is missing or the slowest stage is neither ``SP`` nor
+        ``W2``: the two inequalities say nothing about other bottlenecks.
+
+    >>> t = {"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6}
+    >>> round(qd_min_bottleneck(t, sl=10e-6, cl=20e-6), 6)
+    3.125
+    """
+    missing = set(RING4) - set(stage_times)
+    if missing:
+        raise ValueError(f"stage_times: missing {sorted(missing)}")
+    rtt = rtt_min(stage_times)
+    slowest = max(stage_times, key=lambda k: stage_times[k])
+    if slowest == "SP":
+        return qd_min_cpu(cl, rtt, stage_times["SP"])
+    if slowest == "W2":
+        return qd_min_network(cl, rtt, sl, stage_times["W2"])
+    raise ValueError(f"the slowest stage is {slowest}; inequalities [1] and [2] need SP or W2")
 
 
 def page_time(rtt_s: float, pages: float, qd: ArrayLike):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from models.sim.events import FS, EventLoop, seconds_to_fs
 
-__all__ = ["Stage", "Ring", "RingResult"]
+__all__ = ["Stage", "Ring", "RingResult", "first_saturated_qd", "plateau_knee"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,46 @@ class Ring:
     def curve(self, qds: Sequence[int], ops: int = 1000) -> list[RingResult]:
         """Run once per queue depth in ``qds``."""
         return [self.run(q, ops=ops) for q in qds]
+
+    def busy_curve(self, stage: str, qds: Sequence[int], ops: int = 1000) -> dict[int, float]:
+        """Fraction of the time ``stage`` is busy, per queue depth in ``qds``."""
+        if stage not in {s.name for s in self.stages}:
+            raise ValueError(f"stage: no stage named {stage!r}")
+        return {int(q): self.run(int(q), ops=ops).busy_fraction[stage] for q in qds}
+
+
+def first_saturated_qd(busy: Mapping[int, float], above: float = 0.999) -> int:
+    """The smallest queue depth at which a stage is busy more than ``above`` of the time.
+
+    ``busy`` maps queue depth to busy fraction (:meth:`Ring.busy_curve`);
+    the default allows a finite run 0.1 % of idle time at its start.
+
+    >>> first_saturated_qd({1: 0.5, 2: 0.9995, 3: 1.0})
+    2
+    """
+    saturated = [q for q, b in busy.items() if b > above]
+    if not saturated:
+        raise ValueError(f"busy: no queue depth is busy more than {above} of the time")
+    return int(min(saturated))
+
+
+def plateau_knee(qds: Sequence[int], iops: Sequence[float], within: float = 0.005) -> int:
+    """The knee of a measured IOPS curve: the first queue depth whose rate is
+    within ``within`` (a fraction) of the plateau, the rate at the deepest queue.
+
+    >>> plateau_knee([1, 2, 3, 4], [10.0, 19.0, 19.95, 20.0])
+    3
+    """
+    depths, rates = [int(q) for q in qds], [float(x) for x in iops]
+    if len(depths) != len(rates):
+        raise ValueError("qds and iops must have the same length")
+    if not depths:
+        raise ValueError("qds: at least one queue depth needed")
+    pairs = sorted(zip(depths, rates))
+    if not 0 <= within < 1:
+        raise ValueError(f"within must be in [0, 1), got {within!r}")
+    plateau = pairs[-1][1]
+    return next(q for q, x in pairs if x >= (1 - within) * plateau)
 
 
 class _RingRun:

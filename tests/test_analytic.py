@@ -173,3 +173,31 @@ def test_doctests():
 
     for mod in (A, V):
         assert doctest.testmod(mod).failed == 0
+
+
+# ---- qd_min_bottleneck: inequality [1] or [2], whichever the bottleneck needs ------------------------
+
+
+def test_qd_min_bottleneck_picks_the_inequality_of_the_slowest_stage():
+    cpu = {"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6}
+    net = {"W1": 2e-6, "SP": 5e-6, "W2": 20e-6, "CP": 4e-6}
+    sl, cl = 10e-6, 20e-6
+    assert A.qd_min_bottleneck(cpu, sl=sl, cl=cl) == A.qd_min_cpu(cl, A.rtt_min(cpu), 16e-6)
+    assert A.qd_min_bottleneck(net, sl=sl, cl=cl) == A.qd_min_network(
+        cl, A.rtt_min(net), sl, 20e-6
+    )
+    # SL drops out of [2] and not out of [1]
+    assert A.qd_min_bottleneck(cpu, sl=0.0, cl=cl) == A.qd_min_bottleneck(cpu, sl=sl, cl=cl)
+    assert A.qd_min_bottleneck(net, sl=0.0, cl=cl) < A.qd_min_bottleneck(net, sl=sl, cl=cl)
+    # without latencies both reduce to the bound's knee
+    for t in (cpu, net):
+        assert A.qd_min_bottleneck(t) == pytest.approx(A.knee_qd(t), rel=1e-15)
+
+
+def test_qd_min_bottleneck_bad_input():
+    with pytest.raises(ValueError, match="missing"):
+        A.qd_min_bottleneck({"SP": 1e-6, "W2": 2e-6})
+    with pytest.raises(ValueError, match="slowest stage is CP"):
+        A.qd_min_bottleneck({"W1": 1e-6, "SP": 2e-6, "W2": 3e-6, "CP": 4e-6})
+    with pytest.raises(ValueError, match="cl"):
+        A.qd_min_bottleneck({"W1": 1e-6, "SP": 2e-6, "W2": 1e-6, "CP": 1e-6}, cl=-1.0)

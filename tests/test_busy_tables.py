@@ -5,7 +5,9 @@ depth of each server socket (models.presets)."""
 from __future__ import annotations
 
 import math
+import warnings
 
+import pandas as pd
 import pytest
 
 from models import presets
@@ -40,6 +42,21 @@ def test_busy_count_comparison_shows_the_dataset_beside_the_simulation():
         assert got == r.cycles_pct
     sim = both[("Nagle", "random wake-ups (%)")]
     assert sim.equals(V.busy_table("nagle", wake_spread_s=60e-6))
+
+
+def test_busy_count_comparison_looks_up_without_a_sort():
+    """The columns are lexsorted as they stand: a label lookup raises no
+    PerformanceWarning, and the sockets keep the order of the table."""
+    both = V.busy_count_comparison()
+    assert list(dict.fromkeys(both.columns.get_level_values(0))) == ["TCP_NODELAY", "Nagle"]
+    assert list(dict.fromkeys(both.columns.get_level_values(1))) == [
+        "measured (%)",
+        "simulated (%)",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)
+        shares = both.loc[4, ("Nagle", "measured (%)")]
+    assert list(shares.index) == sorted(shares.index)
 
 
 def test_first_cpu_bound_is_the_first_queue_depth_at_the_limit():

@@ -1,11 +1,13 @@
 """Tests for the ring-of-stages simulator: Little's law, the bounds, inequalities [1] and [2], invariants."""
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models import analytic as A
-from models.ring import Ring, Stage
+from models.ring import Ring, Stage, first_saturated_qd, plateau_knee
 
 SOURCE = dict(W1=1.104e-6, SP=15.9e-6, W2=5.2e-6, CP=8e-6)
 
@@ -89,3 +91,57 @@ def test_invariants_and_bounds(qd, t, lat):
     assert min(r.rtts) >= sum(t) * (1 - 1e-9)
     # Deterministic.
     assert ring.run(qd, ops=ops).rtts == r.rtts
+
+
+# ---- the first saturated queue depth and the knee, as chapter 3 uses them ---------------------------
+
+
+def test_busy_curve_and_first_saturated_qd_meet_inequality_2():
+    """CPU bound: the server thread is saturated from ceil((CL + RTTmin)/SP) on."""
+    t = dict(W1=1e-6, SP=16e-6, W2=5e-6, CP=8e-6)
+    lat = dict(SP=10e-6, CP=20e-6)
+    ring = Ring.from_times(t, lat)
+    busy = ring.busy_curve("SP", range(1, 8), ops=3000)
+    assert list(busy) == list(range(1, 8))
+    need = A.qd_min_bottleneck(t, sl=lat["SP"], cl=lat["CP"])
+    assert need == pytest.approx((20e-6 + 30e-6) / 16e-6)
+    first = first_saturated_qd(busy)
+    assert first == math.ceil(need)
+    assert busy[first - 1] < 0.99
+
+
+def test_first_saturated_qd_network_bound():
+    t = dict(W1=2e-6, SP=5e-6, W2=20e-6, CP=4e-6)
+    lat = dict(SP=30e-6, CP=25e-6)
+    busy = Ring.from_times(t, lat).busy_curve("W2", range(1, 9), ops=3000)
+    need = A.qd_min_bottleneck(t, sl=lat["SP"], cl=lat["CP"])
+    assert need == pytest.approx((25e-6 + 31e-6 + 30e-6) / 20e-6)
+    assert first_saturated_qd(busy) == math.ceil(need)
+
+
+def test_first_saturated_qd_threshold_and_bad_input():
+    busy = {3: 1.0, 1: 0.2, 2: 0.999}
+    assert first_saturated_qd(busy) == 3  # strictly above 0.999
+    assert first_saturated_qd(busy, above=0.99) == 2
+    with pytest.raises(ValueError, match="busy"):
+        first_saturated_qd({1: 0.5, 2: 0.9})
+    with pytest.raises(ValueError, match="stage"):
+        Ring.from_times({"A": 1e-6}).busy_curve("B", [1])
+
+
+def test_plateau_knee():
+    assert plateau_knee([1, 2, 3, 4], [10.0, 19.0, 19.95, 20.0]) == 3
+    assert plateau_knee([1, 2, 3, 4], [10.0, 19.0, 19.95, 20.0], within=0.1) == 2
+    assert plateau_knee([4, 1, 3, 2], [20.0, 10.0, 19.95, 19.0]) == 3  # order-free
+    assert plateau_knee([1, 2], [5.0, 5.0]) == 1
+    # A ring without latencies reaches its plateau at the bound's knee, rounded up.
+    t = dict(W1=1e-6, SP=16e-6, W2=5e-6, CP=8e-6)
+    qds = list(range(1, 6))
+    iops = [r.iops for r in Ring.from_times(t).curve(qds, ops=3000)]
+    assert plateau_knee(qds, iops) == math.ceil(A.knee_qd(t))
+    with pytest.raises(ValueError, match="same length"):
+        plateau_knee([1, 2], [1.0])
+    with pytest.raises(ValueError, match="at least one"):
+        plateau_knee([], [])
+    with pytest.raises(ValueError, match="within"):
+        plateau_knee([1], [1.0], within=1.0)

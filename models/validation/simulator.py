@@ -183,8 +183,26 @@ def busy_count_comparison(label: str = "simulated", wake_spread_s: float = 0.0) 
         parts[(socket, "measured (%)")] = _busy_frame(measured[mode])
         parts[(socket, f"{label} (%)")] = busy_table(mode, wake_spread_s)
     both = pd.concat(parts, axis=1)
+    both.columns = _in_order_of_appearance(both.columns)
     both.columns.names = ["server socket", "", "busy count (ops)"]
     return both
+
+
+def _in_order_of_appearance(columns: pd.MultiIndex) -> pd.MultiIndex:
+    """The same columns with each level's values in the order they first
+    appear instead of sorted.  The columns then are lexsorted as they
+    stand, so looking up a label needs no sort (pandas warns of one,
+    ``PerformanceWarning``, otherwise) and the sockets keep their order."""
+    levels, codes = [], []
+    for i in range(columns.nlevels):
+        values = list(columns.get_level_values(i))
+        level = list(dict.fromkeys(values))
+        levels.append(level)
+        codes.append([level.index(v) for v in values])
+    positions = list(zip(*codes))
+    if positions != sorted(positions):
+        raise ValueError("columns: each level's values must stay together")
+    return pd.MultiIndex(levels=levels, codes=codes, names=columns.names)
 
 
 @comparisons("ch4.simulator")
