@@ -607,8 +607,9 @@ def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: flo
 
     Parameters
     ----------
-    stage_times : mapping of str to float
-        Seconds per operation of ``W1``, ``SP``, ``W2`` and ``CP``.
+    stage_times : mapping
+        Seconds per operation of ``W1``, ``SP``, ``W2`` and ``CP``, by
+        name.
     sl, cl : float, optional
         The server's and the client's wake-up latencies, seconds.
 
@@ -618,6 +619,8 @@ def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: flo
         If a stage is missing or the slowest stage is neither ``SP`` nor
         ``W2``: the two inequalities say nothing about other bottlenecks.
 
+    Examples
+    --------
     >>> t = {"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6}
     >>> round(qd_min_bottleneck(t, sl=10e-6, cl=20e-6), 6)
     3.125
