@@ -2,21 +2,13 @@
 a recorded failure must keep failing."""
 
 import pytest
+from comparison_rows import row as comparison_row
 
-from models.validation import KINDS, Comparison, assert_all_pass, checks
+from models.validation import KINDS, assert_all_pass, checks
 
 
 def row(measured, kind="check"):
-    return Comparison(
-        "chX",
-        f"q {kind} {measured}",
-        measured=measured,
-        predicted=1.0,
-        unit="s",
-        rel_tol=0.1,
-        why="test",
-        kind=kind,
-    )
+    return comparison_row("chX", measured, kind)
 
 
 def test_kinds_and_counting():

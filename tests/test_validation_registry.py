@@ -2,23 +2,13 @@
 dashboard's counts per set and per chapter come from the registry."""
 
 import pytest
+from comparison_rows import row as comparison_row
 
 import models.validation as V
-from models.validation import Comparison
 
 
 def row(chapter, measured, kind="check", source="Source 2001, table 2"):
-    return Comparison(
-        chapter,
-        f"q {kind} {measured}",
-        measured=measured,
-        predicted=1.0,
-        unit="s",
-        rel_tol=0.1,
-        why="test",
-        source=source,
-        kind=kind,
-    )
+    return comparison_row(chapter, measured, kind, source)
 
 
 @pytest.fixture
