@@ -377,7 +377,10 @@ def eight_stage_comparisons() -> list[Comparison]:
     rows.append(
         Comparison(
             "ch7",
-            "mean of the 338/135 us modes vs the averaged 204.5 us",
+            "mean of the {} us modes vs the averaged {:g} us".format(
+                "/".join(f"{x:g}" for x in remote.latency_us),
+                v["CT_plus_SR_plus_ST_plus_CR"] * 1e6,  # s -> us
+            ),
             measured=v["CT_plus_SR_plus_ST_plus_CR"] * 1e6,
             predicted=mean_of_modes(list(remote.latency_us), list(remote.ops_in_mode)),
             unit="us",
