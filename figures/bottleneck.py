@@ -74,7 +74,6 @@ def iops_qd(
     sim = [x * k for x in iops_curve(times, lat, qds, ops=ops)]
     bound = [x * k for x in A.iops_bound(qds, times)]
     bottleneck = max(times, key=times.get)
-    rtt = A.rtt_min(times)
     top = 1.15 / A.tpt_min(times) * k
     knee = A.knee_qd(times)
     traces = [
@@ -93,13 +92,10 @@ def iops_qd(
             "line": {"color": "#1f77b4"},
         },
     ]
-    if bottleneck in ("W2", "SP"):
-        if bottleneck == "W2":
-            q_need = A.qd_min_network(lat["CP"], rtt, lat["SP"], times["W2"])
-            label = "[1] network bound"
-        else:
-            q_need = A.qd_min_cpu(lat["CP"], rtt, times["SP"])
-            label = "[2] CPU bound"
+    which = A.bottleneck_inequality(times)
+    if which is not None:
+        q_need = A.qd_min_bottleneck(times, sl=lat["SP"], cl=lat["CP"])
+        label = which + (" network bound" if which == "[1]" else " CPU bound")
         traces.append(
             {
                 "x": [q_need, q_need],
@@ -118,7 +114,7 @@ def iops_qd(
             "line": {"color": "grey", "width": 1, "dash": "dot"},
         }
     )
-    where = "" if bottleneck in ("W2", "SP") else " (the client: neither [1] nor [2] applies)"
+    where = "" if which is not None else " (the client: neither [1] nor [2] applies)"
     return {
         "traces": traces,
         "title": (

@@ -14,7 +14,6 @@ time scaled by a factor.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,14 +41,6 @@ def timer_period_s(hz: int) -> float:
     timers, seconds: ``(10 + 1) / HZ`` at HZ=250 (``HZ/25`` ticks and the
     timer wheel's round-up)."""
     return get_profile("linux-6").configured(hz=int(hz)).delack_max_s
-
-
-def _threshold_qd(mtu_bytes: int, size: int) -> int:
-    """Largest QD at which the whole queue can stall
-    (:func:`models.validation.kernel.stall_possible`)."""
-    mss = framing.mss(int(mtu_bytes))
-    h = KR.HEADER_BYTES["iscsi"]
-    return max(0, math.ceil((mss + h) / (h + size)) - 1)
 
 
 def _key(link: str, size: int, mode: str) -> str:
@@ -99,7 +90,8 @@ def kernel_vs_sim(
     )
     threshold = None
     if mode == "nagle":
-        threshold = _threshold_qd(links[link]["mtu_bytes"], size)
+        mss = framing.mss(int(links[link]["mtu_bytes"]))
+        threshold = KR.qd_max_rule(KR.HEADER_BYTES["iscsi"], size, mss)
         top = sim_qds[-1]
         sim_qds = sorted(set(sim_qds) | {q for q in (threshold, threshold + 1) if 1 <= q <= top})
     row = dict(links[link], sock_mode=mode, iosize_bytes=int(size), client_sock_mode="nagle")

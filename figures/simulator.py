@@ -57,13 +57,10 @@ def thresholds(sc: Scenario) -> dict:
     lat = sc.path_latency_s()
     rtt = math.fsum(times.values()) + lat
     slowest = max(times, key=times.get)
-    if slowest == "SP":
-        qd, label = A.qd_min_cpu(v["CL"], rtt, v["SP"]), "[2]"
-    elif slowest == "W2":
-        qd = A.qd_min_network(v["CL"], rtt, v["SL"], times["W2"])
-        label = "[1]"
-    else:
-        qd, label = None, None
+    label = A.bottleneck_inequality(times)
+    qd = None
+    if label is not None:
+        qd = A.qd_min_bottleneck(times, sl=v["SL"], cl=v["CL"], rtt_s=rtt)
     return {"times": times, "latency": lat, "slowest": slowest, "qd": qd, "label": label}
 
 

@@ -80,6 +80,7 @@ __all__ = [
     "tpt_min_eight_stage",
     "qd_min_cpu",
     "qd_min_network",
+    "bottleneck_inequality",
     "qd_min_bottleneck",
     "page_time",
 ]
@@ -598,7 +599,28 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     return refill / _positive("w2", w2)
 
 
-def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: float = 0.0) -> float:
+def bottleneck_inequality(stage_times: Mapping[str, float]) -> str | None:
+    """Which threshold applies to a four-stage ring: ``"[2]"`` when the
+    server thread ``SP`` is the slowest stage, ``"[1]"`` when the response
+    link ``W2`` is, ``None`` otherwise (neither inequality speaks of a
+    slow ``W1`` or ``CP``).
+
+    >>> bottleneck_inequality({"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6})
+    '[2]'
+    """
+    missing = set(RING4) - set(stage_times)
+    if missing:
+        raise ValueError(f"stage_times: missing {sorted(missing)}")
+    slowest = max(stage_times, key=lambda k: stage_times[k])
+    return {"SP": "[2]", "W2": "[1]"}.get(slowest)
+
+
+def qd_min_bottleneck(
+    stage_times: Mapping[str, float],
+    sl: float = 0.0,
+    cl: float = 0.0,
+    rtt_s: float | None = None,
+) -> float:
     """The least QD that keeps the bottleneck of a four-stage ring busy.
 
     Inequality [2] (:func:`qd_min_cpu`) when the server thread ``SP`` is
@@ -612,6 +634,9 @@ def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: flo
         name.
     sl, cl : float, optional
         The server's and the client's wake-up latencies, seconds.
+    rtt_s : float, optional
+        ``RTTmin`` in seconds, when it holds more than the four stages (a
+        path latency); by default the sum of ``stage_times``.
 
     Raises
     ------
@@ -625,15 +650,13 @@ def qd_min_bottleneck(stage_times: Mapping[str, float], sl: float = 0.0, cl: flo
     >>> round(qd_min_bottleneck(t, sl=10e-6, cl=20e-6), 6)
     3.125
     """
-    missing = set(RING4) - set(stage_times)
-    if missing:
-        raise ValueError(f"stage_times: missing {sorted(missing)}")
-    rtt = rtt_min(stage_times)
-    slowest = max(stage_times, key=lambda k: stage_times[k])
-    if slowest == "SP":
+    which = bottleneck_inequality(stage_times)
+    rtt = rtt_min(stage_times) if rtt_s is None else rtt_s
+    if which == "[2]":
         return qd_min_cpu(cl, rtt, stage_times["SP"])
-    if slowest == "W2":
+    if which == "[1]":
         return qd_min_network(cl, rtt, sl, stage_times["W2"])
+    slowest = max(stage_times, key=lambda k: stage_times[k])
     raise ValueError(f"the slowest stage is {slowest}; inequalities [1] and [2] need SP or W2")
 
 

@@ -194,6 +194,20 @@ def test_qd_min_bottleneck_picks_the_inequality_of_the_slowest_stage():
         assert A.qd_min_bottleneck(t) == pytest.approx(A.knee_qd(t), rel=1e-15)
 
 
+def test_bottleneck_inequality_and_a_longer_round_trip():
+    cpu = {"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6}
+    net = {"W1": 2e-6, "SP": 5e-6, "W2": 20e-6, "CP": 4e-6}
+    client = {"W1": 2e-6, "SP": 5e-6, "W2": 4e-6, "CP": 20e-6}
+    assert [A.bottleneck_inequality(t) for t in (cpu, net, client)] == ["[2]", "[1]", None]
+    # a path latency lengthens RTTmin and with it the threshold, by latency / bottleneck
+    path = 100e-6
+    for t, slowest in ((cpu, "SP"), (net, "W2")):
+        longer = A.qd_min_bottleneck(t, cl=1e-6, rtt_s=A.rtt_min(t) + path)
+        assert longer - A.qd_min_bottleneck(t, cl=1e-6) == pytest.approx(path / t[slowest])
+    with pytest.raises(ValueError, match="missing"):
+        A.bottleneck_inequality({"SP": 1e-6})
+
+
 def test_qd_min_bottleneck_bad_input():
     with pytest.raises(ValueError, match="missing"):
         A.qd_min_bottleneck({"SP": 1e-6, "W2": 2e-6})

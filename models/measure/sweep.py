@@ -546,9 +546,8 @@ def rows_for(table: str, res: RunResult, link: Link) -> list[dict[str, Any]]:
     if table == "iscsi_loop":
         ops_total = max(s["ops"], 1)
         delacks = None
-        if (
-            link.client_ns is not None
-        ):  # a namespace of our own: the counter is not shared with the host
+        # a namespace of our own: the counter is not shared with the host
+        if link.client_ns is not None:
             delacks = c.get("netstat_delta", {}).get("TcpExtDelayedACKs", 0) / max(
                 c["completed"], 1
             )
