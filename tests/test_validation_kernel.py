@@ -4,6 +4,7 @@ corrupted kernel rows that must fail the right comparison, and a reader's own sw
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import pytest
@@ -34,18 +35,7 @@ def _compare(run, host, tables_run):
 
 
 def _with_table(run, name, df):
-    tables = dict(run.tables)
-    tables[name] = df
-    return KR.KernelRun(
-        tables=tables,
-        source=run.source,
-        hz=run.hz,
-        release=run.release,
-        load_1min=run.load_1min,
-        measurement=run.measurement,
-        prefix=run.prefix,
-        folder=run.folder,
-    )
+    return dataclasses.replace(run, tables={**run.tables, name: df})
 
 
 def test_every_comparison_holds_on_the_bundled_run(monkeypatch):
