@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from models import framing
 from models.sim import Scenario, simulate
 
 from .live import Live, Range, Select
@@ -112,6 +113,9 @@ def two_call_qd(fix: str, header: int, data: int, ops_per_qd: int = 60) -> dict:
 
 _OPS_PER_QD = 60
 
+#: The MSS at MTU 1500, bytes: grid points sit on either side of it.
+_MSS = framing.mss(1500)
+
 #: The chapter's main figure.
 TWO_CALL_QD = Live(
     "ch5-delack-qd",
@@ -123,7 +127,7 @@ TWO_CALL_QD = Live(
             "header (bytes)",
             1,
             4096,
-            grid=[8, 48, 1448],
+            grid=[8, 48, _MSS],
             value=48,
             integer=True,
             log=True,
@@ -133,7 +137,7 @@ TWO_CALL_QD = Live(
             "data (bytes)",
             1,
             8192,
-            grid=[16, 512, 1024, 1447, 1448, 2048, 4096],
+            grid=[16, 512, 1024, _MSS - 1, _MSS, 2048, 4096],
             value=512,
             integer=True,
             log=True,
