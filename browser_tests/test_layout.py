@@ -62,8 +62,14 @@ def test_page_layout(browser, book_url, screenshots, docname, numbered):
     page, problems = visit(browser, f"{book_url}/{docname}.html")
     try:
         if page.locator("div.math, span.math").count():
-            page.wait_for_selector("mjx-container", timeout=15_000)
-            page.wait_for_timeout(500)
+            # MathJax 3 resolves startup.promise once its first pass over the
+            # page is done; a long page is still being typeset well after
+            # its first formula appears, and raw TeX then is not an error yet.
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                timeout=15_000,
+            )
+            page.evaluate("async () => { await MathJax.startup.promise; }")
         wide = page.evaluate(_WIDE_CODE)
         math = page.evaluate(_MATH_PROBLEMS)
         name = docname.replace("/", "_")
