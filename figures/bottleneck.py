@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from models import analytic as A
+from models.analytic import numbers as A
 from models.ring import Ring
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
 

@@ -4,7 +4,7 @@ browser)."""
 
 from __future__ import annotations
 
-from models import analytic as A
+from models.analytic import numbers as A
 
 from .live import Live, Range
 

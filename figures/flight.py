@@ -3,7 +3,7 @@ ring, live in the book (standard library only: it runs in the browser)."""
 
 from __future__ import annotations
 
-from models import analytic as A
+from models.analytic import numbers as A
 from models.ring import Ring
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
 

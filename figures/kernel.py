@@ -6,7 +6,7 @@ The kernel's runs come from :func:`models.validation.kernel.kernel_tables`
 (the bundled run, or ``$QUEUE_DEPTH_KERNEL_RUN``) and reach the page as
 plain lists; the simulator's curve is computed by the figure's function,
 :func:`kernel_vs_sim`: the row scenario of each measured queue depth
-(:func:`models.kernel_runs.row_scenario`, host times fitted once from
+(:func:`models.kernel.row_scenario`, host times fitted once from
 the kernel's undelayed runs), plus the two queue depths on each side of the
 MSS rule's threshold so the jump shows where it is, with the fitted server
 time scaled by a factor.
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from models import framing
-from models import kernel_runs as KR
+from models import kernel as KR
 from models.sim import get_profile
 
 from .live import Live, Range, Select
@@ -166,7 +166,7 @@ def kernel_vs_sim(
 
 def _plain(value: Any) -> Any:
     """A table value as plain JSON (``None`` for a missing one)."""
-    if KR._missing(value):
+    if KR.runs._missing(value):
         return None
     return int(value) if float(value) == int(value) else float(value)
 

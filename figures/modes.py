@@ -4,7 +4,7 @@ browser)."""
 
 from __future__ import annotations
 
-from models.modes import mean_of_modes, median_of_modes
+from models.analytic.modes import mean_of_modes, median_of_modes
 
 from .live import Live, Range
 
@@ -115,7 +115,7 @@ def mean_median_figure(remote_us: float) -> Live:
         },
         caption=(
             "Mean and median of 300 operations in two modes "
-            "(models.modes); 135 points (gap x low mode x share) were "
+            "(models.analytic.modes); 135 points (gap x low mode x share) were "
             "computed when the book was built."
         ),
     )

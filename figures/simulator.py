@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from models import analytic as A
+from models.analytic import numbers as A
 from models.presets import one_segment
 from models.sim import BUTTERFIELD_SERVER, Scenario, simulate
 

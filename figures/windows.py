@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from models import wan
+from models.analytic import windows as wan
 
 from .live import Live, Range
 
@@ -23,7 +23,7 @@ def window_bound(
     measured: Mapping[str, Sequence[Sequence[float]]],
     kb_bytes: float = 1000,
 ) -> dict:
-    """``min(W/RTT, C)`` (:func:`models.wan.throughput_bound_Bps`) over
+    """``min(W/RTT, C)`` (:func:`models.analytic.windows.throughput_bound_Bps`) over
     round trips of 1 to 160 ms, for a window of ``window_kib`` KiB and a
     link of ``link_mbps`` Mb/s, in KB/s of ``kb_bytes`` bytes, with the
     measured runs as points.
@@ -111,7 +111,7 @@ def window_live_figure(runs, kb_bytes: float) -> Live:
             "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
         },
         caption=(
-            "The bound of models.wan.throughput_bound_Bps; the points "
+            "The bound of models.analytic.windows.throughput_bound_Bps; the points "
             "are the measured runs. 28 points (window x link rate) "
             "were computed when the book was built."
         ),

@@ -3,7 +3,7 @@ book (standard library only: it runs in the browser)."""
 
 from __future__ import annotations
 
-from models import analytic as A
+from models.analytic import numbers as A
 
 from .live import Live, Range
 

@@ -14,6 +14,8 @@ library only, so the same values are used in the reader's browser.
 
 from __future__ import annotations
 
+import math
+
 __all__ = [
     "TCPIP_BYTES",
     "MAC_BYTES",
@@ -22,6 +24,8 @@ __all__ = [
     "BUCKET_OVERHEAD_BYTES",
     "ISCSI_HEADER_BYTES",
     "IPV4_MAX_PACKET",
+    "MAX_MTU",
+    "check_mtu",
     "mss",
     "frame_bytes",
     "bucket_bytes",
@@ -30,7 +34,7 @@ __all__ = [
 ]
 
 #: IPv4 (20) + TCP (20) headers plus the 12-byte timestamps option, bytes
-#: per segment (``tcp_sync_mss``, linux-tcp-rules [r1]).
+#: per segment (``net/ipv4/tcp_output.c``, ``tcp_sync_mss``).
 TCPIP_BYTES = 52
 #: Ethernet preamble + start-of-frame (8) + MAC header (14) + CRC (4) +
 #: inter-frame gap (12): bytes a frame occupies on the wire beyond its IP
@@ -49,15 +53,34 @@ ISCSI_HEADER_BYTES = 48
 #: The largest IPv4 packet in bytes, set by the 16-bit total-length field.
 #: Linux loopback has MTU 65536, but its MSS is computed from this cap.
 IPV4_MAX_PACKET = 65535
+#: The largest MTU the models accept, bytes: Linux loopback's (``lo``).
+MAX_MTU = 65536
 
 
-def _whole_mtu(mtu: object) -> int:
-    if isinstance(mtu, bool) or not isinstance(mtu, (int, float)) or mtu != mtu or mtu != int(mtu):
+def check_mtu(mtu: object) -> int:
+    """``mtu`` as an int, or ``ValueError`` naming it unless it is a whole
+    number of bytes from 53 (one byte of payload after the headers) to
+    :data:`MAX_MTU`.
+
+    >>> check_mtu(1500.0), check_mtu(65536)
+    (1500, 65536)
+    """
+    if isinstance(mtu, (bool, str, bytes)):
         raise ValueError(f"mtu must be a whole number of bytes, got {mtu!r}")
-    m = int(mtu)
+    try:
+        m = float(mtu)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"mtu must be a whole number of bytes, got {mtu!r}") from None
+    if not math.isfinite(m) or m != int(m):
+        raise ValueError(f"mtu must be a whole number of bytes, got {mtu!r}")
     if m <= TCPIP_BYTES:
         raise ValueError(f"mtu must exceed the {TCPIP_BYTES} bytes of TCP/IP headers, got {mtu!r}")
-    return m
+    if m > MAX_MTU:
+        raise ValueError(
+            f"mtu must be at most {MAX_MTU} bytes (Linux loopback's MTU; an IPv4 packet holds at "
+            f"most {IPV4_MAX_PACKET}), got {mtu!r}"
+        )
+    return int(m)
 
 
 def mss(mtu: int = 1500) -> int:
@@ -67,7 +90,7 @@ def mss(mtu: int = 1500) -> int:
     and an IPv4 packet never exceeds 65,535 bytes, so loopback's MTU of
     65,536 gives 65,483 (measured on Linux 6.18, chapter 9).
     """
-    return min(_whole_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
+    return min(check_mtu(mtu), IPV4_MAX_PACKET) - TCPIP_BYTES
 
 
 def frame_bytes(payload_bytes: int) -> int:

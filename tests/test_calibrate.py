@@ -1,4 +1,4 @@
-"""The calibrated host model (models.calibrate): the split of the sweep,
+"""The calibrated host model (models.kernel.calibrate): the split of the sweep,
 the congestion-control rows, and the fit recovering known costs."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from models import calibrate
-from models import kernel_runs as KR
+from models import kernel as KR
+from models.kernel import calibrate
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_the_fit_recovers_known_costs(sweep):
     # costs: the search must find costs that give them back.
     run, df = sweep
     truth = calibrate.HostCosts(op_s=3e-6, tx_s=7e-6, ack_s=1e-6, wake_s=2e-6, path_s=3e-6)
-    median_us = KR._median_us(run)
+    median_us = KR.tables._median_us(run)
     pick = df[(df["role"] == "train") & (df["iosize_bytes"] == 512) & df["qd"].isin([1, 4])]
     rows = [dict(r, lat_p50_us=median_us(r, truth)) for r in pick.to_dict("records")]
     fit = calibrate.fit_costs(rows, median_us, max_evaluations=300)

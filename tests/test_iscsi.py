@@ -1,5 +1,5 @@
 """Unit and property tests for models.iscsi (the exchange of one command)
-and models.iscsi_derive (its round trips in SymPy)."""
+and models.analytic.iscsi (its round trips in SymPy)."""
 
 import math
 import os
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from models import iscsi as I
-from models import iscsi_derive as D
+from models.analytic import iscsi as D
 
 # ---- negotiation ------------------------------------------------------------
 

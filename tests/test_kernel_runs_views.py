@@ -1,4 +1,4 @@
-"""Chapter 9's views of the kernel tables (models.kernel_runs): the stall map, the MSS rule's
+"""Chapter 9's views of the kernel tables (models.kernel): the stall map, the MSS rule's
 thresholds, the repeat factors and the calibrated model's changed verdicts, on small tables whose
 answers are known, and on the bundled run."""
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from models import framing
-from models import kernel_runs as KR
+from models import kernel as KR
 
 
 @pytest.mark.parametrize(

@@ -217,7 +217,7 @@ def test_bundle_holds_the_live_modules(tmp_path):
     names = zipfile.ZipFile(out).namelist()
     for module in L.LIVE_MODULES:
         assert module.replace(".", "/") + ".py" in names
-    assert "models/ring.py" in names and "models/analytic.py" in names
+    assert "models/ring.py" in names and "models/analytic/numbers.py" in names
     assert not any(n.startswith("models/measure/") for n in names)
     first = out.read_bytes()
     build_live_bundle.build(out)

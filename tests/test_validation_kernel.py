@@ -10,7 +10,7 @@ import json
 import pytest
 
 from models import data
-from models import kernel_runs as KR
+from models import kernel as KR
 from models.validation import kernel as K
 from models.validation import run as run_set
 

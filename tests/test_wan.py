@@ -1,4 +1,4 @@
-"""Unit tests for models.wan and back-tests against Charrouf (2008)."""
+"""Unit tests for models.analytic.windows and back-tests against Charrouf (2008)."""
 
 import pytest
 import sympy as sp
@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from models import data
-from models import wan as w
 from models.analytic import S
+from models.analytic import windows as w
 from models.validation import assert_all_pass, checks, run
 from models.validation import wan as V
 from models.validation.wan import bound_table

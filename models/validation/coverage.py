@@ -32,7 +32,7 @@ def _sources() -> dict:
 def readers(name: str) -> list:
     """Modules of ``models`` that name the dataset ``name`` (a table of a
     kernel sweep is named by its prefix and its table, as
-    :mod:`models.kernel_runs` loads them)."""
+    :mod:`models.kernel` loads them)."""
     prefix, _, table = name.partition("_")
     found = []
     for mod, text in _sources().items():

@@ -25,7 +25,7 @@ import sympy as sp
 from models import analytic as A
 from models import data
 from models.analytic import S
-from models.modes import mean_of_modes  # re-exported: the chapter uses it
+from models.analytic.modes import mean_of_modes  # re-exported: the chapter uses it
 from models.validation import Comparison, comparisons
 
 __all__ = [

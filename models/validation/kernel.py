@@ -1,6 +1,6 @@
 """Chapter 9: the packet simulator held against a run of the real-kernel harness.
 
-The tables come from :mod:`models.kernel_runs` (the runs, the host fit, each row's scenario and its
+The tables come from :mod:`models.kernel` (the runs, the host fit, each row's scenario and its
 simulated summary, the calibrated host model); this module turns them into comparisons:
 
 * **stall or not** (exact): a run stalls by the harness's own threshold, the simulated one likewise;
@@ -19,7 +19,7 @@ from dataclasses import replace as dataclasses_replace
 from typing import TYPE_CHECKING
 
 from models import framing
-from models.kernel_runs import (
+from models.kernel import (
     HEADER_BYTES,
     HostFit,
     KernelRun,
@@ -276,7 +276,7 @@ def comparisons_for(
 
 
 # ---------------------------------------------------------------------------
-# The calibrated host model (models.calibrate): train, test, residuals
+# The calibrated host model (models.kernel.calibrate): train, test, residuals
 # ---------------------------------------------------------------------------
 
 #: The goal for runs without a stall: simulated within a quarter of the
@@ -476,7 +476,7 @@ def calibration_comparisons() -> list[Comparison]:
 
 
 def calibration_overview(directory=None) -> pd.DataFrame:
-    """The calibrated host model's groups of runs (:func:`models.kernel_runs.calibration_groups`) for
+    """The calibrated host model's groups of runs (:func:`models.kernel.calibration_groups`) for
     the training, test and bbr roles, with ``role``, ``within`` (the simulated rate at the median within
     :data:`CALIBRATION_TOL` of the measured one) and ``counts_as`` (:data:`ROLE_KINDS`)."""
     import pandas as pd

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from models import data
-from models import wan as w
+from models.analytic import windows as w
 
 from . import Comparison, comparisons
 

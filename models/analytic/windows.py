@@ -27,10 +27,9 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any
 
-from models.analytic import S, iops_identity
-
-from .checks import non_negative as _nonneg
-from .checks import positive as _pos
+from ..checks import non_negative as _nonneg
+from ..checks import positive as _pos
+from .symbolic import S, iops_identity
 
 __all__ = [
     "T3_BPS",

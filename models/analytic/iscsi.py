@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .iscsi import Session
+from models.iscsi import Session
 
 __all__ = [
     "N",
