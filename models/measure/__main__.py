@@ -6,6 +6,7 @@
     python -m models.measure smoke                # a few seconds on loopback; exit status 0 if it behaves
     python -m models.measure run  --proto iscsi --sock nagle --qd 1 --iosize 512 [--link veth --mtu 1500]
     python -m models.measure sweep [--out DIR] [--prefix kernel6] [--quick] [--links ...]
+    python -m models.measure analyze FILE.pcap [--server-port P] [--json]   # verdict, cause, fix
     python -m models.measure cleanup              # remove namespaces left by a killed harness (root)
 
 Normal users get the host loopback; root also gets veth pairs between namespaces the harness creates and
@@ -320,6 +321,12 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="list the runs and exit")
     sw.set_defaults(func=_cmd_sweep)
 
+    sub.add_parser(
+        "analyze",
+        add_help=False,
+        help="diagnose a pcap/pcapng capture: operations, latency, gaps, verdict, cause and fix "
+        "(python -m models.measure analyze --help)",
+    )
     cl = sub.add_parser(
         "cleanup", help="remove namespaces left behind by a harness that was killed (root)"
     )
@@ -329,6 +336,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "analyze":  # reads a file: no namespaces, its own options
+        from .diagnose import main as analyze
+
+        return analyze(argv[1:])
     args = _parser().parse_args(argv)
     args.argv = argv
     netns.install_signal_handlers()
