@@ -1,6 +1,6 @@
 """``python -m models.measure analyze``: from a capture to a verdict.
 
-Back-tests on captures the harness made (``tests/data/diagnose/README.md``), the same traffic
+Back-tests on captures the harness made (``data/captures/README.md``), the same traffic
 re-encoded as IPv6, Linux cooked and pcapng, made-up window and zero-window traffic, bad files, and
 (as root with tcpdump) fresh harness runs whose own latencies give the expected verdict.
 """
@@ -22,7 +22,7 @@ from models.measure import diagnose as D
 from models.measure.pcap import CaptureError, read_capture
 
 DATA = Path(__file__).parent / "data"
-CAPS = DATA / "diagnose"
+CAPS = Path(__file__).resolve().parents[1] / "data" / "captures"
 
 #: file -> (verdict, split, request bytes, response bytes, side held, least operations)
 EXPECTED = {
