@@ -62,3 +62,46 @@ def test_explain_uses_a_given_result() -> None:
     sc = Scenario(run={"ops": 50})
     r = simulate(sc)
     assert explain(sc, r)["iops"] == r.iops
+
+
+def test_reader_scenario_builds_what_it_says() -> None:
+    from models.sim.explain import reader_scenario
+
+    sc = reader_scenario(
+        link_bps=10e9,
+        mtu=9000,
+        latency_s=0.001,
+        io_bytes=65536,
+        op="write",
+        server_s=20e-6,
+        client_s=5e-6,
+        qd=8,
+        server_mode="msg-more",
+        client_mode="cork",
+    )
+    assert sc.workload.request_writes == (48, 65536) and sc.workload.response_writes == (48,)
+    assert (sc.link.bandwidth_bps, sc.link.mtu, sc.link.latency_s) == (10e9, 9000, 0.001)
+    assert sc.server.msg_more and sc.client.cork and sc.workload.qd == 8
+    assert (sc.server.proc_s, sc.client.proc_s) == (20e-6, 5e-6)
+
+
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        ({"qd": 0}, "qd"),
+        ({"qd": 257}, "qd"),
+        ({"qd": 2.5}, "qd"),
+        ({"mtu": 100000}, "mtu"),
+        ({"link_bps": 1e12}, "link_bps"),
+        ({"latency_s": float("nan")}, "latency_s"),
+        ({"io_bytes": 100}, "io_bytes"),
+        ({"op": "trim"}, "op"),
+        ({"server_mode": "fast"}, "server_mode"),
+        ({"client_s": -1}, "client_s"),
+    ],
+)
+def test_reader_scenario_refuses(kw: dict, name: str) -> None:
+    from models.sim.explain import reader_scenario
+
+    with pytest.raises(ValueError, match=name):
+        reader_scenario(**kw)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from models import framing
 from models.analytic import numbers as A
 
 from .engine import simulate
@@ -27,7 +28,32 @@ from .kernels import get_profile
 from .result import Result
 from .scenario import Scenario
 
-__all__ = ["BUSY_SHARE", "explain", "format_explanation"]
+__all__ = [
+    "BUSY_SHARE",
+    "SOCKET_MODES",
+    "LIMITS",
+    "reader_scenario",
+    "explain",
+    "format_explanation",
+]
+
+#: Socket modes a reader can pick for each side, as :class:`~models.sim.scenario.Host` options.
+SOCKET_MODES: dict[str, dict[str, bool]] = {
+    "nagle": {},
+    "nodelay": {"nodelay": True},
+    "msg-more": {"msg_more": True},
+    "cork": {"cork": True},
+}
+#: The ranges :func:`reader_scenario` accepts, in its own units (name -> (least, most)).
+LIMITS: dict[str, tuple[float, float]] = {
+    "link_bps": (1e6, 100e9),  # bits per second
+    "mtu": (576, 65536),  # bytes
+    "latency_s": (0.0, 0.1),  # one way, seconds
+    "io_bytes": (512, 1 << 20),  # bytes
+    "server_s": (0.0, 0.01),  # seconds per operation
+    "client_s": (0.0, 0.01),  # seconds per operation
+    "qd": (1, 256),  # operations
+}
 
 #: A resource busy at least this share of the time (CPU or link) is the one that binds.
 BUSY_SHARE = 0.95
@@ -53,11 +79,75 @@ def _fixes(sc: Scenario, side: str) -> dict[str, float]:
     return out
 
 
+def _within(name: str, value: float) -> float:
+    lo, hi = LIMITS[name]
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}") from None
+    if not lo <= v <= hi:  # also refuses NaN
+        raise ValueError(f"{name} must be from {lo:g} to {hi:g}, got {value!r}")
+    return v
+
+
+def reader_scenario(
+    *,
+    link_bps: float = 1e9,
+    mtu: int = 1500,
+    latency_s: float = 0.0,
+    io_bytes: int = 4096,
+    op: str = "read",
+    server_s: float | None = None,
+    client_s: float | None = None,
+    qd: int = 1,
+    server_mode: str = "nagle",
+    client_mode: str = "nodelay",
+    ops: int | None = None,
+) -> Scenario:
+    """A scenario from the numbers an engineer has: link rate (bits per second), MTU (bytes),
+    one-way latency (seconds), I/O size (bytes), ``"read"`` or ``"write"``, each host's time per
+    operation (seconds; default Butterfield's), queue depth and each side's socket mode (a key of
+    :data:`SOCKET_MODES`).  A read is a 48-byte command answered by a 48-byte header and the data
+    as two ``send()`` calls; a write sends the command and the data (immediate data) and gets a
+    48-byte status.  Each value outside :data:`LIMITS` is refused, naming it and the range.
+    """
+    for key, mode in (("server_mode", server_mode), ("client_mode", client_mode)):
+        if mode not in SOCKET_MODES:
+            raise ValueError(f"{key} must be one of {sorted(SOCKET_MODES)}, got {mode!r}")
+    if op not in ("read", "write"):
+        raise ValueError(f"op must be 'read' or 'write', got {op!r}")
+    size = int(_within("io_bytes", io_bytes))
+    depth = int(_within("qd", qd))
+    if size != io_bytes or depth != qd:
+        raise ValueError(f"io_bytes and qd must be whole numbers, got {io_bytes!r}, {qd!r}")
+    header = framing.ISCSI_HEADER_BYTES
+    writes = {"read": ((header,), (header, size)), "write": ((header, size), (header,))}[op]
+    base = Scenario()
+    server = {"proc_s": base.server.proc_s if server_s is None else _within("server_s", server_s)}
+    client = {"proc_s": base.client.proc_s if client_s is None else _within("client_s", client_s)}
+    if ops is None:
+        # Enough operations to reach the steady state (several rounds of the queue), but no more
+        # than about 40,000 data segments in all, so a run stays well under a second.
+        per_op = framing.frames(size, int(_within("mtu", mtu)))
+        ops = max(2 * depth, min(4 * depth + 100, 40_000 // per_op))
+    return base.replace(
+        workload={"qd": depth, "request_writes": writes[0], "response_writes": writes[1]},
+        link={
+            "bandwidth_bps": _within("link_bps", link_bps),
+            "mtu": int(_within("mtu", mtu)),
+            "latency_s": _within("latency_s", latency_s),
+        },
+        server={**server, **SOCKET_MODES[server_mode]},
+        client={**client, **SOCKET_MODES[client_mode]},
+        run={"ops": ops},
+    )
+
+
 def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
     """Run ``scenario`` (unless its ``result`` is given) and say which limit binds.
 
-    Returns a dict: ``iops``, ``mb_per_s`` (application bytes of responses per second, 10**6
-    bytes), ``qd``, ``rtt_mean_s``, ``period_s`` (``QD / IOPS``), ``binds`` (``"delayed-ack"``,
+    Returns a dict: ``iops``, ``mb_per_s`` (application bytes per second in the busier direction,
+    10**6 bytes), ``qd``, ``rtt_mean_s``, ``period_s`` (``QD / IOPS``), ``binds`` (``"delayed-ack"``,
     ``"probe"``, ``"link"``, ``"server-cpu"``, ``"client-cpu"`` or ``"queue-depth"``),
     ``inequality`` and ``qd_needed`` (chapter 3's threshold for the slowest stage, or ``None``),
     ``utilisation`` (link each way, CPU each host), ``fixes`` (option -> operations per second,
@@ -87,7 +177,7 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
     qd_needed = (
         A.qd_min_bottleneck(stages, sl=sym["SL"], cl=sym["CL"], rtt_s=rtt_min) if which else None
     )
-    response_bytes = sum(sc.workload.response_writes)
+    response_bytes = max(sum(sc.workload.response_writes), sum(sc.workload.request_writes))
     out: dict[str, Any] = dict(
         iops=r.iops,
         mb_per_s=r.iops * response_bytes / 1e6,  # bytes/s -> MB/s
@@ -157,7 +247,7 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
 def format_explanation(e: dict[str, Any]) -> str:
     """The explanation as a few lines of text."""
     lines = [
-        f"{e['iops']:,.1f} operations per second, {e['mb_per_s']:,.3f} MB/s of responses at QD "
+        f"{e['iops']:,.1f} operations per second, {e['mb_per_s']:,.3f} MB/s of data at QD "
         f"{e['qd']} (mean round trip {1e6 * e['rtt_mean_s']:,.1f} us; least {1e6 * e['rtt_min_s']:,.1f} us)",
         f"binds: {e['binds']}: {e['why']}",
         f"would move it: {e['move']}",
