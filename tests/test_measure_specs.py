@@ -89,3 +89,62 @@ def test_schemas_have_units_and_keys() -> None:
         for f in sch["fields"]:
             if f["type"] in ("number", "integer"):
                 assert f.get("unit"), (table, f["name"])
+
+
+def test_schemas_are_read_from_the_bundled_sidecars():
+    """The tables' schemas are written once, in data/kernel6_*.json, and the harness reads them."""
+    import json
+
+    from models import data
+    from models.measure import schemas
+
+    assert list(SCHEMAS) == ["flory", "iscsi_loop", "busy_counts"]
+    for table, sch in SCHEMAS.items():
+        desc = json.loads((data.DATA_DIR / f"kernel6_{table}.json").read_text())
+        assert sch["fields"] == desc["schema"]["fields"]
+        assert sch["primaryKey"] == desc["schema"]["primaryKey"]
+        assert (sch["title"], sch["description"]) == (desc["title"], desc["description"])
+    SCHEMAS["flory"]["fields"].clear()  # a copy: the next reader is not affected
+    assert SCHEMAS["flory"]["fields"]
+    with pytest.raises(KeyError):
+        SCHEMAS["nope"]
+    with pytest.raises(ValueError, match="table"):
+        schemas.template("nope")
+
+
+def test_a_missing_or_broken_schema_sidecar_is_a_clear_error(tmp_path):
+    import json
+    import shutil
+
+    from models import data
+    from models.measure import schemas
+
+    with pytest.raises(schemas.SchemaError, match="'flory' table.*descriptor not found"):
+        schemas.template("flory", tmp_path)
+    shutil.copy(data.DATA_DIR / "kernel6_busy_counts.json", tmp_path)
+    desc = json.loads((tmp_path / "kernel6_busy_counts.json").read_text())
+    desc["schema"]["fields"][-1].pop("unit")
+    (tmp_path / "kernel6_busy_counts.json").write_text(json.dumps(desc))
+    with pytest.raises(schemas.SchemaError, match="'busy_counts' table.*needs a unit"):
+        schemas.template("busy_counts", tmp_path)
+
+
+def test_a_written_sidecar_carries_the_bundled_schema():
+    from models.measure.tables import csv_text, sidecar
+
+    meta = {
+        "command_line": "pytest",
+        "started_utc": "2026-01-02T03:04:05+00:00",
+        "finished_utc": "2026-01-02T03:05:05+00:00",
+        "kernel": {"release": "6.x", "config_hz": 250, "cpus": 2},
+        "host_sysctls": {},
+        "load_start": [0.1],
+        "load_end": [0.2],
+    }
+    for table, sch in SCHEMAS.items():
+        text = csv_text(table, []).encode()
+        assert text.decode().strip().split(",") == [f["name"] for f in sch["fields"]]
+        desc = sidecar(f"x_{table}", table, text, meta)
+        assert desc["schema"] == {"fields": sch["fields"], "primaryKey": sch["primaryKey"]}
+        assert (desc["title"], desc["description"]) == (sch["title"], sch["description"])
+        assert desc["sources"][0]["year"] == 2026 and desc["measurement"] is meta

@@ -2,13 +2,21 @@
 
 Modules
 -------
-* ``models.measure.build`` -- compiles ``csrc/qdperf.c`` (client and server) into ``_build/measure/``.
+* ``models.measure.build`` -- compiles ``csrc/qdperf.c`` (client and server) into ``_build/measure/`` in
+  a checkout, else a folder private to the user; runs only a binary no other user could have written.
 * :mod:`~models.measure.netns` -- links: host loopback, a private loopback, or a veth pair between two
-  network namespaces (MTU, optional tbf rate limit), always removed afterwards.
+  network namespaces (MTU, optional tbf rate limit), always removed afterwards; leftovers of a killed
+  run are removed by the next run.
 * ``models.measure.capture`` -- tcpdump capture when available, pcap parsing with dpkt.
 * :mod:`~models.measure.runner` -- one bounded run: :class:`~models.measure.runner.RunSpec` in,
   :class:`~models.measure.runner.RunResult` out.
-* :mod:`~models.measure.sweep` -- the standard sweep and the tidy tables it writes to ``data/``.
+* ``models.measure.plan`` -- the standard sweep's runs; ``models.measure.schemas`` -- the tables'
+  schemas, read from the bundled sidecars in ``data/``; ``models.measure.tables`` -- a run's rows.
+* :mod:`~models.measure.sweep` -- runs a plan and writes the tidy tables (CSV + sidecar).
+* ``models.measure.diagnose`` (with ``models.measure.streams`` and ``models.measure.pcap``) -- a
+  capture to a verdict, cause and fix (``python -m models.measure analyze``).
+* ``models.measure.cli`` and ``models.measure.cli_args`` -- the command line's parser, every flag
+  with documented bounds and a one-line error.
 * ``models.measure.sysinfo`` -- kernel version, HZ, sysctls, MTU and offloads for the metadata.
 """
 

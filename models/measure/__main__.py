@@ -1,16 +1,10 @@
-"""Command line of the kernel measurement harness.
+"""``python -m models.measure``: the kernel measurement harness's commands (``--help`` lists them).
 
-::
-
-    python -m models.measure info                 # kernel, HZ, sysctls, loopback MTU/MSS, tools (JSON)
-    python -m models.measure smoke                # a few seconds on loopback; exit status 0 if it behaves
-    python -m models.measure run  --proto iscsi --sock nagle --qd 1 --iosize 512 [--link veth --mtu 1500]
-    python -m models.measure sweep [--out DIR] [--prefix kernel6] [--quick] [--links ...]
-    python -m models.measure analyze FILE.pcap [--server-port P] [--json]   # verdict, cause, fix
-    python -m models.measure cleanup              # remove namespaces left by a killed harness (root)
-
-Normal users get the host loopback; root also gets veth pairs between namespaces the harness creates and
-always deletes.  See ``python -m models.measure COMMAND --help``.
+The commands are here (``info``, ``smoke``, ``run``, ``sweep``, ``cleanup``; ``analyze`` is
+:func:`models.measure.diagnose.main`); the parser, each flag's bounds and the checks of flag
+combinations are in :mod:`models.measure.cli`.  Exit status 0 on success, 1 when ``smoke`` finds the
+kernel misbehaving, 2 for a refused flag or a failed run (one ``error:`` line), 130 on Ctrl-C or
+SIGTERM, 141 when the reader of standard output went away.
 """
 
 from __future__ import annotations
@@ -19,34 +13,28 @@ import argparse
 import json
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
-from . import build, netns, sysinfo
+from models.data.cli import SIGPIPE_STATUS, silence_stdout
+
+from . import build, cli, netns, sysinfo
 from .capture import summarise_spreads
+from .cli import DEFAULT_MTU
 from .netns import Link, LinkSpec, is_root
-from .runner import CLIENT_SOCK_MODES, PROTOCOLS, SOCK_MODES, HarnessError, RunSpec, run_one
+from .runner import RunSpec, run_one
 
 __all__ = ["main", "smoke"]
-
-
-def _rate(text: str) -> int:
-    """Parse a rate such as ``1g``, ``100m`` or ``1000000000`` into bits per second."""
-    t = text.strip().lower().removesuffix("bit").removesuffix("bps").removesuffix("b")
-    mult = {"k": 10**3, "m": 10**6, "g": 10**9}.get(t[-1:], 1)
-    try:
-        value = float(t[:-1] if mult != 1 else t) * mult
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"rate must look like 1g, 100m or 1000000000, got {text!r}"
-        ) from None
-    return int(value)
 
 
 def _link_spec(args: argparse.Namespace) -> LinkSpec:
     if args.link == "loopback":
         return LinkSpec("loopback", isolate=args.isolate)
-    return LinkSpec("veth", mtu=args.mtu, rate_bits_per_s=args.rate, offloads=args.offloads)
+    return LinkSpec(
+        "veth",
+        mtu=DEFAULT_MTU if args.mtu is None else args.mtu,
+        rate_bits_per_s=args.rate,
+        offloads=args.offloads or "default",
+    )
 
 
 def smoke(duration_s: float = 0.6) -> dict[str, Any]:
@@ -122,7 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         count=args.count,
         cc=args.cc,
         client_sock=args.client_sock,
-        capture=args.capture,
+        capture=True if args.pcap is not None else args.capture,
     )
     with Link(_link_spec(args)) as link:
         res = run_one(spec, link, keep_pcap=args.pcap)
@@ -172,11 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import run_sweep, standard_plan  # noqa: PLC0415 - keep `--help` fast
 
-    plan = standard_plan(
-        quick=args.quick,
-        links=args.links.split(",") if args.links else None,
-        cubic=not args.no_cubic,
-    )
+    plan = standard_plan(quick=args.quick, links=args.links, cubic=not args.no_cubic)
     if args.dry_run:
         for pr in plan:
             print(pr.link.label, pr.table, pr.spec)
@@ -187,6 +171,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             "not root: measuring on the host loopback only (veth links need root)", file=sys.stderr
         )
     cmd = " ".join(shlex.quote(a) for a in ["python", "-m", "models.measure", *(args.argv or [])])
+    if args.pcap_dir is not None:
+        args.pcap_dir.mkdir(parents=True, exist_ok=True)
     written = run_sweep(
         plan, args.out, prefix=args.prefix, raw=args.raw, command_line=cmd, pcap_dir=args.pcap_dir
     )
@@ -203,135 +189,13 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m models.measure",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-
-    info = sub.add_parser(
-        "info", help="print kernel version, HZ, sysctls, loopback interface, tools (JSON)"
-    )
-    info.add_argument(
-        "--mss", action="store_true", help="also open a loopback connection and report its MSS"
-    )
-    info.set_defaults(func=_cmd_info)
-
-    sm = sub.add_parser(
-        "smoke", help="few-second loopback check: Nagle + two sends stalls, MSG_MORE does not"
-    )
-    sm.add_argument(
-        "--duration", type=float, default=0.6, help="window per run, seconds (default 0.6)"
-    )
-    sm.set_defaults(func=_cmd_smoke)
-
-    run = sub.add_parser("run", help="one bounded run, printed as text or JSON")
-    run.add_argument(
-        "--proto",
-        choices=sorted(PROTOCOLS),
-        default="iscsi",
-        help="flory: 8-byte request, 8-byte descriptor + payload; iscsi: 48 + 48 + payload",
-    )
-    run.add_argument(
-        "--sock", choices=SOCK_MODES, default="nagle", help="server socket mode (default nagle)"
-    )
-    run.add_argument(
-        "--client-sock", choices=CLIENT_SOCK_MODES, default="nagle", help="client socket mode"
-    )
-    run.add_argument("--qd", type=int, default=1, help="requests kept outstanding (default 1)")
-    run.add_argument(
-        "--iosize",
-        type=int,
-        default=512,
-        help="payload bytes per response (Flory's N; default 512)",
-    )
-    run.add_argument(
-        "--duration", type=float, default=2.0, help="measurement window, seconds (default 2)"
-    )
-    run.add_argument(
-        "--warmup", type=float, default=0.3, help="warm-up excluded from statistics, seconds"
-    )
-    run.add_argument(
-        "--count", type=int, default=10_000_000, help="stop after this many operations"
-    )
-    run.add_argument(
-        "--cc",
-        default=None,
-        help="congestion control per socket, e.g. cubic (default: the system's)",
-    )
-    run.add_argument(
-        "--link", choices=("loopback", "veth"), default="loopback", help="veth needs root"
-    )
-    run.add_argument(
-        "--isolate", action="store_true", help="loopback inside a private namespace (root)"
-    )
-    run.add_argument("--mtu", type=int, default=1500, help="veth MTU, bytes (default 1500)")
-    run.add_argument(
-        "--rate", type=_rate, default=None, help="veth tbf rate limit, e.g. 1g (default none)"
-    )
-    run.add_argument(
-        "--offloads", choices=("default", "off"), default="default", help="veth TSO/GSO/GRO"
-    )
-    cap = run.add_mutually_exclusive_group()
-    cap.add_argument(
-        "--capture",
-        dest="capture",
-        action="store_true",
-        default=None,
-        help="require a tcpdump capture (default: capture if possible)",
-    )
-    cap.add_argument("--no-capture", dest="capture", action="store_false")
-    run.add_argument("--pcap", type=Path, default=None, help="keep the capture in this file")
-    run.add_argument(
-        "--describe", action="store_true", help="print the link's sysctls/MTU/offloads to stderr"
-    )
-    run.add_argument("--json", action="store_true", help="print both sides' full reports as JSON")
-    run.set_defaults(func=_cmd_run)
-
-    sw = sub.add_parser(
-        "sweep",
-        help="the standard sweep: writes <prefix>_{flory,iscsi_loop,busy_counts}.csv/.json",
-    )
-    sw.add_argument(
-        "--out",
-        type=Path,
-        default=Path("_build/measure/sweep"),
-        help="output folder (default _build/measure/sweep; the bundled dataset used --out data)",
-    )
-    sw.add_argument("--prefix", default="kernel6", help="table name prefix (default kernel6)")
-    sw.add_argument("--quick", action="store_true", help="0.5 s windows instead of 1.5 s")
-    sw.add_argument(
-        "--links",
-        default=None,
-        help="comma-separated subset of loopback,veth-1500,veth-9000,veth-1500-1g",
-    )
-    sw.add_argument(
-        "--no-cubic", action="store_true", help="skip the cubic congestion-control variant"
-    )
-    sw.add_argument(
-        "--raw",
-        action="store_true",
-        help="also write every run's full report to <prefix>_raw.jsonl",
-    )
-    sw.add_argument(
-        "--pcap-dir", type=Path, default=None, help="keep the Flory captures in this folder"
-    )
-    sw.add_argument("--dry-run", action="store_true", help="list the runs and exit")
-    sw.set_defaults(func=_cmd_sweep)
-
-    sub.add_parser(
-        "analyze",
-        add_help=False,
-        help="diagnose a pcap/pcapng capture: operations, latency, gaps, verdict, cause and fix "
-        "(python -m models.measure analyze --help)",
-    )
-    cl = sub.add_parser(
-        "cleanup", help="remove namespaces left behind by a harness that was killed (root)"
-    )
-    cl.set_defaults(func=_cmd_cleanup)
-    return p
+COMMANDS = {
+    "info": _cmd_info,
+    "smoke": _cmd_smoke,
+    "run": _cmd_run,
+    "sweep": _cmd_sweep,
+    "cleanup": _cmd_cleanup,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,15 +204,24 @@ def main(argv: list[str] | None = None) -> int:
         from .diagnose import main as analyze
 
         return analyze(argv[1:])
-    args = _parser().parse_args(argv)
+    p = cli.parser()
+    args = p.parse_args(argv)
+    cli.check(p, args)
     args.argv = argv
     netns.install_signal_handlers()
     try:
-        return int(args.func(args))
+        code = int(COMMANDS[args.command](args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        silence_stdout()
+        return SIGPIPE_STATUS
     except KeyboardInterrupt:
         print("interrupted; namespaces removed", file=sys.stderr)
         return 130
-    except (build.BuildError, HarnessError, PermissionError, ValueError) as exc:
+    except (RuntimeError, PermissionError, ValueError) as exc:
+        # BuildError, HarnessError, SchemaError and the namespace commands' errors are
+        # RuntimeErrors
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,21 +1,47 @@
 """Compile the C client/server (``csrc/qdperf.c``) with the system C compiler, once per source version.
 
-The binary is cached under ``_build/measure/`` in the repository (git-ignored, removed by ``make clean``)
-as ``qdperf-<sha256 prefix of source and compiler>``, so editing the source or changing the compiler
-rebuilds it and concurrent callers never see a half-written file (compile to a temporary name, then
-``os.replace``).  Override the folder with ``QUEUE_DEPTH_MEASURE_BUILD``.
+The binary is cached as ``qdperf-<sha256 prefix of source, compiler and flags>``, so editing the
+source or changing the compiler rebuilds it, and concurrent callers never see a half-written file
+(compile to a temporary name, then ``os.replace``).  Where, in order:
+
+1. ``$QUEUE_DEPTH_MEASURE_BUILD`` if set (the override: used as given, or refused with an error).
+2. ``_build/measure/`` in the repository, when ``models`` runs from a checkout (never inside an
+   installed package: nothing is written into ``site-packages``).
+3. A per-user folder, ``$XDG_CACHE_HOME/queue-depth/measure`` (``~/.cache/...``), then
+   ``<tmp>/queue-depth-measure-<uid>``.
+4. A fresh private folder (``tempfile.mkdtemp``) for this process, removed at exit.
+
+The binary runs as the caller, often root, so nothing another user could have written is run: a
+folder is used only if it is a real directory (not a link) owned by the effective user and not
+writable by group or others (a folder the harness creates is mode 0700), and its parent is not
+writable by others unless sticky (as ``/tmp`` is); a cached binary only if it is a regular file
+owned by the effective user and not writable by group or others.  A planted file is never run:
+its folder is skipped, or the binary is rebuilt over it.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["SOURCE", "BuildError", "build_dir", "compiler", "qdperf_binary", "source_sha256"]
+__all__ = [
+    "SOURCE",
+    "BuildError",
+    "UnsafePath",
+    "build_dir",
+    "candidate_dirs",
+    "check_private_dir",
+    "check_own_binary",
+    "compiler",
+    "qdperf_binary",
+    "source_sha256",
+]
 
 #: The C source of the client and server.
 SOURCE = Path(__file__).resolve().parent / "csrc" / "qdperf.c"
@@ -23,17 +49,112 @@ SOURCE = Path(__file__).resolve().parent / "csrc" / "qdperf.c"
 #: Compiler flags: optimised, warnings as errors so a broken toolchain is noticed at once.
 CFLAGS = ("-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11")
 
+#: Environment variable naming the build folder (the override).
+ENV = "QUEUE_DEPTH_MEASURE_BUILD"
+
+_GROUP_OTHER_WRITE = stat.S_IWGRP | stat.S_IWOTH
+_session_dir: Path | None = None
+
 
 class BuildError(RuntimeError):
-    """The C compiler is missing or rejected the source."""
+    """The C compiler is missing or rejected the source, or no safe build folder exists."""
+
+
+class UnsafePath(BuildError):
+    """A build folder or cached binary that another user could have written: it is not used."""
+
+
+def _checkout_root() -> Path | None:
+    """The repository root when ``models`` is imported from a checkout (``pyproject.toml`` beside it)."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "models").is_dir() else None
 
 
 def build_dir() -> Path:
-    """Where compiled binaries are cached: ``$QUEUE_DEPTH_MEASURE_BUILD`` or ``<repo>/_build/measure``."""
-    env = os.environ.get("QUEUE_DEPTH_MEASURE_BUILD")
+    """The first choice of build folder: ``$QUEUE_DEPTH_MEASURE_BUILD``, else the checkout's
+    ``_build/measure``, else the per-user cache folder (see the module docstring)."""
+    return candidate_dirs()[0]
+
+
+def candidate_dirs() -> list[Path]:
+    """Build folders in the order they are tried (the override alone when it is set)."""
+    env = os.environ.get(ENV)
     if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "_build" / "measure"
+        return [Path(env)]
+    out = []
+    root = _checkout_root()
+    if root is not None:
+        out.append(root / "_build" / "measure")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if os.path.isabs(cache):
+        out.append(Path(cache) / "queue-depth" / "measure")
+    out.append(Path(tempfile.gettempdir()) / f"queue-depth-measure-{os.geteuid()}")
+    return out
+
+
+def check_private_dir(folder: Path) -> Path:
+    """Return ``folder`` if only the effective user can write into it; raise :class:`UnsafePath`.
+
+    A real directory (not a symbolic link), owned by the effective user, not writable by group or
+    others; its parent not writable by others unless it has the sticky bit (as ``/tmp``).
+    """
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        raise UnsafePath(f"build folder {folder}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(f"build folder {folder} is not a directory (a link or a file)")
+    if st.st_uid != os.geteuid():
+        raise UnsafePath(
+            f"build folder {folder} is owned by uid {st.st_uid}, not by this user "
+            f"(uid {os.geteuid()}); refusing to run binaries from it"
+        )
+    if st.st_mode & _GROUP_OTHER_WRITE:
+        raise UnsafePath(
+            f"build folder {folder} has mode {stat.S_IMODE(st.st_mode):04o}: group or others "
+            "may write into it; refusing to run binaries from it"
+        )
+    parent = os.stat(folder.parent)
+    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
+        raise UnsafePath(
+            f"build folder {folder}: its parent has mode {stat.S_IMODE(parent.st_mode):04o} "
+            "(anyone may replace the folder)"
+        )
+    return folder
+
+
+def check_own_binary(path: Path) -> Path:
+    """Return ``path`` if it is a regular file of the effective user that no one else may write."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"{path} is not a regular file")
+    if st.st_uid != os.geteuid():
+        raise UnsafePath(f"{path} is owned by uid {st.st_uid}, not by this user")
+    if st.st_mode & _GROUP_OTHER_WRITE:
+        raise UnsafePath(
+            f"{path} has mode {stat.S_IMODE(st.st_mode):04o}: group or others may write"
+        )
+    return path
+
+
+def _prepare(folder: Path) -> Path:
+    """Create ``folder`` private (mode 0700) if it does not exist, then check it."""
+    if not os.path.lexists(folder):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass  # a concurrent caller, or someone else: checked below
+    return check_private_dir(folder)
+
+
+def _session_folder() -> Path:
+    """A fresh private folder for this process (mkdtemp: mode 0700, unpredictable name)."""
+    global _session_dir
+    if _session_dir is None:
+        _session_dir = Path(tempfile.mkdtemp(prefix="queue-depth-measure-"))
+        atexit.register(shutil.rmtree, _session_dir, True)
+    return check_private_dir(_session_dir)
 
 
 def compiler() -> str | None:
@@ -54,8 +175,16 @@ def _compiler_version(cc: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cc
 
 
+def binary_name(cc: str) -> str:
+    """``qdperf-<16 hex digits>`` for this source, compiler (its version line) and flags."""
+    key = hashlib.sha256(
+        SOURCE.read_bytes() + _compiler_version(cc).encode() + " ".join(CFLAGS).encode()
+    )
+    return f"qdperf-{key.hexdigest()[:16]}"
+
+
 def qdperf_binary(rebuild: bool = False) -> Path:
-    """Return the path of a compiled ``qdperf``, compiling it first if needed.
+    """Return the path of a compiled ``qdperf`` that only this user could have written.
 
     Parameters
     ----------
@@ -65,30 +194,40 @@ def qdperf_binary(rebuild: bool = False) -> Path:
     Raises
     ------
     BuildError
-        No C compiler on ``PATH``, or compilation failed (the compiler's message is included).
+        No C compiler on ``PATH``, compilation failed (the compiler's message is included), or
+        ``$QUEUE_DEPTH_MEASURE_BUILD`` names a folder that is not private to this user
+        (:class:`UnsafePath`).
     """
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (set CC, or install gcc: apt-get install gcc)")
-    key = hashlib.sha256(
-        SOURCE.read_bytes() + _compiler_version(cc).encode() + " ".join(CFLAGS).encode()
-    )
-    name = f"qdperf-{key.hexdigest()[:16]}"
-    # A normal user may not be able to write into a repository checked out by someone else: fall back
-    # to a per-user folder in the temporary directory.
-    candidates = [build_dir(), Path(tempfile.gettempdir()) / f"queue-depth-measure-{os.getuid()}"]
-    for folder in candidates:
-        target = folder / name
-        if target.is_file() and os.access(target, os.X_OK) and not rebuild:
-            return target
-    for folder in candidates:
+    name = binary_name(cc)
+    override = bool(os.environ.get(ENV))
+    for folder in candidate_dirs():
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
+            folder = _prepare(folder)
+        except (UnsafePath, OSError) as exc:
+            if override:
+                raise UnsafePath(f"{ENV}: {exc}") from None
+            continue  # someone else's, shared, or not creatable: try the next
+        if not os.access(folder, os.W_OK | os.X_OK):
+            if override:
+                raise UnsafePath(f"{ENV}: build folder {folder} is not writable")
             continue
-        if os.access(folder, os.W_OK):
-            return _compile(cc, folder, name)
-    raise BuildError(f"no writable build folder among {[str(c) for c in candidates]}")
+        return _cached_or_built(cc, folder, name, rebuild)
+    return _cached_or_built(cc, _session_folder(), name, rebuild)
+
+
+def _cached_or_built(cc: str, folder: Path, name: str, rebuild: bool) -> Path:
+    target = folder / name
+    if not rebuild and os.path.lexists(target):
+        try:
+            check_own_binary(target)
+            if os.access(target, os.X_OK):
+                return target
+        except UnsafePath:
+            pass  # not ours, or writable by others: compiled again over it
+    return check_own_binary(_compile(cc, folder, name))
 
 
 def _compile(cc: str, out_dir: Path, name: str) -> Path:
@@ -102,9 +241,9 @@ def _compile(cc: str, out_dir: Path, name: str) -> Path:
         if res.returncode != 0:
             raise BuildError(f"{cc} failed on {SOURCE}:\n{res.stderr.strip()}")
         os.chmod(tmp, 0o755)
-        os.replace(
-            tmp, target
-        )  # atomic: a concurrent caller sees the old file or the whole new one
+        # atomic: a concurrent caller sees the old file or the whole new one; a planted file or
+        # link at the target is replaced, never followed
+        os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

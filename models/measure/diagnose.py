@@ -32,17 +32,17 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
-import math
 import statistics
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from models.kernel.runs import STALL_MS, STALL_SHARE_PCT
 
+from . import streams
 from .capture import Segment
+from .cli_args import OneLineParser
 from .pcap import CaptureError, SynOptions, read_capture
 
 __all__ = ["analyze_capture", "analyze_connection", "VERDICTS", "main"]
@@ -67,148 +67,6 @@ PROBE_MIN_S = 0.150
 WINDOW_SHARE_PCT = 50.0
 #: Share of operations (percent) with a Nagle hold before holds are the verdict.
 HOLD_SHARE_PCT = 5.0
-_WRAP = 1 << 32
-
-
-@dataclass
-class _Side:
-    """One direction's byte stream, made relative to its first sequence number."""
-
-    base: int | None = None
-    epoch_last: int = 0
-    max_end: int = 0
-    acked_by_peer: int = 0
-    retransmissions: int = 0
-    data: list[tuple[float, int, int, bool]] = field(default_factory=list)  # t, start, end, psh
-    last_window: int | None = None
-
-    def rel(self, seq: int) -> int:
-        """``seq`` as a byte offset from the start of the stream, across 32-bit wraps."""
-        assert self.base is not None
-        raw = (seq - self.base) % _WRAP
-        # Choose the offset nearest the last one seen: a stream moves less than 2 GiB between
-        # segments, so this unwraps sequence numbers over any length of capture.
-        cand = raw + (self.epoch_last // _WRAP) * _WRAP
-        if cand - self.epoch_last > _WRAP // 2:
-            cand -= _WRAP
-        elif self.epoch_last - cand > _WRAP // 2:
-            cand += _WRAP
-        self.epoch_last = max(self.epoch_last, cand)
-        return cand
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-quantile (0..1) by linear interpolation between order statistics."""
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def _endpoint(addr: str, port: int) -> str:
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
-
-
-def _connections(segments: Sequence[Segment]) -> dict[tuple, list[Segment]]:
-    conns: dict[tuple, list[Segment]] = {}
-    for s in segments:
-        key = tuple(sorted([(s.src, s.sport), (s.dst, s.dport)]))
-        conns.setdefault(key, []).append(s)
-    return conns
-
-
-def _roles(segs: Sequence[Segment], server_port: int | None) -> tuple[tuple, tuple] | None:
-    """(client, server) endpoints: by ``server_port``, else the side of the first bare SYN, else
-    the side that sent the first data (a request comes first)."""
-    a = (segs[0].src, segs[0].sport)
-    b = (segs[0].dst, segs[0].dport)
-    if server_port is not None:
-        if b[1] == server_port:
-            return a, b
-        if a[1] == server_port:
-            return b, a
-        return None
-    for s in segs:
-        if s.syn and not s.flags & 0x10:  # SYN without ACK: the connecting side
-            return ((s.src, s.sport), (s.dst, s.dport))
-    for s in segs:
-        if s.payload_bytes > 0:
-            return ((s.src, s.sport), (s.dst, s.dport))
-    return a, b
-
-
-@dataclass
-class _Op:
-    start: float
-    end: float
-    request_bytes: int
-    response_bytes: int
-    response_segments: int
-
-
-def _bursts(events: list[tuple[float, str, int, int, bool]]) -> list[dict]:
-    """Maximal runs of new data in one direction: start and end time, bytes, segments, and how
-    many segments of the run carried PSH (the end of a ``send()``)."""
-    out: list[dict] = []
-    for t, side, start, end, psh in events:
-        if out and out[-1]["side"] == side:
-            b = out[-1]
-            b["end_t"], b["bytes"], b["segments"] = t, b["bytes"] + end - start, b["segments"] + 1
-            b["pushes"] += psh
-        else:
-            out.append(
-                dict(side=side, start_t=t, end_t=t, bytes=end - start, segments=1, pushes=int(psh))
-            )
-    return out
-
-
-def _psh_runs(side: _Side) -> list[tuple[int, int]]:
-    """(end offset, bytes) of each run of a side's stream that ends in a PSH segment."""
-    runs: list[tuple[int, int]] = []
-    run_start = 0
-    for _, _, end, psh in side.data:
-        if psh and end > run_start:
-            runs.append((end, end - run_start))
-            run_start = end
-    return runs
-
-
-def _one_request_per_burst(c: _Side, bursts: list[dict]) -> bool:
-    """True when no client burst holds more than one request: each burst ends one ``send()``
-    (one PSH segment) and no PSH-delimited run is a whole multiple (two or more) of the smallest."""
-    runs = _psh_runs(c)
-    if not runs or any(b["pushes"] > 1 for b in bursts if b["side"] == "c"):
-        return False
-    q = min(r for _, r in runs)
-    if any(r >= 2 * q and r % q == 0 for _, r in runs):
-        return False
-    return True
-
-
-def _split_pipelined(c: _Side, s: _Side) -> tuple[list[_Op], int | None, float | None]:
-    """Operations of overlapping exchanges: request size from PSH-delimited client runs."""
-    runs = [r for _, r in _psh_runs(c)]
-    if not runs or c.max_end <= 0 or s.max_end <= 0:
-        return [], None, None
-    q = min(runs)
-    n = c.max_end // q
-    if n <= 0:
-        return [], None, None
-    r = s.max_end / n
-    c_starts = [d[1] for d in c.data]
-    s_starts = [d[1] for d in s.data]
-    ops: list[_Op] = []
-    for i in range(n):
-        ci = bisect.bisect_right(c_starts, i * q) - 1
-        last_byte = round((i + 1) * r) - 1
-        si = bisect.bisect_right(s_starts, last_byte) - 1
-        first_byte = round(i * r)
-        s0 = bisect.bisect_right(s_starts, first_byte) - 1
-        if ci < 0 or si < 0 or s.data[si][2] <= last_byte:
-            continue
-        ops.append(_Op(c.data[ci][0], s.data[si][0], q, round(r), si - s0 + 1))
-    return ops, q, r
 
 
 def _verdict_text(v: str, d: dict[str, Any]) -> tuple[str, str]:
@@ -273,18 +131,18 @@ def analyze_connection(
 
     Returns ``None`` when ``server_port`` is given and is neither end of the connection.
     """
-    roles = _roles(segs, server_port)
+    roles = streams.roles(segs, server_port)
     if roles is None:
         return None
     client, server = roles
     syn_options = syn_options or {}
-    sides = {"c": _Side(), "s": _Side()}
+    sides = {"c": streams.Side(), "s": streams.Side()}
     who = {client: "c", server: "s"}
     other = {"c": "s", "s": "c"}
     for x in segs:
         side = sides[who[(x.src, x.sport)]]
         if x.syn:
-            side.base = (x.seq + 1) % _WRAP
+            side.base = (x.seq + 1) % streams.WRAP
         elif side.base is None:
             side.base = x.seq
     mss = {}
@@ -330,8 +188,8 @@ def analyze_connection(
 
     c, s = sides["c"], sides["s"]
     out: dict[str, Any] = {
-        "client": _endpoint(*client),
-        "server": _endpoint(*server),
+        "client": streams.endpoint(*client),
+        "server": streams.endpoint(*server),
         "packets": len(segs),
         "client_bytes": c.max_end,
         "server_bytes": s.max_end,
@@ -339,16 +197,16 @@ def analyze_connection(
         "mss_bytes": {"client": mss["c"], "server": mss["s"]},
     }
     # Operations.
-    bursts = _bursts(events)
+    bursts = streams.bursts(events)
     alternating = (
-        len(bursts) >= 2 and bursts[0]["side"] == "c" and _one_request_per_burst(c, bursts)
+        len(bursts) >= 2 and bursts[0]["side"] == "c" and streams.one_request_per_burst(c, bursts)
     )
-    ops: list[_Op] = []
+    ops: list[streams.Op] = []
     if alternating:
         for i in range(0, len(bursts) - 1, 2):
             b_req, b_resp = bursts[i], bursts[i + 1]
             ops.append(
-                _Op(
+                streams.Op(
                     b_req["start_t"],
                     b_resp["end_t"],
                     b_req["bytes"],
@@ -361,11 +219,11 @@ def analyze_connection(
         # cut apart by the next request: then the bursts' sizes vary while the server's bytes
         # divide evenly among the requests, and the pipelined split is the right one.
         if len({o.response_bytes for o in ops}) > 1:
-            piped, _, r = _split_pipelined(c, s)
+            piped, _, r = streams.split_pipelined(c, s)
             if piped and r is not None and r == int(r):
                 ops, out["split"] = piped, "pipelined"
     else:
-        ops, _, _ = _split_pipelined(c, s)
+        ops, _, _ = streams.split_pipelined(c, s)
         out["split"] = "pipelined"
     if not ops:
         cause, fix = _verdict_text("no-data", out)
@@ -388,9 +246,9 @@ def analyze_connection(
         request_bytes=req_sizes[0] if len(req_sizes) == 1 else req_sizes[:8],
         response_bytes=resp_sizes[0] if len(resp_sizes) == 1 else resp_sizes[:8],
         latency_ms={
-            "p50": _percentile(lat_ms, 0.5),
-            "p90": _percentile(lat_ms, 0.9),
-            "p99": _percentile(lat_ms, 0.99),
+            "p50": streams.percentile(lat_ms, 0.5),
+            "p90": streams.percentile(lat_ms, 0.9),
+            "p99": streams.percentile(lat_ms, 0.99),
             "max": max(lat_ms),
         },
         segments_per_response=statistics.fmean(o.response_segments for o in ops),
@@ -534,7 +392,7 @@ def analyze_capture(path: Path | str, server_port: int | None = None) -> dict[st
         raise ValueError(f"server_port must be a TCP port 1..65535, got {server_port!r}")
     cap = read_capture(path)
     conns = []
-    for segs in _connections(cap.segments).values():
+    for segs in streams.connections(cap.segments).values():
         summary = analyze_connection(segs, cap.syn_options, server_port)
         if summary is not None:
             conns.append(summary)
@@ -577,9 +435,9 @@ def _text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m models.measure analyze FILE [--server-port P] [--json]``."""
-    ap = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m models.measure analyze`` (one-line errors, exit status 2)."""
+    ap = OneLineParser(
         prog="python -m models.measure analyze",
         description="Diagnose the TCP connections of a pcap/pcapng capture: operations, latency, "
         "what ended each gap, and a verdict with its cause and fix.",
@@ -593,7 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "to, or that received the first data)",
     )
     ap.add_argument("--json", action="store_true", help="print a JSON object")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m models.measure analyze FILE [--server-port P] [--json]``."""
+    args = parser().parse_args(argv)
     try:
         report = analyze_capture(args.file, args.server_port)
     except (CaptureError, ValueError) as exc:

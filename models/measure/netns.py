@@ -15,8 +15,11 @@ Three kinds of :class:`Link`, all context managers:
 
 Everything created is removed on exit, on an exception, on Ctrl-C (SIGINT), SIGTERM and SIGHUP (see
 :func:`install_signal_handlers`), and at interpreter exit; deleting a namespace deletes its veth end and
-qdiscs with it.  Names carry the creating process id (``qdm<pid>-<n>s``), so :func:`cleanup_stale` can
-remove leftovers of a process that was killed with SIGKILL.
+qdiscs with it.  Names carry the creating process's id and start time (``qdm<pid>-<start>-<n>s``,
+``<start>`` in clock ticks after boot, as in ``/proc/<pid>/stat``), so a namespace whose creator is
+gone, killed with SIGKILL say, is recognised even if its pid has been reused: every link that
+creates namespaces first removes such leftovers (:func:`cleanup_stale`), as does
+``python -m models.measure cleanup``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import atexit
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -43,11 +47,16 @@ __all__ = [
     "install_signal_handlers",
     "cleanup_stale",
     "live_namespaces",
+    "owner_alive",
     "PREFIX",
 ]
 
 #: Prefix of every namespace and interface name this module creates.
 PREFIX = "qdm"
+#: Bounds of a veth link's MTU, bytes (68: the IPv4 minimum; 65535: the largest a veth accepts).
+MTU_MIN, MTU_MAX = 68, 65535
+#: Bounds of a tbf rate limit, bits per second (1 Mb/s to 100 Gb/s).
+RATE_MIN_BITS_PER_S, RATE_MAX_BITS_PER_S = 10**6, 10**11
 SERVER_ADDR = "10.213.0.1"
 CLIENT_ADDR = "10.213.0.2"
 _counter = itertools.count()
@@ -84,9 +93,11 @@ class LinkSpec:
     kind
         ``"loopback"`` or ``"veth"``.
     mtu
-        Veth MTU in bytes (68..65535); ignored for loopback, whose MTU is the kernel's (65536).
+        Veth MTU in bytes (68..65535); must be ``None`` for loopback, whose MTU the kernel fixes
+        (65536).
     rate_bits_per_s
-        Token-bucket rate limit on both veth egress sides, bits per second (``None``: no limit).
+        Token-bucket rate limit on both veth egress sides, bits per second, 1e6..1e11 (``None``:
+        no limit).
     isolate
         Loopback only: run inside a private namespace (needs root) to isolate sysctls and counters.
     offloads
@@ -104,8 +115,10 @@ class LinkSpec:
         if self.kind not in ("loopback", "veth"):
             raise ValueError(f"kind must be 'loopback' or 'veth', got {self.kind!r}")
         if self.kind == "veth":
-            if self.mtu is None or not 68 <= int(self.mtu) <= 65535:
-                raise ValueError(f"mtu must be 68..65535 bytes for a veth link, got {self.mtu!r}")
+            if self.mtu is None or not MTU_MIN <= int(self.mtu) <= MTU_MAX:
+                raise ValueError(
+                    f"mtu must be {MTU_MIN}..{MTU_MAX} bytes for a veth link, got {self.mtu!r}"
+                )
         elif self.mtu is not None:
             raise ValueError(
                 f"mtu cannot be set for loopback (the kernel fixes it), got {self.mtu!r}"
@@ -115,9 +128,10 @@ class LinkSpec:
                 raise ValueError(
                     "rate_bits_per_s needs kind='veth' (tbf on loopback would slow the host)"
                 )
-            if not self.rate_bits_per_s >= 1_000_000:
+            if not RATE_MIN_BITS_PER_S <= self.rate_bits_per_s <= RATE_MAX_BITS_PER_S:
                 raise ValueError(
-                    f"rate_bits_per_s must be at least 1e6 bits/s, got {self.rate_bits_per_s!r}"
+                    f"rate_bits_per_s must be {RATE_MIN_BITS_PER_S:.0e}..{RATE_MAX_BITS_PER_S:.0e}"
+                    f" bits/s, got {self.rate_bits_per_s!r}"
                 )
         if self.offloads not in ("default", "off"):
             raise ValueError(f"offloads must be 'default' or 'off', got {self.offloads!r}")
@@ -157,7 +171,8 @@ class Link:
         self.client_addr = "127.0.0.1"
         self._created: list[str] = []
         self._closed = False
-        self.key = f"{PREFIX}{os.getpid()}-{next(_counter)}"
+        self.number = next(_counter)
+        self.key = f"{PREFIX}{os.getpid()}-{_start_ticks(os.getpid())}-{self.number}"
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Link:
@@ -166,6 +181,13 @@ class Link:
                 f"link {self.spec.label!r} creates network namespaces and needs root "
                 "(run as root, or use the host loopback)"
             )
+        if self.spec.needs_root:
+            removed = cleanup_stale()
+            if removed:
+                print(
+                    f"models.measure: removed namespaces left by killed runs: {', '.join(removed)}",
+                    file=sys.stderr,
+                )
         _live[self.key] = self
         try:
             if self.spec.kind == "loopback" and self.spec.isolate:
@@ -194,7 +216,7 @@ class Link:
         self._make_ns(c_ns)
         self.server_ns, self.client_ns = s_ns, c_ns
         # interface names: at most 15 characters
-        n = self.key.split("-")[1]
+        n = self.number
         s_if, c_if = (
             f"qd{os.getpid() % 10_000_000}s{n}"[:15],
             f"qd{os.getpid() % 10_000_000}c{n}"[:15],
@@ -358,21 +380,48 @@ def install_signal_handlers() -> None:
 
 def live_namespaces() -> list[str]:
     """Names of every network namespace on the host that this module's prefix could have created."""
-    res = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20)
+    res = subprocess.run([_ip(), "netns", "list"], capture_output=True, text=True, timeout=20)
     names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
     return [n for n in names if n.startswith(PREFIX)]
+
+
+_NAME_RE = re.compile(rf"^{PREFIX}(\d+)-(?:(\d+)-)?")
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Start time of process ``pid`` in clock ticks after boot, or ``None`` if there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces; starttime is field 22
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def owner_alive(name: str) -> bool:
+    """Whether the process that created namespace ``name`` still runs (``True`` for other names).
+
+    The owner is the pid in the name; a name that also records a start time is stale when the
+    process with that pid started at another time (the pid was reused).
+    """
+    m = _NAME_RE.match(name)
+    if m is None:
+        return True  # not one of ours: never touched
+    pid = int(m.group(1))
+    start = _start_ticks(pid)
+    if start is None:
+        return False
+    return m.group(2) is None or int(m.group(2)) == start
 
 
 def cleanup_stale() -> list[str]:
     """Delete namespaces left by harness processes that no longer exist; return their names."""
     removed = []
     for name in live_namespaces():
-        digits = name[len(PREFIX) :].split("-")[0]
-        if not digits.isdigit():
+        m = _NAME_RE.match(name)
+        if m is None or owner_alive(name):
             continue
-        pid = int(digits)
-        if pid == os.getpid() or Path(f"/proc/{pid}").exists():
-            continue
-        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
-        removed.append(name)
+        res = subprocess.run([_ip(), "netns", "del", name], capture_output=True, timeout=20)
+        if res.returncode == 0:  # else another harness removed it first
+            removed.append(name)
     return removed

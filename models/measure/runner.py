@@ -24,11 +24,34 @@ from .netns import Link
 
 __all__ = ["PROTOCOLS", "SOCK_MODES", "RunSpec", "RunResult", "run_one", "HarnessError"]
 
+# Bounds of one run, checked by RunSpec and by the command line (models.measure.cli_args).
+#: Most requests the client keeps outstanding.
+QD_MAX = 4096
+#: Most payload bytes per response (4 MiB).
+PAYLOAD_MAX_BYTES = 4 * 1024 * 1024
+#: Longest measurement window, seconds.
+DURATION_MAX_S = 600.0
+#: Longest warm-up, seconds.
+WARMUP_MAX_S = 60.0
+#: Most operations a run may be asked to stop after.
+COUNT_MAX = 10**12
+#: Longest congestion-control name (the kernel's TCP_CA_NAME_MAX is 16 with the final NUL).
+CC_NAME_MAX = 15
+
 #: Bytes per request and per response header for each protocol.
 PROTOCOLS = {"flory": 8, "iscsi": 48}
 #: Server socket modes (see ``csrc/qdperf.c``); the first four are the book's, ``more_all`` is the misuse.
 SOCK_MODES = ("nagle", "nodelay", "more", "more_nodelay", "more_all")
 CLIENT_SOCK_MODES = ("nagle", "nodelay")
+
+
+def cc_name_ok(name: str) -> bool:
+    """Whether ``name`` may be a congestion-control name: ASCII letters, digits and ``_``, 1..15.
+
+    >>> cc_name_ok("cubic"), cc_name_ok("cubic; rm"), cc_name_ok("")
+    (True, False, False)
+    """
+    return name.isascii() and name.isidentifier() and len(name) <= CC_NAME_MAX
 
 
 class HarnessError(RuntimeError):
@@ -83,22 +106,26 @@ class RunSpec:
             raise ValueError(
                 f"client_sock must be one of {CLIENT_SOCK_MODES}, got {self.client_sock!r}"
             )
-        if not isinstance(self.qd, int) or not 1 <= self.qd <= 4096:
-            raise ValueError(f"qd must be an integer 1..4096, got {self.qd!r}")
+        if not isinstance(self.qd, int) or not 1 <= self.qd <= QD_MAX:
+            raise ValueError(f"qd must be an integer 1..{QD_MAX}, got {self.qd!r}")
         if (
             not isinstance(self.payload_bytes, int)
-            or not 0 <= self.payload_bytes <= 4 * 1024 * 1024
+            or not 0 <= self.payload_bytes <= PAYLOAD_MAX_BYTES
         ):
             raise ValueError(
-                f"payload_bytes must be an integer 0..4194304, got {self.payload_bytes!r}"
+                f"payload_bytes must be an integer 0..{PAYLOAD_MAX_BYTES}, got {self.payload_bytes!r}"
             )
-        if not 0 < self.duration_s <= 600:
-            raise ValueError(f"duration_s must be in (0, 600] seconds, got {self.duration_s!r}")
-        if not 0 <= self.warmup_s <= 60:
-            raise ValueError(f"warmup_s must be in [0, 60] seconds, got {self.warmup_s!r}")
-        if not isinstance(self.count, int) or self.count < 1:
-            raise ValueError(f"count must be a positive integer, got {self.count!r}")
-        if self.cc is not None and (not self.cc.isidentifier() or len(self.cc) > 15):
+        if not 0 < self.duration_s <= DURATION_MAX_S:
+            raise ValueError(
+                f"duration_s must be in (0, {DURATION_MAX_S:g}] seconds, got {self.duration_s!r}"
+            )
+        if not 0 <= self.warmup_s <= WARMUP_MAX_S:
+            raise ValueError(
+                f"warmup_s must be in [0, {WARMUP_MAX_S:g}] seconds, got {self.warmup_s!r}"
+            )
+        if not isinstance(self.count, int) or not 1 <= self.count <= COUNT_MAX:
+            raise ValueError(f"count must be an integer 1..{COUNT_MAX}, got {self.count!r}")
+        if self.cc is not None and not cc_name_ok(self.cc):
             raise ValueError(
                 f"cc must be a congestion control name such as 'cubic', got {self.cc!r}"
             )

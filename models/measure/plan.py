@@ -1,0 +1,169 @@
+"""The standard sweep's runs: which links, payload sizes, socket modes and queue depths.
+
+:func:`standard_plan` lists the runs: Flory's exchange (8-byte request; 8-byte descriptor and an
+N-byte payload as two writes) for N around each link's MSS boundaries, and the iSCSI-like closed loop
+at QD 1, 2, 3, 4, 5, 8, 16, 32, 64 for 512, 2048 and 4096 bytes under the four socket modes, on every
+link the user may create (host loopback for a normal user; a private loopback and veth pairs at MTU
+1500 and 9000, and MTU 1500 rate-limited to 1 Gb/s, for root), plus a congestion-control variant
+(cubic).  :func:`models.measure.sweep.run_sweep` runs a plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .. import framing
+from .netns import LinkSpec, is_root
+from .runner import RunSpec
+
+__all__ = [
+    "PlannedRun",
+    "standard_plan",
+    "flory_payloads",
+    "ISCSI_QDS",
+    "ISCSI_SIZES",
+    "BOOK_MODES",
+    "LINK_LABELS",
+]
+
+ISCSI_QDS = (1, 2, 3, 4, 5, 8, 16, 32, 64)
+ISCSI_SIZES = (512, 2048, 4096)
+BOOK_MODES = ("nagle", "nodelay", "more", "more_nodelay")
+GIGABIT = 1_000_000_000  # bits per second
+#: Ethernet's MTU, bytes: the veth links' default and the MSS boundary Flory measured.
+ETHERNET_MTU = 1500
+#: Linux 2.4's loopback MTU, bytes (its MSS was 16 KiB).
+OLD_LOOPBACK_MTU = 16436
+#: The MSS a young loopback connection uses while the peer's window is still small, bytes (32 KiB).
+YOUNG_LOOPBACK_MSS = 32 * 1024
+#: Every link label a plan may use (root gets all four; a normal user the loopback only).
+LINK_LABELS = ("loopback", "veth-1500", "veth-9000", "veth-1500-1g")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a sweep: the link it needs and what to run on it."""
+
+    link: LinkSpec
+    spec: RunSpec
+    table: str  # "flory" or "iscsi"
+
+
+def _around(mss: int) -> set[int]:
+    """One byte below, at, and one byte above ``mss``."""
+    return {mss - 1, mss, mss + 1}
+
+
+def flory_payloads(link: LinkSpec) -> tuple[int, ...]:
+    """Flory's payload sizes N (bytes) around the MSS boundaries of ``link``.
+
+    MSS = MTU - 40 (IPv4 + TCP) - 12 (timestamps): 1448 at MTU 1500, 8948 at 9000, 65483 on
+    loopback (MTU 65536, capped by the 65535-byte IPv4 packet).  Also the old boundaries (1447/1448
+    on loopback, 16383/16384 of the 2.4 loopback, and 32768, the MSS a young loopback connection uses
+    while the peer's window is small).
+    """
+    ethernet = framing.mss(ETHERNET_MTU)  # bytes
+    if link.kind == "loopback":
+        sizes = {ethernet - 1, ethernet}
+        old = framing.mss(OLD_LOOPBACK_MTU)  # bytes
+        sizes |= {old - 1, old}
+        sizes |= _around(YOUNG_LOOPBACK_MSS)
+        sizes |= _around(framing.mss(framing.MAX_MTU))
+        return tuple(sorted(sizes))
+    assert link.mtu is not None  # a veth link always has an MTU
+    mss = framing.mss(int(link.mtu))  # bytes: MTU less 20 IPv4 + 20 TCP + 12 timestamp option
+    sizes = _around(mss) | _around(2 * mss)
+    if mss != ethernet:
+        sizes |= {ethernet - 1, ethernet}
+    return tuple(sorted(sizes))
+
+
+def _links(root: bool, links: Iterable[str] | None) -> list[LinkSpec]:
+    all_links = [LinkSpec("loopback", isolate=root)]
+    if root:
+        all_links += [
+            LinkSpec("veth", mtu=ETHERNET_MTU),
+            LinkSpec("veth", mtu=9000),
+            LinkSpec("veth", mtu=ETHERNET_MTU, rate_bits_per_s=GIGABIT),
+        ]
+    if links is None:
+        return all_links
+    wanted = set(links)
+    known = {link.label for link in all_links}
+    unknown = wanted - known
+    if unknown:
+        raise ValueError(
+            f"links: unknown or unavailable {sorted(unknown)}; available: {sorted(known)}"
+        )
+    return [link for link in all_links if link.label in wanted]
+
+
+def _iscsi_runs(link: LinkSpec, window: float, ccs: list[str | None]) -> list[PlannedRun]:
+    plan = []
+    for cc in ccs:
+        for size in ISCSI_SIZES:
+            for mode in BOOK_MODES:
+                for qd in ISCSI_QDS:
+                    spec = RunSpec(
+                        "iscsi",
+                        mode,
+                        qd,
+                        size,
+                        duration_s=window,
+                        warmup_s=0.3,
+                        cc=cc,
+                        capture=False,
+                    )
+                    plan.append(PlannedRun(link, spec, "iscsi"))
+        if cc is None:  # the MSG_MORE misuse (Butterfield 2017: about 200 ms per operation)
+            for qd in (1, 2):
+                spec = RunSpec(
+                    "iscsi",
+                    "more_all",
+                    qd,
+                    512,
+                    duration_s=max(window, 1.0),
+                    warmup_s=0.5,
+                    capture=False,
+                )
+                plan.append(PlannedRun(link, spec, "iscsi"))
+    return plan
+
+
+def standard_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """The standard sweep.
+
+    Parameters
+    ----------
+    root
+        Whether namespaces may be created (default: the effective uid is 0).  Without root only the
+        host loopback is used.
+    quick
+        Shorter windows (0.5 s instead of 1.5 s) for a trial run of the whole plan.
+    links
+        Restrict to these link labels (``loopback``, ``veth-1500``, ``veth-9000``, ``veth-1500-1g``).
+    cubic
+        Add the cubic congestion-control variant of the iSCSI grid on loopback and ``veth-1500-1g``.
+    """
+    root = is_root() if root is None else root
+    window = 0.5 if quick else 1.5  # seconds
+    plan: list[PlannedRun] = []
+    for link in _links(root, links):
+        if link.rate_bits_per_s is None:  # Flory: loopback and the plain veths
+            for n in flory_payloads(link):
+                for mode in ("nagle", "nodelay"):
+                    spec = RunSpec(
+                        "flory", mode, 1, n, duration_s=window, warmup_s=0.3, capture=None
+                    )
+                    plan.append(PlannedRun(link, spec, "flory"))
+        ccs: list[str | None] = [None]
+        if cubic and (link.kind == "loopback" or link.rate_bits_per_s) and root:
+            ccs.append("cubic")
+        plan += _iscsi_runs(link, window, ccs)
+    return plan

@@ -1,0 +1,174 @@
+"""A TCP connection's two byte streams, and the operations they carry (for :mod:`models.measure.diagnose`).
+
+Segments of a capture are grouped into connections (:func:`connections`), the client told from the
+server (:func:`roles`), each direction's sequence numbers made byte offsets across 32-bit wraps
+(:class:`Side`), and the streams cut into operations: bursts of data in alternation
+(:func:`bursts`), or, when exchanges overlap, requests delimited by PSH segments
+(:func:`split_pipelined`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .capture import Segment
+
+__all__ = [
+    "Side",
+    "Op",
+    "percentile",
+    "endpoint",
+    "connections",
+    "roles",
+    "bursts",
+    "psh_runs",
+    "one_request_per_burst",
+    "split_pipelined",
+]
+
+#: TCP sequence numbers wrap at 2**32.
+WRAP = 1 << 32
+
+
+@dataclass
+class Side:
+    """One direction's byte stream, made relative to its first sequence number."""
+
+    base: int | None = None
+    epoch_last: int = 0
+    max_end: int = 0
+    acked_by_peer: int = 0
+    retransmissions: int = 0
+    data: list[tuple[float, int, int, bool]] = field(default_factory=list)  # t, start, end, psh
+    last_window: int | None = None
+
+    def rel(self, seq: int) -> int:
+        """``seq`` as a byte offset from the start of the stream, across 32-bit wraps."""
+        assert self.base is not None
+        raw = (seq - self.base) % WRAP
+        # Choose the offset nearest the last one seen: a stream moves less than 2 GiB between
+        # segments, so this unwraps sequence numbers over any length of capture.
+        cand = raw + (self.epoch_last // WRAP) * WRAP
+        if cand - self.epoch_last > WRAP // 2:
+            cand -= WRAP
+        elif self.epoch_last - cand > WRAP // 2:
+            cand += WRAP
+        self.epoch_last = max(self.epoch_last, cand)
+        return cand
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile (0..1) by linear interpolation between order statistics."""
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def endpoint(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def connections(segments: Sequence[Segment]) -> dict[tuple, list[Segment]]:
+    conns: dict[tuple, list[Segment]] = {}
+    for s in segments:
+        key = tuple(sorted([(s.src, s.sport), (s.dst, s.dport)]))
+        conns.setdefault(key, []).append(s)
+    return conns
+
+
+def roles(segs: Sequence[Segment], server_port: int | None) -> tuple[tuple, tuple] | None:
+    """(client, server) endpoints: by ``server_port``, else the side of the first bare SYN, else
+    the side that sent the first data (a request comes first)."""
+    a = (segs[0].src, segs[0].sport)
+    b = (segs[0].dst, segs[0].dport)
+    if server_port is not None:
+        if b[1] == server_port:
+            return a, b
+        if a[1] == server_port:
+            return b, a
+        return None
+    for s in segs:
+        if s.syn and not s.flags & 0x10:  # SYN without ACK: the connecting side
+            return ((s.src, s.sport), (s.dst, s.dport))
+    for s in segs:
+        if s.payload_bytes > 0:
+            return ((s.src, s.sport), (s.dst, s.dport))
+    return a, b
+
+
+@dataclass
+class Op:
+    start: float
+    end: float
+    request_bytes: int
+    response_bytes: int
+    response_segments: int
+
+
+def bursts(events: list[tuple[float, str, int, int, bool]]) -> list[dict]:
+    """Maximal runs of new data in one direction: start and end time, bytes, segments, and how
+    many segments of the run carried PSH (the end of a ``send()``)."""
+    out: list[dict] = []
+    for t, side, start, end, psh in events:
+        if out and out[-1]["side"] == side:
+            b = out[-1]
+            b["end_t"], b["bytes"], b["segments"] = t, b["bytes"] + end - start, b["segments"] + 1
+            b["pushes"] += psh
+        else:
+            out.append(
+                dict(side=side, start_t=t, end_t=t, bytes=end - start, segments=1, pushes=int(psh))
+            )
+    return out
+
+
+def psh_runs(side: Side) -> list[tuple[int, int]]:
+    """(end offset, bytes) of each run of a side's stream that ends in a PSH segment."""
+    runs: list[tuple[int, int]] = []
+    run_start = 0
+    for _, _, end, psh in side.data:
+        if psh and end > run_start:
+            runs.append((end, end - run_start))
+            run_start = end
+    return runs
+
+
+def one_request_per_burst(c: Side, bursts: list[dict]) -> bool:
+    """True when no client burst holds more than one request: each burst ends one ``send()``
+    (one PSH segment) and no PSH-delimited run is a whole multiple (two or more) of the smallest."""
+    runs = psh_runs(c)
+    if not runs or any(b["pushes"] > 1 for b in bursts if b["side"] == "c"):
+        return False
+    q = min(r for _, r in runs)
+    if any(r >= 2 * q and r % q == 0 for _, r in runs):
+        return False
+    return True
+
+
+def split_pipelined(c: Side, s: Side) -> tuple[list[Op], int | None, float | None]:
+    """Operations of overlapping exchanges: request size from PSH-delimited client runs."""
+    runs = [r for _, r in psh_runs(c)]
+    if not runs or c.max_end <= 0 or s.max_end <= 0:
+        return [], None, None
+    q = min(runs)
+    n = c.max_end // q
+    if n <= 0:
+        return [], None, None
+    r = s.max_end / n
+    c_starts = [d[1] for d in c.data]
+    s_starts = [d[1] for d in s.data]
+    ops: list[Op] = []
+    for i in range(n):
+        ci = bisect.bisect_right(c_starts, i * q) - 1
+        last_byte = round((i + 1) * r) - 1
+        si = bisect.bisect_right(s_starts, last_byte) - 1
+        first_byte = round(i * r)
+        s0 = bisect.bisect_right(s_starts, first_byte) - 1
+        if ci < 0 or si < 0 or s.data[si][2] <= last_byte:
+            continue
+        ops.append(Op(c.data[ci][0], s.data[si][0], q, round(r), si - s0 + 1))
+    return ops, q, r
