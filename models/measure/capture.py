@@ -18,105 +18,25 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Segment", "read_pcap", "analyze", "Capture", "tcpdump_path", "CaptureUnavailable"]
 
 
-# TCP header flag bits (RFC 9293)
-_TH_FIN, _TH_SYN, _TH_PUSH = 0x01, 0x02, 0x08
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One captured TCP segment.
-
-    ``time_s`` is the capture timestamp (seconds); ``payload_bytes`` the TCP payload length; ``seq`` and
-    ``ack`` the raw 32-bit numbers; ``flags`` the TCP flag byte.
-    """
-
-    time_s: float
-    src: str
-    sport: int
-    dst: str
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    payload_bytes: int
-    window: int
-
-    @property
-    def syn(self) -> bool:
-        return bool(self.flags & _TH_SYN)
-
-    @property
-    def fin(self) -> bool:
-        return bool(self.flags & _TH_FIN)
-
-    @property
-    def psh(self) -> bool:
-        return bool(self.flags & _TH_PUSH)
-
-
-def _ip_of(buf: bytes, datalink: int) -> Any:
-    import dpkt  # noqa: PLC0415 - only parsing needs dpkt; runs without a capture do not
-
-    if datalink == dpkt.pcap.DLT_EN10MB:
-        frame = dpkt.ethernet.Ethernet(buf)
-    elif datalink == dpkt.pcap.DLT_LINUX_SLL:
-        frame = dpkt.sll.SLL(buf)
-    elif datalink == getattr(dpkt.pcap, "DLT_LINUX_SLL2", 276):
-        frame = dpkt.sll2.SLL2(buf)
-    elif datalink == dpkt.pcap.DLT_RAW or datalink == 101:  # LINKTYPE_RAW
-        return dpkt.ip.IP(buf)
-    else:
-        raise ValueError(f"datalink: unsupported pcap link type {datalink}")
-    return frame.data if isinstance(frame.data, dpkt.ip.IP) else None
+from .pcap import Segment, read_capture
 
 
 def read_pcap(path: Path | str) -> list[Segment]:
-    """Every IPv4 TCP segment in a pcap file, in capture order.
+    """Every TCP segment in a pcap or pcapng file, in capture order (an empty list when it holds no
+    TCP): :func:`models.measure.pcap.read_capture` without the SYN options.
 
     Raises
     ------
     ValueError
-        The file is not a pcap file, or uses a link type other than Ethernet, Linux cooked or raw IP.
+        The file is not a capture, is cut off, or uses an unsupported link type.
     """
-    import dpkt  # noqa: PLC0415 - see _ip_of
-
-    p = Path(path)
-    out: list[Segment] = []
-    with p.open("rb") as f:
-        try:
-            reader = dpkt.pcap.Reader(f)
-        except ValueError as exc:
-            raise ValueError(f"path: {p} is not a pcap file ({exc})") from None
-        link = reader.datalink()
-        for ts, buf in reader:
-            ip = _ip_of(buf, link)
-            if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            # Payload length from the IP header, not len(tcp.data): captures are truncated (-s snaplen).
-            payload = ip.len - 4 * ip.hl - 4 * tcp.off
-            out.append(
-                Segment(
-                    float(ts),
-                    dpkt.utils.inet_to_str(ip.src),
-                    tcp.sport,
-                    dpkt.utils.inet_to_str(ip.dst),
-                    tcp.dport,
-                    tcp.seq,
-                    tcp.ack,
-                    tcp.flags,
-                    payload,
-                    tcp.win,
-                )
-            )
-    return out
+    return read_capture(path, require_tcp=False).segments
 
 
 def _unwrap(seq: int, isn: int) -> int:

@@ -41,9 +41,8 @@ from typing import Any
 from models.kernel.runs import STALL_MS, STALL_SHARE_PCT
 
 from . import streams
-from .capture import Segment
 from .cli_args import OneLineParser
-from .pcap import CaptureError, SynOptions, read_capture
+from .pcap import CaptureError, Segment, SynOptions, read_capture
 
 __all__ = ["analyze_capture", "analyze_connection", "VERDICTS", "main"]
 

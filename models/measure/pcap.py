@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .capture import Segment
-
-__all__ = ["SynOptions", "CaptureFile", "read_capture", "CaptureError"]
+__all__ = ["Segment", "SynOptions", "CaptureFile", "read_capture", "CaptureError"]
 
 #: pcap and pcapng magic numbers (first four bytes of the file).
 _PCAP_MAGICS = {
@@ -34,6 +32,42 @@ _NULL, _EN10MB, _RAW, _RAW_ALT, _RAW_ALT2, _LOOP, _SLL, _SLL2 = 0, 1, 101, 12, 1
 _OPT_MSS, _OPT_WSCALE, _OPT_TIMESTAMP = 2, 3, 8
 #: Bytes the timestamps option takes in every segment once both sides agreed on it (10 + 2 padding).
 TIMESTAMP_OPTION_BYTES = 12
+
+
+# TCP header flag bits (RFC 9293)
+_TH_FIN, _TH_SYN, _TH_PUSH = 0x01, 0x02, 0x08
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One captured TCP segment.
+
+    ``time_s`` is the capture timestamp (seconds); ``payload_bytes`` the TCP payload length; ``seq`` and
+    ``ack`` the raw 32-bit numbers; ``flags`` the TCP flag byte.
+    """
+
+    time_s: float
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    payload_bytes: int
+    window: int
+
+    @property
+    def syn(self) -> bool:
+        return bool(self.flags & _TH_SYN)
+
+    @property
+    def fin(self) -> bool:
+        return bool(self.flags & _TH_FIN)
+
+    @property
+    def psh(self) -> bool:
+        return bool(self.flags & _TH_PUSH)
 
 
 class CaptureError(ValueError):
@@ -169,14 +203,15 @@ def _check_complete(p: Path) -> None:
         raise CaptureError(f"{p}: truncated capture: block {n + 1} runs past the end of the file")
 
 
-def read_capture(path: Path | str) -> CaptureFile:
+def read_capture(path: Path | str, require_tcp: bool = True) -> CaptureFile:
     """Every TCP segment of a pcap or pcapng file, in capture order.
 
     Raises
     ------
     CaptureError
         The file is missing, is not a capture, is cut off in the middle of a packet record, uses an
-        unsupported link type, or holds no TCP segment; the message says which, in one line.
+        unsupported link type, or (with ``require_tcp``) holds no TCP segment; the message says
+        which, in one line.
     """
     import dpkt  # noqa: PLC0415
 
@@ -222,6 +257,6 @@ def read_capture(path: Path | str) -> CaptureFile:
             out.segments.append(seg)
             if seg.syn:
                 out.syn_options[(src, seg.sport)] = _syn_options(tcp)
-    if not out.segments:
+    if require_tcp and not out.segments:
         raise CaptureError(f"{p}: {out.packets} packets but no TCP segment")
     return out

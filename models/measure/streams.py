@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .capture import Segment
+from .pcap import Segment
 
 __all__ = [
     "Side",
