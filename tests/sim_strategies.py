@@ -14,10 +14,12 @@ the request and response writes.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from models import framing
-from models.sim import PARTS, Scenario, get_profile
+from models.sim import PARTS, Result, Scenario, get_profile
 from models.sim.params import Between, OneOf, Spec
 
 _sizes = st.lists(st.integers(1, 4000), min_size=1, max_size=3).map(tuple)
@@ -74,3 +76,35 @@ def scenarios(draw, **fixed) -> Scenario:
     for name, changes in fixed.items():
         parts[name].update(changes)
     return Scenario(**parts)
+
+
+#: Result fields that say how a run was computed, not what it computed:
+#: they differ between the fast-forward and running every event.
+HOW_RUN = (
+    "scenario",
+    "events",
+    "wall_time_s",
+    "skipped_ops",
+    "cycle_ops",
+    "fast_forward_off_reason",
+)
+
+
+def _same(a, b) -> bool:
+    return a == b or repr(a) == repr(b)  # repr: NaN equals NaN, floats exactly
+
+
+def assert_same_numbers(a: Result, b: Result) -> None:
+    """Every result field of ``a`` and ``b`` is the same, bit for bit,
+    but those in :data:`HOW_RUN`; so is every number of ``to_dict()``."""
+    names = [f.name for f in dataclasses.fields(Result)]
+    assert set(HOW_RUN) <= set(names)
+    for name in names:
+        if name not in HOW_RUN:
+            x, y = getattr(a, name), getattr(b, name)
+            assert _same(x, y), (name, x, y)
+    da, db = a.to_dict(), b.to_dict()
+    assert da.keys() == db.keys()
+    for key in da:
+        if key not in HOW_RUN:
+            assert _same(da[key], db[key]), (key, da[key], db[key])

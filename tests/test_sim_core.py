@@ -3,10 +3,14 @@ exact fast-forward, errors that name the field, the golden table."""
 
 from __future__ import annotations
 
+import copy
+import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from collections import deque
 
 import pytest
 
@@ -24,8 +28,8 @@ from models.sim import (
     get_profile,
     simulate,
 )
-from models.sim.cycles import FIELDS
 from models.sim.engine import Simulation
+from models.sim.fastforward import FastForward
 from models.sim.rng import PCG64
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "tools"))
@@ -88,33 +92,9 @@ def test_core_runs_without_numpy_sympy_pandas_and_agrees_exactly():
     assert blocked["ring"] == ring.run(qd=3, ops=100).iops
 
 
-# -- the fast-forward knows every field --------------------------------------------
+# -- every part states each of its fields ------------------------------------------
 
-
-def _instances(sim):
-    s, c = sim.server_ep, sim.client_ep
-    return [
-        sim.loop,
-        sim.clock,
-        sim.c2s,
-        sim.s2c,
-        sim.c2s.rx,
-        sim.s2c.rx,
-        c,
-        s,
-        c.sender,
-        s.sender,
-        c.receiver,
-        s.receiver,
-        c.receiver.ack,
-        s.receiver.ack,
-        c.sender.cork,
-        c.sender.probe,
-        c.receiver.ack.timer,
-        sim.client,
-        sim.server,
-        sim.client.cpu,
-    ]
+_SELF = re.compile(r"self\.(\w+)")
 
 
 def _fields(obj) -> set:
@@ -124,11 +104,23 @@ def _fields(obj) -> set:
     return names
 
 
-def _classified(obj) -> set:
+def _stated(cls) -> set:
+    """The fields a class's fast-forward methods read or move, and the
+    ones it declares transient."""
     out = set()
-    for cls in type(obj).__mro__:
-        out |= set(FIELDS.get(cls, {}))
+    for c in cls.__mro__:
+        out |= set(vars(c).get("cycle_transient", ()))
+        for name, member in vars(c).items():
+            if not name.startswith("cycle_"):
+                continue
+            fn = member.fget if isinstance(member, property) else member
+            if inspect.isfunction(fn):
+                out |= set(_SELF.findall(inspect.getsource(fn)))
     return out
+
+
+def _value(v):
+    return copy.copy(v) if isinstance(v, (list, dict, deque, set)) else v
 
 
 @pytest.mark.parametrize(
@@ -139,16 +131,53 @@ def _classified(obj) -> set:
         ({"profile": "linux-2.4"}, {}),
         ({}, {"rx_usecs": 50e-6, "gro": True}),
         ({}, {"shared_cpus": 2}),
+        ({}, {"bucket_bytes": 9000, "nodelay": True, "msg_more": True}),
     ],
 )
-def test_cycle_detector_classifies_every_field(kernel, host):
+def test_every_part_states_each_field_that_changes(kernel, host):
+    # The fast-forward asks each part for its own state and shift: a
+    # field that changes during a run must be read by one of its class's
+    # cycle_* methods (or be declared transient), else it would be lost.
     host = dict(host)
-    link = {"shared_cpus": host.pop("shared_cpus", None)}
-    sim = Simulation(Scenario(kernel=kernel, server=host, link=link))
-    extra = [sim.cpu] if sim.cpu is not None else []
-    for obj in _instances(sim) + extra:
-        missing = _fields(obj) - _classified(obj)
-        assert not missing, f"{type(obj).__name__}: {sorted(missing)}"
+    link = {k: host.pop(k) for k in ("shared_cpus", "bucket_bytes") if k in host}
+    sc = Scenario(
+        workload={"qd": 3}, kernel=kernel, server=host, link=link, run={"fast_forward": False}
+    )
+    sim = Simulation(sc.replace(run={"ops": 300}))
+    ff = FastForward(sim, sim.loop, sim.client.target)
+    assert ff.off_reason is None
+    kinds = {type(p.obj).__name__ for p in ff.parts}
+    assert {"Channel", "Sender", "Receiver", "Timer", "ClientThread", "ServerThread"} <= kinds
+    before = {p.path: {f: _value(getattr(p.obj, f)) for f in _fields(p.obj)} for p in ff.parts}
+    sim.run()
+    for p in ff.parts:
+        stated = _stated(type(p.obj))
+        for f, v in before[p.path].items():
+            now = getattr(p.obj, f)
+            changed = now is not v and (type(now) is not type(v) or now != v)
+            assert f in stated or not changed, (
+                f"{type(p.obj).__name__}.{f} ({p.path}) changes during a run "
+                f"but no cycle_* method of its class reads it"
+            )
+
+
+def test_a_stateless_rule_states_so_and_a_subclass_must_restate(monkeypatch):
+    from models.sim.rules import LinuxAck
+
+    class Louder(LinuxAck):  # adds no field, changes the rule
+        def check(self, now):
+            self.rcv.send_ack(now)
+
+    sc = Scenario(kernel={"profile": "linux-6"}, run={"ops": 300})
+    sim = Simulation(sc)
+    assert FastForward(sim, sim.loop, 10).off_reason is None
+    p = get_profile("linux-6").variant("linux-6-louder", ack=Louder)
+    monkeypatch.setitem(PROFILES, p.name, p)  # for this test only
+    r = simulate(sc.replace(kernel={"profile": p.name}))
+    assert r.skipped_ops == 0
+    assert "Louder (client_ep.rx.ack) does not offer its own cycle state" in (
+        r.fast_forward_off_reason
+    )
 
 
 def test_fast_forward_is_exact_on_the_books_sweep():

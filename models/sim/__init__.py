@@ -14,14 +14,17 @@ in CPython and in the reader's browser.
 >>> r.iops > 3000
 True
 
-Modules: :mod:`~models.sim.scenario` (the parts and their defaults),
+Modules: :mod:`~models.sim.scenario` (the composed scenario),
+:mod:`~models.sim.parts` (its parts and their defaults),
 :mod:`~models.sim.params` (field declarations), :mod:`~models.sim.kernels`
 (profiles), :mod:`~models.sim.rules` (the TCP rules),
 :mod:`~models.sim.sender`, :mod:`~models.sim.receiver`,
 :mod:`~models.sim.endpoint`, :mod:`~models.sim.link` (one direction of
-the path), :mod:`~models.sim.app` (threads), :mod:`~models.sim.events`
-(event loop), :mod:`~models.sim.cycles` (fast-forward over exact
-repeats), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,
+the path), :mod:`~models.sim.app` (threads and their CPUs),
+:mod:`~models.sim.events` (event loop), :mod:`~models.sim.fastforward`
+(fast-forward over exact repeats, and the state protocol every part
+offers it), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,
+:mod:`~models.sim.explain` (which limit binds),
 :mod:`~models.sim.rng` (NumPy's generator in pure Python),
 :mod:`~models.sim.cli`.
 """

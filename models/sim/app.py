@@ -1,4 +1,5 @@
-"""Application threads: the server's session thread and the initiator.
+"""Application threads: the server's session thread and the initiator,
+and the CPUs they run on.
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
 ``wake`` after data arrives in its socket (plus a random extra latency
@@ -16,16 +17,76 @@ An operation is an exchange of *legs* (:attr:`~models.sim.scenario.Workload.exch
 at the client, which completes the operation and issues the next, so
 exactly ``qd`` operations are always outstanding.  A read is two legs
 (request, response); an iSCSI write with R2T is four or more.
+
+CPUs.  By default each host's thread has a CPU to itself and a stretch
+of work ends when it is done (:class:`OwnCpu`).  When both ends run on
+one machine (loopback, a veth pair: ``Link.shared_cpus``), their threads
+share that machine's CPUs (:class:`CpuPool`): a stretch of work starts
+on the CPU that is free first, no earlier than it is asked for, and runs
+to its end (no preemption).  The soft interrupts keep their own queues
+(:class:`models.sim.link.Channel`).
+
+>>> pool = CpuPool(1)
+>>> pool.run(0, 10), pool.run(4, 10), pool.run(30, 5)
+(10, 20, 35)
+>>> OwnCpu().run(4, 10)
+14
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from models.sim.cpu import OwnCpu
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
-__all__ = ["AppThread", "ServerThread", "ClientThread"]
+    from models.sim.fastforward import Shift, View
+
+__all__ = ["AppThread", "ServerThread", "ClientThread", "OwnCpu", "CpuPool"]
+
+
+class OwnCpu:
+    """A CPU of the thread's own: work runs at once."""
+
+    __slots__ = ()
+
+    def run(self, now: int, work: int) -> int:
+        """When ``work`` fs asked for at ``now`` ends."""
+        return now + work
+
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move."""
+
+
+class CpuPool:
+    """``n`` CPUs shared by both hosts' threads, first come first
+    served, each stretch of work run to its end."""
+
+    __slots__ = ("n", "free_at")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.free_at = [0] * n  # fs: when each CPU is next free
+
+    def run(self, now: int, work: int) -> int:
+        free = self.free_at
+        i = min(range(self.n), key=free.__getitem__)
+        start = now if free[i] < now else free[i]
+        free[i] = start + work
+        return free[i]
+
+    def cycle_state(self, view: View) -> Hashable:
+        """How long each CPU is still busy (which CPU is which does not
+        matter)."""
+        return tuple(sorted(max(view.time(t), 0) for t in self.free_at))
+
+    def cycle_shift(self, shift: Shift) -> None:
+        self.free_at = [t + shift.dt for t in self.free_at]
 
 
 class AppThread:
@@ -55,7 +116,7 @@ class AppThread:
     wake_extra : callable or None
         The next random extra wake-up latency, fs (``None``: none).
     cpu : OwnCpu or CpuPool, optional
-        Where the thread's work runs (:mod:`models.sim.cpu`).
+        Where the thread's work runs.
     """
 
     def __init__(
@@ -74,6 +135,7 @@ class AppThread:
         self.loop = loop
         self.ep = ep
         self.cpu = OwnCpu() if cpu is None else cpu
+        self.own_cpu = cpu is None  # work ends when done (a shortcut)
         self.proc = proc
         self.wake = wake
         self.tx_cpu = tx_cpu
@@ -137,7 +199,8 @@ class AppThread:
             if self.factor is not None:
                 proc = round(proc * self.factor())
             self.cpu_fs += proc
-            self.loop.schedule(self.cpu.run(now, proc), self._done, item)
+            end = now + proc if self.own_cpu else self.cpu.run(now, proc)
+            self.loop.schedule(end, self._done, item)
             return
         if self.flush_on_idle:
             self.ep.sender.flush(now)
@@ -180,17 +243,23 @@ class AppThread:
         the calls after one that transmits wait for its CPU
         (``_written``), unless ``at_once``."""
         tx = self.ep.sender
-        calls = [("cork", True)] if self.cork else []
-        last = len(writes) - 1
-        for i, size in enumerate(writes):
-            more = self.msg_more_last if i == last else self.msg_more
-            calls.append((size, more))
-        if self.cork:
-            calls.append(("cork", False))
         size = sum(writes)
         self.peer.expect.append((tx.write_seq + self.unwritten + size, op, leg, peer_proc))
+        last = len(writes) - 1
+        more = self.msg_more
+        if not self.cork and not self.writes and (at_once or not self.tx_cpu):
+            # every call now, none pending: make them without queueing
+            sent = 0
+            for i, size in enumerate(writes):
+                sent += tx.write(now, size, self.msg_more_last if i == last else more)
+            return sent
+        calls = [("cork", True)] if self.cork else []
+        for i, size in enumerate(writes):
+            calls.append((size, self.msg_more_last if i == last else more))
+        if self.cork:
+            calls.append(("cork", False))
         self.writes.extend(calls)
-        self.unwritten += size
+        self.unwritten += sum(writes)
         return self._calls(now, at_once or not self.tx_cpu)
 
     def _calls(self, now: int, all_now: bool = False) -> int:
@@ -206,6 +275,77 @@ class AppThread:
                 self.unwritten -= a
                 sent += tx.write(now, a, b)
         return sent
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    @property
+    def cycle_stream(self) -> int:
+        """The messages it reads come from the peer's stream."""
+        return 1 - self.ep.side
+
+    def cycle_parts(self) -> dict:
+        return {"cpu": self.cpu}
+
+    def cycle_counters(self) -> dict:
+        return {
+            "busy_counts": self.busy_counts,
+            "empty_wakeups": self.empty_wakeups,
+            "wakeups": self.wakeups,
+            "busy_fs": self.busy_fs,
+            "cpu_fs": self.cpu_fs,
+            "thread_segments": self.thread_segments,
+            "count": self.count,
+        }
+
+    @staticmethod
+    def _item_state(item: tuple, view: View) -> tuple:
+        end, op, leg, proc = item
+        return view.seq(end), view.op(op) if op >= 0 else op, leg, proc
+
+    @staticmethod
+    def _item_moved(item: tuple, shift: Shift) -> tuple:
+        end, op, leg, proc = item
+        return end + shift.seq(), op + shift.ops if op >= 0 else op, leg, proc
+
+    def cycle_state(self, view: View) -> Hashable:
+        return (
+            self.busy,
+            self.waking,
+            tuple(self._item_state(i, view) for i in self.expect),
+            tuple(self.writes),
+            self.unwritten,
+        )
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.busy, self.waking, len(self.expect)
+
+    def cycle_event(self, name: str, time: int, item: Any, view: View) -> Hashable:
+        """A wake-up or a step (no argument), or the end of processing
+        the message ``item``."""
+        if item is None:
+            return (view.time(time),)
+        return view.time(time), self._item_state(item, view)
+
+    def cycle_shift_event(self, name: str, time: int, item: Any, shift: Shift) -> tuple:
+        return time + shift.dt, None if item is None else self._item_moved(item, shift)
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Counters, and the messages it expects.  The messages of the
+        busy period under way: if the thread went idle within the cycle,
+        the period began within it too (it moves with the cycle); if it
+        never did, one period spans every cycle and grows by the same
+        amount in each."""
+        shift.grow(
+            self, "busy_counts", "empty_wakeups", "wakeups", "busy_fs", "cpu_fs", "thread_segments"
+        )
+        a, b = shift.before, shift.after
+        ended_a = sum(a["busy_counts"].values()) + a["empty_wakeups"]
+        ended_b = sum(b["busy_counts"].values()) + b["empty_wakeups"]
+        if ended_a != ended_b:  # its busy periods repeat
+            self.busy_start += shift.dt
+        else:  # one period, still growing
+            self.count = shift.grown("count")
+        self.expect = deque(self._item_moved(i, shift) for i in self.expect)
 
 
 class ServerThread(AppThread):
@@ -233,6 +373,23 @@ class ServerThread(AppThread):
             self.open_legs[op] = leg + 2
         self.served += 1
         return self.send_message(now, legs[leg + 1], op, leg + 1, self.client_proc)
+
+    def cycle_counters(self) -> dict:
+        return {**super().cycle_counters(), "served": self.served}
+
+    def cycle_state(self, view: View) -> Hashable:
+        legs = tuple(sorted((view.op(op), leg) for op, leg in self.open_legs.items()))
+        return super().cycle_state(view), view.op(self.next_op), legs
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return super().cycle_signature(view), view.op(self.next_op)
+
+    def cycle_shift(self, shift: Shift) -> None:
+        super().cycle_shift(shift)
+        shift.grow(self, "served")
+        d = shift.ops
+        self.next_op += d
+        self.open_legs = {op + d: leg for op, leg in self.open_legs.items()}
 
 
 class ClientThread(AppThread):
@@ -301,3 +458,35 @@ class ClientThread(AppThread):
                 self.pause_in = self.pause_every
                 self.loop.stop()
         return sent
+
+    #: When to pause for the fast-forward: its own business.
+    cycle_transient = ("pause_every", "pause_in")
+
+    def cycle_counters(self) -> dict:
+        return {
+            **super().cycle_counters(),
+            "completed": self.completed,
+            "done": len(self.done_time),
+        }
+
+    def cycle_state(self, view: View) -> Hashable:
+        flight = tuple(sorted((view.op(op), view.time(t)) for op, t in self.issue_time.items()))
+        return super().cycle_state(view), flight
+
+    def cycle_signature(self, view: View) -> Hashable:
+        oldest = min(self.issue_time.values(), default=view.now)
+        return super().cycle_signature(view), view.time(oldest)
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Also the operations in flight, and the completion times and
+        round trips of the skipped cycles: the last cycle's, again."""
+        super().cycle_shift(shift)
+        shift.grow(self, "completed")
+        d, dt = shift.ops, shift.dt
+        self.issued += d
+        self.issue_time = {op + d: t + dt for op, t in self.issue_time.items()}
+        i, j = shift.before["done"], shift.after["done"]
+        done, rtts = self.done_time[i:j], self.rtts[i:j]
+        for k in range(1, shift.n + 1):
+            self.done_time.extend(t + k * shift.period for t in done)
+            self.rtts.extend(rtts)

@@ -204,4 +204,6 @@ def _main(argv=None) -> int:
         f"{r.skipped_ops} operations fast-forwarded "
         f"(a cycle of {r.cycle_ops})"
     )
+    if r.fast_forward_off_reason:
+        print(f"fast-forward off: {r.fast_forward_off_reason}")
     return 0

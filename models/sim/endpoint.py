@@ -12,11 +12,16 @@ this host's channel.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
 from models.sim.sender import Sender
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["Endpoint"]
 
@@ -74,13 +79,17 @@ class Endpoint:
         if self.trace is not None:
             self.trace.append((seg.t_rx, seg))
         sender = self.sender
-        advanced = sender.on_ack(now, seg.ack)
+        # (an ACK that does not advance snd_una changes nothing)
+        advanced = seg.ack > sender.snd_una and sender.on_ack(now, seg.ack)
         if seg.end != seg.seq:
-            self.receiver.on_data(now, seg.seq, seg.end, seg.psh)
+            rcv = self.receiver
+            rcv.on_data(now, seg.seq, seg.end, seg.psh)
             self.app.on_data(now)
+            ack = rcv.ack
+        else:
+            ack = self.receiver.ack
         if advanced and sender.queue:
             sender.push_pending(now)
-        ack = self.receiver.ack
         if ack.owed:  # tcp_ack_snd_check
             ack.check(now)
 
@@ -88,8 +97,9 @@ class Endpoint:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
         rcv = self.receiver
         seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
-        rcv.ack.ack_sent(now)
-        rcv.ack.data_sent(now)
+        ack = rcv.ack
+        ack.ack_sent(now)
+        ack.data_sent(now)
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))
@@ -103,3 +113,17 @@ class Endpoint:
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    def cycle_parts(self) -> dict:
+        return {"tx": self.sender, "rx": self.receiver}
+
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # its parts hold the state
+
+    def cycle_counters(self) -> dict:
+        return {"pure_acks": self.pure_acks}
+
+    def cycle_shift(self, shift: Shift) -> None:
+        shift.grow(self)

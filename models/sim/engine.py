@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time as _time
 
-from models.sim.app import ClientThread, ServerThread
-from models.sim.cpu import CpuPool
+from models.sim.app import ClientThread, CpuPool, ServerThread
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
+from models.sim.fastforward import Bases, FastForward
 from models.sim.link import Channel
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
 from models.sim.rng import PCG64
@@ -120,6 +120,7 @@ class Simulation:
         loop.schedule(0, self.client.start)
         self.skipped_ops = 0
         self.cycle_ops = 0
+        self.fast_forward_off_reason: str | None = None
 
     def check_invariants(self, now: int) -> None:
         """``AssertionError`` if an invariant fails (after every event
@@ -147,40 +148,109 @@ class Simulation:
             assert len(cl.issue_time) == cl.qd
         assert self.server.next_op <= cl.issued
 
+    def check_totals(self) -> None:
+        """``AssertionError`` if the run's totals disagree (at the end
+        and after a fast-forward, when ``run.check``): every frame is a
+        data segment or a pure ACK, every byte sent was carried once,
+        every wake-up began a busy period that ended or still runs, one
+        completion time and one round trip per completion, in order."""
+        for ep, ch in ((self.client_ep, self.c2s), (self.server_ep, self.s2c)):
+            tx = ep.sender
+            assert ch.frames == tx.data_segments + ep.pure_acks, (ep.side, "frames")
+            assert ch.data_frames == tx.data_segments, (ep.side, "data frames")
+            assert ch.payload_bytes == tx.snd_nxt - 1, (ep.side, "payload bytes")
+            assert ch.gro_merged <= ch.data_frames
+            assert tx.probes <= tx.data_segments
+            assert tx.hold_fs <= tx.hold_max * tx.data_segments
+            assert 0 <= ep.receiver.ack.delayed_acks <= ep.pure_acks
+        for th in (self.client, self.server):
+            ended = sum(th.busy_counts.values()) + th.empty_wakeups
+            assert th.wakeups == ended + th.busy, (th.wakeups, ended, th.busy)
+            assert th.thread_segments <= th.ep.sender.data_segments
+        cl = self.client
+        assert cl.completed == len(cl.done_time) == len(cl.rtts)
+        assert all(a <= b for a, b in zip(cl.done_time, cl.done_time[1:])), "completion order"
+        assert all(r >= 0 for r in cl.rtts), "a round trip ended before it began"
+        assert not cl.done_time or cl.done_time[-1] <= self.loop.now
+        served = cl.completed * (len(self.scenario.workload.exchange) // 2)
+        assert self.server.served >= served, (self.server.served, served)
+
+    def _check_jump(self) -> None:
+        self.check_invariants(self.loop.now)
+        self.check_totals()
+
+    # -- the fast-forward (models.sim.fastforward) ---------------------------
+
+    def cycle_parts(self) -> dict:
+        """The parts that make up the run's state (each owns more)."""
+        return {
+            "clock": self.clock,
+            "c2s": self.c2s,
+            "s2c": self.s2c,
+            "client_ep": self.client_ep,
+            "server_ep": self.server_ep,
+            "client": self.client,
+            "server": self.server,
+        }
+
+    def cycle_bases(self) -> Bases:
+        """The bytes written by each host and the operations issued."""
+        return (
+            (self.client_ep.sender.write_seq, self.server_ep.sender.write_seq),
+            self.client.issued,
+        )
+
     def run(self) -> Result:
         """Run to the scenario's number of operations."""
         t0 = _time.perf_counter()
         cl = self.client
-        skipper = None
-        if self.fast_forward_possible():
-            from models.sim.cycles import CycleSkipper
-
-            skipper = CycleSkipper(self)
-            cl.pause_every = 1
         loop = self.loop
+        check = self.scenario.run.check
+        ff = None
+        reason = self.fast_forward_blocker()
+        if reason is None:
+            ff = FastForward(self, loop, cl.target, self._check_jump if check else None)
+            reason = ff.off_reason
+            if reason is None:
+                cl.pause_every = 1
+            else:
+                ff = None
         while True:
             loop.run()
             if cl.completed >= cl.target or not loop.pending_any():
                 break
-            if skipper is not None and not skipper.observe():
+            if ff is None:
+                continue
+            if ff.observe(cl.completed, loop.now):
+                cl.pause_every = ff.every
+                if ff.next_in:
+                    cl.pause_in, ff.next_in = ff.next_in, 0
+            else:
                 cl.pause_every = 0
-                skipper = None
-        if self.scenario.run.check:
+                reason = ff.off_reason
+                self.skipped_ops, self.cycle_ops = ff.skipped_ops, ff.cycle_ops
+                ff = None
+        self.fast_forward_off_reason = reason
+        if check:
             self.check_invariants(loop.now)
+            self.check_totals()
         return self._result(_time.perf_counter() - t0)
 
-    def fast_forward_possible(self) -> bool:
-        """Whether the run is deterministic enough to jump over repeats:
-        no jitter, no random wake-up latency, no trace."""
+    def fast_forward_blocker(self) -> str | None:
+        """Why the scenario rules the fast-forward out (``None``: it does
+        not): switched off, or a random draw, or a trace to record."""
         sc = self.scenario
         r = sc.run
-        return (
-            r.fast_forward
-            and not r.jitter
-            and not r.trace
-            and not sc.client.wake_spread_s
-            and not sc.server.wake_spread_s
-        )
+        if not r.fast_forward:
+            return "run.fast_forward is false"
+        if r.jitter:
+            return "run.jitter draws random processing times"
+        if r.trace:
+            return "run.trace records every packet"
+        for side in ("client", "server"):
+            if sc.host(side).wake_spread_s:
+                return f"{side}.wake_spread_s draws random wake-up latencies"
+        return None
 
     def _result(self, wall: float) -> Result:
         sc = self.scenario
@@ -263,6 +333,7 @@ class Simulation:
             tick_phase_s=self.tick_phase_s,
             skipped_ops=self.skipped_ops,
             cycle_ops=self.cycle_ops,
+            fast_forward_off_reason=self.fast_forward_off_reason,
             trace=trace,
         )
 

@@ -2,7 +2,7 @@
 
 Time is an integer number of femtoseconds (:data:`FS` per second), so
 sums of stage times are exact, runs are identical on every platform, and
-a repeating state can be recognised exactly (:mod:`models.sim.cycles`).
+a repeating state can be recognised exactly (:mod:`models.sim.fastforward`).
 
 An event is ``handler(now, arg)`` at a time; events at the same time run
 in the order they were scheduled.  :meth:`EventLoop.schedule` returns a
@@ -23,9 +23,12 @@ a kernel timer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from heapq import heapify, heappop, heappush
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["FS", "EventLoop", "Timer", "seconds_to_fs", "fs_to_seconds"]
 
@@ -79,10 +82,18 @@ class EventLoop:
         return entry
 
     def cancel(self, entry: list) -> None:
-        """Cancel a scheduled event (no effect if it already ran)."""
+        """Cancel a scheduled event (no effect if it already ran).
+
+        Cancelled entries stay in the heap until their time comes, or
+        until they make up most of it: then they are dropped at once (a
+        delayed-ACK timer armed and cancelled for every request would
+        otherwise leave 40 ms worth of them in the heap).
+        """
         if entry[2] is not None:
             entry[2] = None
             self._dead += 1
+            if self._dead > 64 and self._dead > len(self._heap) >> 1:
+                self._compact()
 
     def stop(self) -> None:
         """Stop after the current event."""
@@ -99,8 +110,39 @@ class EventLoop:
         n = self.events
         limit = n + max_events
         self._stopped = False
-        while heap and not self._stopped:
-            entry = heappop(heap)
+        if check is None and pause is None:  # the fast path
+            n = self._run(limit)
+        else:
+            while heap and not self._stopped:
+                entry = heappop(heap)
+                handler = entry[2]
+                if handler is None:
+                    self._dead -= 1
+                    continue
+                entry[2] = None  # a handle of a past event is inert
+                t = entry[0]
+                self.now = t
+                handler(t, entry[3])
+                n += 1
+                if check is not None:
+                    check(t)
+                if n >= limit:
+                    break
+                if pause is not None and pause():
+                    break
+        self.events = n
+        if n >= limit:
+            raise RuntimeError(f"simulation did not finish within {max_events} events")
+        if self._dead > 64 and self._dead > len(heap) // 2:
+            self._compact()
+
+    def _run(self, limit: int) -> int:
+        """The loop of :meth:`run` without checks; events run so far."""
+        heap = self._heap
+        pop = heappop
+        n = self.events
+        while heap:
+            entry = pop(heap)
             handler = entry[2]
             if handler is None:
                 self._dead -= 1
@@ -110,16 +152,9 @@ class EventLoop:
             self.now = t
             handler(t, entry[3])
             n += 1
-            if check is not None:
-                check(t)
-            if n >= limit:
-                self.events = n
-                raise RuntimeError(f"simulation did not finish within {max_events} events")
-            if pause is not None and pause():
+            if self._stopped or n >= limit:
                 break
-        self.events = n
-        if self._dead > 64 and self._dead > len(heap) // 2:
-            self._compact()
+        return n
 
     def _compact(self) -> None:
         """Drop cancelled entries from the heap (order is kept)."""
@@ -136,22 +171,25 @@ class EventLoop:
         return len(self._heap) - self._dead
 
     def next_time(self) -> int | None:
-        """When the next event runs (``None`` if the heap is empty or its
-        first entry was cancelled: cheap, not exhaustive)."""
+        """When the next event runs (``None``: none is scheduled).
+        Cancelled entries at the head of the heap are dropped."""
         heap = self._heap
-        if heap and heap[0][2] is not None:
-            return heap[0][0]
-        return None
+        while heap and heap[0][2] is None:
+            heappop(heap)
+            self._dead -= 1
+        return heap[0][0] if heap else None
 
-    # -- used by the cycle detector -------------------------------------
+    # -- used by the fast-forward ----------------------------------------
 
     def pending(self) -> Iterator[list]:
         """Live entries in the order they will run."""
         return iter(sorted(e for e in self._heap if e[2] is not None))
 
     def shift(self, dt: int, retime: Callable[[list], int]) -> None:
-        """Move every live entry ``dt`` later (``retime(entry)`` may
-        give another new time, for tick-aligned timers); ``now`` too."""
+        """Move ``now`` ``dt`` later, and every live entry to the time
+        ``retime(entry)`` gives (its owner's move: ``dt`` later, or onto
+        a tick boundary for a timer); the order of entries at equal
+        times is kept."""
         self._compact()
         for e in self._heap:
             e[0] = retime(e)
@@ -165,10 +203,11 @@ class Timer:
     ``Timer(loop, handler)``; ``arm`` replaces any earlier expiry
     (``mod_timer``), ``cancel`` disarms it (``sk_stop_timer``).  The
     handler runs as ``handler(now, None)`` at the expiry.  A timer armed
-    in ticks (``arm_ticks``) remembers when and for how many ticks.
+    in ticks (``arm_ticks``) remembers when, for how many ticks and on
+    which clock.
     """
 
-    __slots__ = ("loop", "handler", "entry", "expires", "armed_at", "ticks")
+    __slots__ = ("loop", "handler", "entry", "expires", "armed_at", "ticks", "clock")
 
     def __init__(self, loop: EventLoop, handler: Handler) -> None:
         self.loop = loop
@@ -177,6 +216,7 @@ class Timer:
         self.expires = -1  # femtoseconds; -1 when idle
         self.armed_at = -1  # femtoseconds, with arm_ticks
         self.ticks = 0
+        self.clock: Any = None  # the tick clock of arm_ticks, else None
 
     @property
     def armed(self) -> bool:
@@ -186,13 +226,20 @@ class Timer:
         if self.entry is not None:
             self.loop.cancel(self.entry)
         self.expires = expires
+        self.clock = None
         self.entry = self.loop.schedule(expires, self._fire)
 
     def arm_ticks(self, now: int, ticks: int, clock) -> None:
         """Arm ``ticks`` ahead on ``clock`` (a tick clock rule)."""
+        expires = clock.timer_time(now, ticks)
+        loop = self.loop
+        if self.entry is not None:
+            loop.cancel(self.entry)
+        self.expires = expires
+        self.entry = loop.schedule(expires, self._fire)
         self.armed_at = now
         self.ticks = ticks
-        self.arm(clock.timer_time(now, ticks))
+        self.clock = clock
 
     def cancel(self) -> None:
         if self.entry is not None:
@@ -204,3 +251,31 @@ class Timer:
         self.entry = None
         self.expires = -1
         self.handler(now, None)
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    def cycle_state(self, view: View) -> Hashable:
+        """Idle, or when and for how many ticks it was armed (its expiry
+        follows from that and the clock's phase)."""
+        if self.entry is None:
+            return None
+        if self.clock is None:
+            return (view.time(self.expires),)
+        return (view.time(self.armed_at), self.ticks)
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing: its pending event moves it (``cycle_shift_event``)."""
+
+    def cycle_event(self, name: str, time: int, arg: Any, view: View) -> Hashable:
+        """Its event is stated by ``cycle_state``."""
+        return None
+
+    def cycle_shift_event(self, name: str, time: int, arg: Any, shift: Shift) -> tuple:
+        """The armed timer moves ``shift.dt`` later, onto the tick
+        boundary its clock gives (``dt`` need not be whole ticks)."""
+        if self.clock is None:
+            self.expires = time + shift.dt
+        else:
+            self.armed_at += shift.dt
+            self.expires = self.clock.timer_time(self.armed_at, self.ticks)
+        return self.expires, arg

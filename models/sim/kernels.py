@@ -67,23 +67,30 @@ class KernelProfile:
         Timer ticks per second (``CONFIG_HZ``).
     delack_min_s : float
         ``TCP_DELACK_MIN`` = ``TCP_ATO_MIN`` = ``HZ/25`` = 40 ms
-        (``include/net/tcp.h``) [r11].  The timeout actually armed is
-        ``min(ato, max(srtt, 40 ms))`` (``tcp_send_delayed_ack``); with
+        (``include/net/tcp.h``).  The timeout actually armed is
+        ``min(ato, max(srtt, 40 ms))`` (``net/ipv4/tcp_output.c``,
+        ``tcp_send_delayed_ack``); with
         RTTs far below 40 ms and ``ato`` at ``TCP_ATO_MIN`` it is 40 ms.
     rto_min_s : float
         ``TCP_RTO_MIN`` = ``HZ/5`` = 200 ms (``include/net/tcp.h``): the
-        floor of the probe timer [r6].
+        floor of the probe timer (``include/net/tcp.h``,
+        ``tcp_probe0_base``).
     max_quickacks : int
-        ``TCP_MAX_QUICKACKS`` = 16 [r9].
+        ``TCP_MAX_QUICKACKS`` = 16 (``include/net/tcp.h``).
     rcv_wnd_bytes : int
         Initial receive window sizing the quick-ACK budget
-        (``tcp_incr_quickack``) [r9]: 5840 in Flory's 2.4 trace, 65160
+        (``net/ipv4/tcp_input.c``, ``tcp_incr_quickack``): 5840 in
+        Flory's 2.4 trace, 65160
         (45 segments of 1448) today.
     initial_rcv_mss : int
         ``TCP_MSS_DEFAULT`` = 536: the receiver's first guess of the
-        peer's segment size (``tcp_initialize_rcv_mss``) [r15].
+        peer's segment size (``net/ipv4/tcp_input.c``,
+        ``tcp_initialize_rcv_mss``).
     loopback_mtu : int
-        MTU of ``lo`` in bytes: 16436 in 2.4, 65536 today [r1].
+        MTU of ``lo`` in bytes: 16436 in 2.4, 65536 today
+        (``drivers/net/loopback.c``: ``loopback_init`` in 2.4,
+        ``loopback_setup`` today); the MSS follows from it
+        (``net/ipv4/tcp_output.c``, ``tcp_sync_mss``).
     pingpong_threshold : int
         Replies within ``ato`` before the socket counts as interactive
         (``inet_csk_in_pingpong_mode``): 1 in 2.4 and today.

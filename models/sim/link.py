@@ -40,11 +40,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import framing
 from models.sim.events import FS
 from models.sim.rules.rx import PerWakeup
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["Channel", "Segment"]
 
@@ -54,6 +59,7 @@ def _unwired(now: int, seg: Segment) -> None:
 
 
 _C2S, _S2C = "C > S", "S > C"
+_FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
 #: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
 #: less the IPv4, TCP and timestamp headers.
 _GRO_MAX_BYTES = framing.mss(65536)
@@ -198,12 +204,12 @@ class Channel:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time."""
         length = seg.end - seg.seq
-        if self.free_at < now:  # idle: pay the start latency
+        start = self.free_at
+        if start < now:  # idle: pay the start latency
             start = now + self.tx_latency
-        else:  # busy: queue behind
-            start = self.free_at
+        # (else busy: queue behind)
         if self.bucket is None:
-            nbytes = length + framing.FRAME_OVERHEAD_BYTES
+            nbytes = length + _FRAME_BYTES
             wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
             done = start + wire
         else:  # leave when the bucket holds it
@@ -229,14 +235,13 @@ class Channel:
                 self.nic_bytes -= q.popleft()[1]
             q.append((done, length))
             self.nic_bytes += length
-        arrive = done + self.prop
-        seen = self.rx.seen(arrive, self.softirq_free)
+        free = self.softirq_free
+        seen = self.rx.seen(done + self.prop, free)
         seg.t_tx = now
         seg.t_rx = seen
         cost = self.softirq if length else self.ack_softirq
         if cost:
-            begin = seen if seen > self.softirq_free else self.softirq_free
-            ready = begin + cost
+            ready = (seen if seen > free else free) + cost
             self.softirq_free = ready
             self.softirq_busy += cost
         else:
@@ -313,3 +318,78 @@ class Channel:
             return float("nan")
         busy = self.busy - max(0, self.free_at - end)
         return min(1.0, max(0.0, busy / end))
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    #: A cache, a handle of the pending delivery (stated as an event) and
+    #: the sum of ``in_nic``.
+    cycle_transient = ("_wire_fs", "batch_event", "nic_bytes")
+
+    def cycle_parts(self) -> dict:
+        return {"rx": self.rx}
+
+    def cycle_counters(self) -> dict:
+        return {
+            "busy": self.busy,
+            "softirq_busy": self.softirq_busy,
+            "frames": self.frames,
+            "data_frames": self.data_frames,
+            "payload_bytes": self.payload_bytes,
+            "gro_merged": self.gro_merged,
+        }
+
+    def cycle_state(self, view: View) -> Hashable:
+        """Its queues' ends and the frames still in the transmit path
+        (times relative to now), the open delivery batch, the bucket's
+        credit; the receive rule is a part."""
+        now = view.now
+        tok = None
+        if self.bucket is not None:
+            if self.tokens_at <= now:
+                tok = (min(self.bucket, self.tokens + (now - self.tokens_at) * self.rate), 0)
+            else:
+                tok = (self.tokens, self.tokens_at - now)
+        batch = None
+        if self.batch is not None:
+            batch = (self.batch_time - now, self.gro_open, self.gro_size)
+        return (
+            self.free_at - now if self.free_at >= now else -1,
+            max(self.softirq_free - now, 0),
+            tuple((t - now, n) for t, n in self.in_nic if t > now),
+            batch,
+            tok,
+        )
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.free_at - view.now
+
+    def cycle_event(self, name: str, time: int, batch: list, view: View) -> Hashable:
+        """A delivery: its time and its segments (sequence numbers in
+        their sender's stream, the ACK in the other)."""
+        seq = view.seq
+        segs = tuple(
+            (g.src, seq(g.seq, g.src), seq(g.end, g.src), seq(g.ack, 1 - g.src), g.psh)
+            for g in batch
+        )
+        return view.time(time), segs
+
+    def cycle_shift_event(self, name: str, time: int, batch: list, shift: Shift) -> tuple:
+        dt = shift.dt
+        for g in batch:
+            d = shift.seq(g.src)
+            g.seq += d
+            g.end += d
+            g.ack += shift.seq(1 - g.src)
+            g.t_tx += dt
+            g.t_rx += dt
+        return time + dt, batch
+
+    def cycle_shift(self, shift: Shift) -> None:
+        shift.grow(self)
+        dt = shift.dt
+        self.free_at += dt
+        self.softirq_free += dt
+        if self.batch is not None:
+            self.batch_time += dt
+        self.tokens_at += dt
+        self.in_nic = deque((t + dt, n) for t, n in self.in_nic)

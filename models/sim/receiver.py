@@ -8,6 +8,13 @@ When to acknowledge is the ACK rule's business
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
+
 __all__ = ["Receiver"]
 
 
@@ -49,3 +56,24 @@ class Receiver:
     def send_ack(self, now: int) -> None:
         """A pure ACK now (``tcp_send_ack``)."""
         self.ep.send_ack(now)
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    @property
+    def cycle_stream(self) -> int:
+        """Its sequence numbers count the peer's bytes."""
+        return 1 - self.ep.side
+
+    def cycle_parts(self) -> dict:
+        return {"ack": self.ack}
+
+    def cycle_state(self, view: View) -> Hashable:
+        return view.seq(self.rcv_nxt), view.seq(self.copied_seq)
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.rcv_nxt - self.copied_seq
+
+    def cycle_shift(self, shift: Shift) -> None:
+        d = shift.seq()
+        self.rcv_nxt += d
+        self.copied_seq += d

@@ -122,7 +122,10 @@ class Result:
     request to finishing its last message); ``directions`` and
     ``hosts``: the statistics of each; ``events``: events run;
     ``skipped_ops``: operations the fast-forward jumped over
-    (:mod:`models.sim.cycles`), whose events were not run.
+    (:mod:`models.sim.fastforward`), whose events were not run, and
+    ``cycle_ops`` the operations of the cycle it repeated;
+    ``fast_forward_off_reason``: why the fast-forward was off for the
+    run (``None``: it was on, whether or not it found a repeat).
     """
 
     scenario: Any
@@ -139,6 +142,7 @@ class Result:
     tick_phase_s: float
     skipped_ops: int = 0
     cycle_ops: int = 0
+    fast_forward_off_reason: str | None = None
     trace: list = dataclasses.field(default_factory=list)
 
     # -- per-direction views --------------------------------------------
@@ -254,6 +258,7 @@ class Result:
             "events": self.events,
             "skipped_ops": self.skipped_ops,
             "cycle_ops": self.cycle_ops,
+            "fast_forward_off_reason": self.fast_forward_off_reason,
             "wall_time_s": self.wall_time_s,
             "tick_phase_s": self.tick_phase_s,
         }

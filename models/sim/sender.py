@@ -3,15 +3,18 @@ transmits.  Sequence numbers are relative: the first byte is 1.
 
 * ``write``: bytes append to the unsent tail buffer while it holds less
   than one MSS; a buffer that fills while it heads the queue leaves at
-  once, without PSH (``tcp_sendmsg_locked``, ``tcp_push_one``) [r2].  At
-  the end of the call the cork rule decides (``tcp_push``) [r3, r7].
-* ``push`` (``tcp_write_xmit``): every buffer but the last leaves; the
-  last one, if partial, waits when corked, or in Nagle mode when the
-  Nagle rule holds it [r4, r5].  Windows never bind here (the flights
-  are far below cwnd and rwnd); ``push`` is where a limit would go.
+  once, without PSH (``net/ipv4/tcp.c``, ``tcp_sendmsg_locked``;
+  ``net/ipv4/tcp_output.c``, ``tcp_push_one``).  At the end of the call
+  the cork rule decides (``net/ipv4/tcp.c``, ``tcp_push``).
+* ``push`` (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``): every buffer
+  but the last leaves; the last one, if partial, waits when corked, or
+  in Nagle mode when the Nagle rule holds it (``tcp_nagle_test``).
+  Windows never bind here (the flights are far below cwnd and rwnd);
+  ``push`` is where a limit would go.
 * Held data with nothing in flight arms the probe timer; when it fires
-  the head buffer leaves whatever Nagle or cork say (``tcp_check_probe_
-  timer``, ``tcp_write_wakeup``) [r6].
+  the head buffer leaves whatever Nagle or cork say
+  (``include/net/tcp.h``, ``tcp_check_probe_timer``;
+  ``net/ipv4/tcp_output.c``, ``tcp_write_wakeup``).
 * An ACK that advances ``snd_una`` pushes again in the socket's mode
   (``tcp_data_snd_check``): it releases ``MSG_MORE``-held data, not
   ``TCP_CORK``-held data.
@@ -25,8 +28,14 @@ when the queue was empty before, plus ``SW`` behind earlier data.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from models.sim.events import Timer
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["Sender", "NAGLE", "NODELAY", "CORK", "PUSH"]
 
@@ -117,14 +126,17 @@ class Sender:
         q = self.queue
         remaining = nbytes
         while remaining:
-            tail = q[-1] if q else None
-            room = mss - tail.end + tail.start if tail is not None else 0
-            if tail is not None and room > 0:  # coalesce into the tail
+            room = 0
+            if q:
+                tail = q[-1]
+                room = mss - tail.end + tail.start
+            if room > 0:  # coalesce into the tail
                 copy = remaining if remaining < room else room
                 tail.end += copy
             else:  # a new buffer
                 copy = remaining if remaining < mss else mss
-                tail = _Skb(self.write_seq, self.write_seq + copy, now)
+                seq = self.write_seq
+                tail = _Skb(seq, seq + copy, now)
                 q.append(tail)
             self.write_seq += copy
             remaining -= copy
@@ -164,10 +176,9 @@ class Sender:
     def push(self, now: int, mode: int) -> None:
         """``tcp_write_xmit``: send what Nagle and cork allow."""
         q = self.queue
-        mss = self.mss
         while q:
             skb = q[0]
-            if len(q) == 1 and mode != PUSH and skb.end - skb.start < mss:  # tcp_nagle_test
+            if mode != PUSH and len(q) == 1 and skb.end - skb.start < self.mss:  # tcp_nagle_test
                 if mode == CORK:
                     break
                 if mode == NAGLE and self.snd_una != self.snd_nxt and self.nagle.holds(self):
@@ -180,21 +191,24 @@ class Sender:
             self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
 
     def _send(self, now: int, skb: _Skb) -> None:
-        self.snd_nxt = skb.end
-        if skb.end - skb.start < self.mss:  # tcp_minshall_update
-            self.snd_sml = skb.end
-        if self.probe_timer.entry is not None:
-            self.probe_timer.cancel()  # the RTO timer takes over
+        end = skb.end
+        self.snd_nxt = end
+        if end - skb.start < self.mss:  # tcp_minshall_update
+            self.snd_sml = end
+        timer = self.probe_timer
+        if timer.entry is not None:
+            timer.cancel()  # the RTO timer takes over
         self.data_segments += 1
         held = now - skb.t_write
         self.hold_fs += held
         if held > self.hold_max:
             self.hold_max = held
-        if self.probe.samples:
-            self.probe.sent(skb.end, now)
+        probe = self.probe
+        if probe.samples:
+            probe.sent(end, now)
         if self.in_send:
             self.sent_in_call += 1
-        self.ep.transmit(now, skb.start, skb.end, skb.psh)
+        self.ep.transmit(now, skb.start, end, skb.psh)
 
     def on_ack(self, now: int, ack: int) -> bool:
         """A cumulative ACK arrived; whether it advanced ``snd_una``."""
@@ -215,3 +229,56 @@ class Sender:
             skb.psh = True
             self.probes += 1
             self._send(now, skb)
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    #: Meaningful only inside a ``send()`` call.
+    cycle_transient = ("in_send", "sent_in_call")
+
+    @property
+    def cycle_stream(self) -> int:
+        """Its sequence numbers count this host's bytes."""
+        return self.ep.side
+
+    def cycle_parts(self) -> dict:
+        return {
+            "nagle": self.nagle,
+            "cork": self.cork,
+            "probe": self.probe,
+            "probe_timer": self.probe_timer,
+        }
+
+    def cycle_counters(self) -> dict:
+        return {
+            "data_segments": self.data_segments,
+            "probes": self.probes,
+            "hold_fs": self.hold_fs,
+        }
+
+    def cycle_state(self, view: View) -> Hashable:
+        seq = view.seq
+        return (
+            seq(self.write_seq),
+            seq(self.snd_nxt),
+            seq(self.snd_una),
+            seq(self.snd_sml) if self.snd_sml > self.snd_una else None,
+            tuple((seq(k.start), seq(k.end), k.psh, view.time(k.t_write)) for k in self.queue),
+            self.mode,
+            self.corked,
+            self.hold_max,
+        )
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return len(self.queue), self.write_seq - self.snd_nxt, self.snd_nxt - self.snd_una
+
+    def cycle_shift(self, shift: Shift) -> None:
+        shift.grow(self)
+        d, dt = shift.seq(), shift.dt
+        self.write_seq += d
+        self.snd_nxt += d
+        self.snd_una += d
+        self.snd_sml += d
+        for k in self.queue:
+            k.start += d
+            k.end += d
+            k.t_write += dt

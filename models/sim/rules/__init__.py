@@ -19,7 +19,10 @@ The receive path (module ``rx``: ``PerWakeup``,
 ``InterruptModeration``) is a host part rather than a kernel rule:
 a host's ``rx_usecs`` chooses its class.
 
-Rule numbers ``[rN]`` refer to ``/work/shared/reference/linux-tcp-rules.md``.
+Each rule's docstring names the kernel source it follows (torvalds/linux):
+the file and the function, e.g. (``net/ipv4/tcp_input.c``,
+``tcp_incr_quickack``).  Each class also offers its state to the
+fast-forward (:mod:`models.sim.fastforward`), after its rule.
 """
 
 from models.sim.rules.ack import AckPolicy, ImmediateAck, LinuxAck

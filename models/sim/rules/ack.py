@@ -1,4 +1,7 @@
-"""When the receiver acknowledges: at once, or after a delay. [r9-r16]
+"""When the receiver acknowledges: at once, or after a delay.
+(``net/ipv4/tcp_input.c``, ``net/ipv4/tcp_output.c``,
+``net/ipv4/tcp_timer.c``, ``net/ipv4/tcp.c``: each rule below names its
+function)
 
 An ACK policy sees every in-order data segment, every read by the
 application and every segment this host sends (each carries the ACK),
@@ -7,7 +10,14 @@ and decides when a pure ACK must go out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from models.sim.events import FS, Timer
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["AckPolicy", "LinuxAck", "ImmediateAck"]
 
@@ -66,6 +76,18 @@ class AckPolicy:
     def quickack(self, now: int) -> None:
         """Nothing to do by default."""
 
+    # The fast-forward's view (models.sim.fastforward); a policy class
+    # states its own cycle_state.
+
+    def cycle_counters(self) -> dict:
+        return {"delayed_acks": self.delayed_acks}
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.owed
+
+    def cycle_shift(self, shift: Shift) -> None:
+        shift.grow(self)
+
 
 # rule: immediate-ack
 class ImmediateAck(AckPolicy):
@@ -84,8 +106,10 @@ class ImmediateAck(AckPolicy):
     def ack_sent(self, now: int) -> None:
         self.owed = False
 
+    # end rule: immediate-ack
 
-# end rule: immediate-ack
+    def cycle_state(self, view: View) -> Hashable:
+        return (self.owed,)
 
 
 # rule: linux-ack
@@ -95,25 +119,29 @@ class LinuxAck(AckPolicy):
     * ``tcp_event_data_recv``: the first data enters quick-ACK mode,
       ``quick = min(max(rcv_wnd / (2 rcv_mss), 2), 16)`` and ``ato =
       TCP_ATO_MIN``; a gap longer than the RTO adds quick ACKs again
-      [r9].  (``ato`` stays at ``TCP_ATO_MIN``: its growth after a missed
-      delayed ACK is not modelled.)
+      (``net/ipv4/tcp_input.c``, ``tcp_incr_quickack``).  (``ato``
+      stays at ``TCP_ATO_MIN``: its growth after a missed delayed ACK
+      is not modelled.)
     * ``__tcp_ack_snd_check``: ACK at once if more than one ``rcv_mss``
       is unacknowledged, or in quick-ACK mode (``quick > 0`` and not
       pingpong); else ``tcp_send_delayed_ack`` arms the timer ``ato``
       ticks ahead, keeping an earlier pending one, and ACKs at once if
-      that one is due within ``ato/4`` [r10, r11].
+      that one is due within ``ato/4`` (``net/ipv4/tcp_input.c``,
+      ``net/ipv4/tcp_output.c``).
     * The timer sends the ACK and leaves pingpong mode
-      (``tcp_delack_timer_handler``) [r12].
+      (``net/ipv4/tcp_timer.c``, ``tcp_delack_timer_handler``).
     * Any segment sent carries the ACK, cancels the timer and uses a
-      quick ACK if one was owed (``tcp_event_ack_sent``,
-      ``tcp_dec_quickack_mode``) [r13].
+      quick ACK if one was owed (``net/ipv4/tcp_output.c``,
+      ``tcp_event_ack_sent``; ``include/net/tcp.h``,
+      ``tcp_dec_quickack_mode``).
     * Sending data within ``ato`` of the last data received counts
-      towards pingpong mode (``tcp_event_data_sent``) [r14].
-    * ``tcp_measure_rcv_mss``: the largest segment seen sets
-      ``rcv_mss``; smaller ones set the PUSHED flags [r15].
-    * ``tcp_cleanup_rbuf``: after a read, ACK if more than ``rcv_mss``
-      is unacknowledged, or if a small pushed segment was consumed
-      (PUSHED2, or PUSHED outside pingpong) [r16].
+      towards pingpong mode (``net/ipv4/tcp_output.c``,
+      ``tcp_event_data_sent``).
+    * The largest segment seen sets ``rcv_mss``; smaller ones set the
+      PUSHED flags (``net/ipv4/tcp_input.c``, ``tcp_measure_rcv_mss``).
+    * After a read, ACK if more than ``rcv_mss`` is unacknowledged, or
+      if a small pushed segment was consumed (PUSHED2, or PUSHED
+      outside pingpong) (``net/ipv4/tcp.c``, ``tcp_cleanup_rbuf``).
     * ``setsockopt(TCP_QUICKACK, 1)`` (``__tcp_sock_set_quickack``):
       leave pingpong mode, and if an ACK is owed mark it pushed and run
       ``tcp_cleanup_rbuf``, which sends it.  Nothing persists: the next
@@ -273,5 +301,37 @@ class LinuxAck(AckPolicy):
             self.delayed_acks += 1
             self.rcv.send_ack(now)
 
+    # end rule: linux-ack
 
-# end rule: linux-ack
+    def cycle_parts(self) -> dict:
+        return {"timer": self.timer}
+
+    def cycle_state(self, view: View) -> Hashable:
+        """Its flags and counts, ``rcv_wup`` in the peer's stream, the
+        age of the last data (any age beyond the RTO and two ticks
+        compares the same) and its timer (a part)."""
+        age: int | str | None = None
+        if self.lrcv >= 0:
+            age = view.now - self.lrcv
+            if age >= (self.rto_ticks + 2) * -(-FS // self.hz):
+                age = "far"
+        return (
+            self.owed,
+            view.seq(self.rcv_wup),
+            self.pushed,
+            self.quick,
+            min(self.pingpong, self.pingpong_thresh),
+            self.ato,
+            age,
+            self.rcv_mss,
+            self.last_seg_size,
+        )
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.owed, self.quick
+
+    def cycle_shift(self, shift: Shift) -> None:
+        super().cycle_shift(shift)
+        self.rcv_wup += shift.seq()
+        if self.lrcv >= 0:
+            self.lrcv += shift.dt

@@ -33,7 +33,14 @@ when a repeat of the state that ignores the phase is a true repeat.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from models.sim.events import FS
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["TickClock", "WheelClock"]
 
@@ -63,8 +70,12 @@ class TickClock:
         return -(-j * FS // self.hz) - self.phase
 
     def timer_time(self, armed: int, ticks: int) -> int:
-        """When a timer armed at ``armed`` (fs) for ``ticks`` fires."""
-        return self.tick_start(self.jiffies(armed) + ticks + self.roundup)
+        """When a timer armed at ``armed`` (fs) for ``ticks`` fires:
+        ``tick_start(jiffies(armed) + ticks + roundup)``, computed in
+        one go (it runs for every timer armed)."""
+        hz, phase = self.hz, self.phase
+        j = (armed + phase) * hz // FS + ticks + self.roundup
+        return -(-j * FS // hz) - phase
 
     def subtick(self, t: int) -> int:
         """Where ``t`` falls inside its tick (in units of fs / hz)."""
@@ -89,8 +100,18 @@ class TickClock:
         """A timer fired: its time was set by the phase."""
         self.sensitive += 1
 
+    # end rule: tick-clock
 
-# end rule: tick-clock
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # its phase: cycle_phase
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move (``sensitive`` serves the detection only)."""
+
+    def cycle_phase(self, now: int) -> tuple[int, int]:
+        """Where ``now`` falls in its tick, and how often the run has
+        depended on that (``sensitive``)."""
+        return self.subtick(now), self.sensitive
 
 
 # rule: wheel-clock
@@ -100,5 +121,6 @@ class WheelClock(TickClock):
     roundup = 1
     __slots__ = ()
 
+    # end rule: wheel-clock
 
-# end rule: wheel-clock
+    cycle_state = TickClock.cycle_state  # no state of its own

@@ -1,4 +1,5 @@
-"""The end of each ``send()``: push now, hold (cork), or autocork. [r3, r5, r7]
+"""The end of each ``send()``: push now, hold (cork), or autocork.
+(``net/ipv4/tcp.c``, ``tcp_push``, ``tcp_should_autocork``)
 
 ``tcp_push`` (net/ipv4/tcp.c) marks the tail buffer PSH unless the call
 passed ``MSG_MORE``, then pushes the queue: in cork mode when the call
@@ -12,6 +13,13 @@ send at the next TX completion instead (``tcp_should_autocork``).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["Cork", "Autocork", "SKB_OVERHEAD_BYTES"]
 
@@ -37,8 +45,13 @@ class Cork:
     def defer(self, sender, now: int, tail_bytes: int) -> bool:
         return False
 
+    # end rule: cork
 
-# end rule: cork
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state of its own
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move."""
 
 
 # rule: autocork
@@ -83,5 +96,22 @@ class Autocork(Cork):
             self.throttled = False
             sender.push_pending(now)
 
+    # end rule: autocork
 
-# end rule: autocork
+    #: (the event's handle: the pending event itself is stated)
+    cycle_transient = ("event",)
+
+    def cycle_state(self, view: View) -> Hashable:
+        return (self.throttled,)  # its event: cycle_event
+
+    def cycle_event(
+        self, name: str, time: int, arg: Any, view: View
+    ) -> Hashable:
+        """The TX completion's time (its argument is this rule's
+        sender)."""
+        return view.time(time)
+
+    def cycle_shift_event(
+        self, name: str, time: int, arg: Any, shift: Shift
+    ) -> tuple:
+        return time + shift.dt, arg

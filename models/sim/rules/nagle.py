@@ -1,4 +1,5 @@
-"""Nagle's algorithm: may the last, partial segment leave now? [r4]
+"""Nagle's algorithm: may the last, partial segment leave now?
+(``net/ipv4/tcp_output.c``, ``tcp_nagle_test``, ``tcp_nagle_check``)
 
 The sender asks only about the *last* buffer of its send queue, only
 when that buffer is shorter than the MSS, and only in Nagle mode (no
@@ -13,6 +14,13 @@ TCP_NODELAY, no cork, no forced push); every earlier buffer leaves.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["NaglePolicy", "MinshallNagle", "ClassicNagle"]
 
@@ -30,6 +38,10 @@ class NaglePolicy:
     def holds(self, sender) -> bool:
         raise NotImplementedError
 
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move (a rule with state moves it: the module
+        :mod:`models.sim.fastforward`)."""
+
 
 # rule: minshall
 class MinshallNagle(NaglePolicy):
@@ -45,8 +57,10 @@ class MinshallNagle(NaglePolicy):
     def holds(self, sender) -> bool:
         return sender.snd_una < sender.snd_sml <= sender.snd_nxt
 
+    # end rule: minshall
 
-# end rule: minshall
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state of its own
 
 
 # rule: classic
@@ -61,5 +75,7 @@ class ClassicNagle(NaglePolicy):
     def holds(self, sender) -> bool:
         return sender.snd_una != sender.snd_nxt
 
+    # end rule: classic
 
-# end rule: classic
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state of its own

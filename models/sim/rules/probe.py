@@ -1,4 +1,6 @@
-"""The probe timer that finally sends data nobody pushed. [r6]
+"""The probe timer that finally sends data nobody pushed.
+(``include/net/tcp.h``, ``tcp_check_probe_timer``, ``tcp_probe0_base``;
+``net/ipv4/tcp_output.c``, ``tcp_write_wakeup``)
 
 Data held by a cork or ``MSG_MORE`` with nothing in flight would wait
 for ever; ``tcp_check_probe_timer`` arms the zero-window probe timer
@@ -17,6 +19,12 @@ the head segment.  A policy says how many ticks ahead.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
 
 __all__ = ["RtoMinProbe", "SrttProbe"]
 
@@ -49,8 +57,13 @@ class RtoMinProbe:
     def acked(self, ack: int, now: int) -> None:
         """An ACK up to ``ack`` arrived at ``now`` (fs)."""
 
+    # end rule: rto-min-probe
 
-# end rule: rto-min-probe
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state of its own
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move."""
 
 
 # rule: srtt-probe
@@ -98,5 +111,14 @@ class SrttProbe(RtoMinProbe):
         s = self.srtt_us
         self.srtt_us = m if not s else s + (m - s) // 8
 
+    # end rule: srtt-probe
 
-# end rule: srtt-probe
+    def cycle_state(self, view: View) -> Hashable:
+        """srtt, and the segments awaiting their sample (their ends in
+        the sender's stream)."""
+        rel = tuple((view.seq(e), view.time(t)) for e, t in self.unacked)
+        return self.srtt_us, rel
+
+    def cycle_shift(self, shift: Shift) -> None:
+        d, dt = shift.seq(), shift.dt
+        self.unacked = deque((e + d, t + dt) for e, t in self.unacked)

@@ -27,6 +27,13 @@ A host part, not a kernel rule: the class follows from the host's
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
+
 __all__ = ["PerWakeup", "InterruptModeration"]
 
 
@@ -51,8 +58,18 @@ class PerWakeup:
         self.wake_end = arrive + self.latency
         return self.wake_end
 
+    # end rule: per-wakeup
 
-# end rule: per-wakeup
+    def cycle_state(self, view: View) -> Hashable:
+        """The wake-up under way, if any."""
+        now = view.now
+        return self.wake_end - now if self.wake_end > now else None
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.wake_end - view.now
+
+    def cycle_shift(self, shift: Shift) -> None:
+        self.wake_end += shift.dt
 
 
 # rule: interrupt-moderation
@@ -86,5 +103,19 @@ class InterruptModeration(PerWakeup):
         self.wake_end = irq + self.latency
         return self.wake_end
 
+    # end rule: interrupt-moderation
 
-# end rule: interrupt-moderation
+    def cycle_state(self, view: View) -> Hashable:
+        """The wake-up, and the previous interrupt while it still holds
+        the next one off."""
+        now = view.now
+        irq: int | str | None = None
+        if self.last_irq is not None:
+            old = self.last_irq + self.holdoff <= now
+            irq = "old" if old else self.last_irq - now
+        return PerWakeup.cycle_state(self, view), irq
+
+    def cycle_shift(self, shift: Shift) -> None:
+        super().cycle_shift(shift)
+        if self.last_irq is not None:
+            self.last_irq += shift.dt
