@@ -8,7 +8,8 @@ take the host's name as a prefix (``--client-proc-s``); the other
 parts' field names are unique and used as they are.
 
 Prints a short summary, the packet trace with ``--trace``, or one JSON
-object with ``--json``.  Bad parameters exit with status 2 and a
+object with ``--json``; ``--explain`` adds which limit binds and what would move it
+(:mod:`models.sim.explain`).  Bad parameters exit with status 2 and a
 one-line message.
 """
 
@@ -21,6 +22,7 @@ import sys
 from typing import Any
 
 from models.sim.engine import simulate
+from models.sim.explain import explain, format_explanation
 from models.sim.params import Spec, parse_legs, parse_sizes
 from models.sim.scenario import PARTS, Scenario
 
@@ -123,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object instead of the summary"
     )
     out.add_argument(
+        "--explain",
+        action="store_true",
+        help="say which limit binds (a timer, the link, a CPU or the queue depth) and what would "
+        "move it, with the rates of the fixes; with --json, as an 'explain' object",
+    )
+    out.add_argument(
         "--trace-lines",
         type=int,
         default=40,
@@ -162,12 +170,15 @@ def _main(argv=None) -> int:
     try:
         sc = scenario_from_args(ns)
         r = simulate(sc)
+        why = explain(sc, r) if ns.explain else None
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if ns.json:
         d = {k: _finite(v) for k, v in r.to_dict().items()}
         d["scenario"] = sc.to_dict()
+        if why is not None:
+            d["explain"] = why
         if sc.run.trace:
             d["trace"] = [str(t) for t in r.trace]
         print(json.dumps(d))
@@ -206,4 +217,7 @@ def _main(argv=None) -> int:
     )
     if r.fast_forward_off_reason:
         print(f"fast-forward off: {r.fast_forward_off_reason}")
+    if why is not None:
+        print()
+        print(format_explanation(why))
     return 0

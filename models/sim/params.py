@@ -28,7 +28,27 @@ import difflib
 import math
 from typing import Any
 
-__all__ = ["Spec", "param", "Part", "KINDS", "Between", "OneOf", "parse_sizes", "parse_legs"]
+__all__ = [
+    "Spec",
+    "param",
+    "Part",
+    "KINDS",
+    "Between",
+    "OneOf",
+    "parse_sizes",
+    "parse_legs",
+    "MAX_SECONDS",
+    "MAX_RATE_BPS",
+    "MAX_SEND_BYTES",
+]
+
+#: The longest time any parameter may give, seconds (an hour: far beyond any stage or path).
+MAX_SECONDS = 3600.0
+#: The fastest link rate, bits per second (1 Pb/s: far beyond any link; an unlimited link is
+#: simulated as 1 Tb/s).
+MAX_RATE_BPS = 1e15
+#: The largest single ``send()`` in bytes (1 GiB).
+MAX_SEND_BYTES = 1 << 30
 
 #: The kinds of parameter and what each accepts.
 KINDS = {
@@ -111,8 +131,11 @@ class Spec:
         what = KINDS[self.kind]
         if self.kind == "choice":
             what = f"one of {list(self.choices)}"
-        if self.low is not None and self.kind in ("count", "bytes"):
-            what += f" >= {self.low}"
+        if self.kind in ("count", "bytes"):
+            if self.low is not None and self.high is not None:
+                what += f" from {self.low} to {self.high}"
+            elif self.low is not None:
+                what += f" >= {self.low}"
         if self.unit and self.kind not in ("flag", "choice", "seconds", "rate", "bytes"):
             what += f" ({self.unit})"
         return what
@@ -136,14 +159,15 @@ class Spec:
     _check_bytes = _whole
 
     def _check_seconds(self, name: str, value: Any) -> float:
+        high = MAX_SECONDS if self.high is None else self.high
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
             or value < 0
-            or (self.high is not None and value > self.high)
+            or value > high
         ):
-            raise self._fail(name, value)
+            raise ValueError(f"{name} must be from 0 to {high:g} seconds, got {value!r}")
         return float(value)
 
     def _check_rate(self, name: str, value: Any) -> float:
@@ -152,8 +176,11 @@ class Spec:
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
             or round(value) < 1
+            or value > MAX_RATE_BPS
         ):
-            raise self._fail(name, value)
+            raise ValueError(
+                f"{name} must be from 1 to {MAX_RATE_BPS:g} bits per second, got {value!r}"
+            )
         return float(value)
 
     def _check_fraction(self, name: str, value: Any) -> float:
@@ -177,9 +204,10 @@ class Spec:
                 or not math.isfinite(v)
                 or v != int(v)
                 or v < 1
+                or v > MAX_SEND_BYTES
             ):
                 raise ValueError(
-                    f"{name} must list send() sizes of at least 1 byte, got {value!r}"
+                    f"{name} must list send() sizes from 1 to {MAX_SEND_BYTES} bytes, got {value!r}"
                 )
         if not sizes and (self.low or 0) > 0:
             raise ValueError(f"{name} must list at least one send() size in bytes, got ()")
@@ -222,8 +250,20 @@ def parse_sizes(text: str) -> tuple:
 
 
 def parse_legs(text: str) -> tuple:
-    """``"48/48,512"`` -> ``((48,), (48, 512))``: legs split by ``/``."""
-    return tuple(parse_sizes(leg) for leg in text.split("/") if leg.strip())
+    """``"48/48,512"`` -> ``((48,), (48, 512))``: legs split by ``/``.
+
+    Every leg must list at least one size: ``"///"`` or ``"48//48"`` is an error, not "no legs".
+    An empty text is no legs (the request/response default).
+    """
+    if not text.strip():
+        return ()
+    legs = tuple(parse_sizes(leg) for leg in text.split("/"))
+    if any(not leg for leg in legs):
+        raise ValueError(
+            f"expected legs of comma-separated byte counts split by /, such as 48/48,512, "
+            f"with no empty leg; got {text!r}"
+        )
+    return legs
 
 
 def param(default: Any, kind: str, unit: str, help: str, **spec: Any) -> Any:

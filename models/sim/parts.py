@@ -41,9 +41,22 @@ __all__ = [
     "Run",
     "BUTTERFIELD_SERVER",
     "BUTTERFIELD_CLIENT",
+    "MAX_QD",
+    "MAX_OPS",
+    "MAX_EVENTS",
 ]
 
 _kw = dict(frozen=True, kw_only=True)
+
+
+#: The deepest queue a scenario may keep outstanding, operations.
+MAX_QD = 4096
+#: The most operations a run may measure (or warm up with): per-operation times are kept in memory.
+MAX_OPS = 1_000_000
+#: The deepest token bucket, bytes (1 GiB: far beyond any tbf burst in use).
+MAX_BUCKET_BYTES = 1 << 30
+#: The default event budget of a run (:attr:`Run.max_events`).
+MAX_EVENTS = 20_000_000
 
 
 @dataclasses.dataclass(**_kw)
@@ -62,6 +75,7 @@ class Workload(Part):
         "operations",
         "queue depth: operations kept outstanding",
         low=1,
+        high=MAX_QD,
         sample=Between(1, 12),
     )
     request_writes: tuple = param(
@@ -138,6 +152,7 @@ class Link(Part):
         "bytes",
         "IP MTU; MSS = min(MTU, 65535) - 52",
         low=framing.TCPIP_BYTES + 1,
+        high=framing.MAX_MTU,
         sample=OneOf(576, 1500, 9000, 16436, 65536),
     )
     bandwidth_bps: float = param(
@@ -157,6 +172,7 @@ class Link(Part):
         "token-bucket depth (a tbf rate limiter) instead of a wire; at least one frame, MTU + 14",
         optional=True,
         low=1,
+        high=MAX_BUCKET_BYTES,
         sample="bucket",
     )
     shared_cpus: int | None = param(
@@ -167,6 +183,7 @@ class Link(Part):
         "this many CPUs (default: a CPU for each host's thread)",
         optional=True,
         low=1,
+        high=1024,
         sample=OneOf(None, 1, 2),
     )
 
@@ -365,6 +382,7 @@ class Kernel(Part):
         "timer ticks per second (default: the profile's CONFIG_HZ)",
         optional=True,
         low=1,
+        high=10_000,
         sample=OneOf(100, 250, 300, 1000),
     )
     kernel_timers: bool = param(
@@ -422,6 +440,7 @@ class Run(Part):
         "operations",
         "operations to measure after the warm-up",
         low=1,
+        high=MAX_OPS,
         sample=Between(5, 40),
     )
     warmup_ops: int | None = param(
@@ -431,6 +450,7 @@ class Run(Part):
         "completions excluded first (default: the queue depth)",
         optional=True,
         low=0,
+        high=MAX_OPS,
         sample=OneOf(None, 0, 3),
     )
     seed: int = param(
@@ -439,6 +459,7 @@ class Run(Part):
         "",
         "seed of every random draw (tick phase, jitter)",
         low=0,
+        high=2**64 - 1,
         sample=Between(0, 2**16),
     )
     jitter: float = param(
@@ -466,6 +487,16 @@ class Run(Part):
         "check the invariants after every event, the totals at the end, and a "
         "fast-forward's jump (slow)",
         sample=OneOf(False, True),
+    )
+    max_events: int = param(
+        MAX_EVENTS,
+        "count",
+        "events",
+        "event budget: a run that would need more events stops with an error "
+        "naming this limit (about a minute of CPU per 10,000,000 events)",
+        low=1000,
+        high=10**10,
+        sample=OneOf(MAX_EVENTS),
     )
     fast_forward: bool = param(
         True,
