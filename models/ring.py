@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.sim.events import FS, EventLoop, seconds_to_fs
+from models.sim.parts import MAX_OPS, MAX_QD
 
 __all__ = ["Stage", "Ring", "RingResult", "first_saturated_qd", "plateau_knee"]
 
@@ -160,19 +161,19 @@ class Ring:
         Parameters
         ----------
         qd : int
-            Queue depth, at least 1.
+            Queue depth, 1 to 4096 (the simulator's ``MAX_QD``).
         ops : int
-            Completions to measure, at least 1.
+            Completions to measure, 1 to 1,000,000 (``MAX_OPS``).
         warmup : int, optional
             Completions to discard first; default ``4 * qd``.
         """
-        if not isinstance(qd, (int,)) or isinstance(qd, bool) or qd < 1:
-            raise ValueError(f"qd must be an integer of at least 1, got {qd!r}")
-        if not isinstance(ops, int) or ops < 1:
-            raise ValueError(f"ops must be a positive integer, got {ops!r}")
+        if not isinstance(qd, (int,)) or isinstance(qd, bool) or not 1 <= qd <= MAX_QD:
+            raise ValueError(f"qd must be an integer from 1 to {MAX_QD}, got {qd!r}")
+        if not isinstance(ops, int) or isinstance(ops, bool) or not 1 <= ops <= MAX_OPS:
+            raise ValueError(f"ops must be an integer from 1 to {MAX_OPS}, got {ops!r}")
         warmup = 4 * qd if warmup is None else warmup
-        if not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+        if not isinstance(warmup, int) or isinstance(warmup, bool) or not 0 <= warmup <= MAX_OPS:
+            raise ValueError(f"warmup must be an integer from 0 to {MAX_OPS}, got {warmup!r}")
 
         return _RingRun(self.stages, qd, ops, warmup).run()
 

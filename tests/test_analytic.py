@@ -215,3 +215,20 @@ def test_qd_min_bottleneck_bad_input():
         A.qd_min_bottleneck({"W1": 1e-6, "SP": 2e-6, "W2": 3e-6, "CP": 4e-6})
     with pytest.raises(ValueError, match="cl"):
         A.qd_min_bottleneck({"W1": 1e-6, "SP": 2e-6, "W2": 1e-6, "CP": 1e-6}, cl=-1.0)
+
+
+def test_bad_inputs_found_by_the_reliability_walk() -> None:
+    """Each of these returned a wrong number before; now each names its parameter."""
+    import pytest as _pt
+
+    t = {"W1": 1e-6, "SP": 16e-6, "W2": 5e-6, "CP": 8e-6}
+    with _pt.raises(ValueError, match="rtt_s"):
+        A.qd_min_bottleneck(t, rtt_s=1e-9)  # shorter than one pass round the ring
+    with _pt.raises(ValueError, match="iosize"):
+        A.iops_bandwidth_cap(512.9, 1e9, mtu=1500)  # a fraction of a byte was truncated
+    f = A.numeric(A.qd_min_cpu_bound())
+    with _pt.raises(ValueError, match="CL"):
+        f(CL=-1, RTTmin=1e-4, SP=1e-5)  # gave 0
+    with _pt.raises(ValueError, match="SP"):
+        f(CL=1e-5, RTTmin=1e-4, SP=float("nan"))
+    assert f(CL=0, RTTmin=1e-4, SP=1e-5) == _pt.approx(10)

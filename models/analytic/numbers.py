@@ -314,7 +314,12 @@ def qd_min_bottleneck(
     3.125
     """
     which = bottleneck_inequality(stage_times)
-    rtt = rtt_min(stage_times) if rtt_s is None else rtt_s
+    least = rtt_min(stage_times)
+    rtt = least if rtt_s is None else _positive("rtt_s", rtt_s)
+    if rtt < least * (1 - 1e-12):  # a round trip passes every stage at least once
+        raise ValueError(
+            f"rtt_s must be at least the sum of the stage times ({least!r} s), got {rtt_s!r}"
+        )
     if which == "[2]":
         return qd_min_cpu(cl, rtt, stage_times["SP"])
     if which == "[1]":
@@ -352,13 +357,16 @@ def iops_bandwidth_cap(
     With ``mtu=None`` this is the source's raw bound ``BW / (IOSIZE + H)`` (no framing); with an MTU the
     response's real wire time (:func:`wire_time`) is used, which is tighter.
     """
-    size = _non_negative("iosize", iosize) + _non_negative("header_bytes", header_bytes)
+    for name, value in (("iosize", iosize), ("header_bytes", header_bytes)):
+        if _non_negative(name, value) != int(value):
+            raise ValueError(f"{name} must be a whole number of bytes, got {value!r}")
+    size = int(iosize) + int(header_bytes)
     if mtu is None:
         bw_bytes = _positive("bandwidth_bps", bandwidth_bps) / 8  # bits/s -> bytes/s
         if size <= 0:
             raise ValueError("iosize + header_bytes must be positive")
         return bw_bytes / size
-    return 1.0 / wire_time(int(size), bandwidth_bps, mtu)
+    return 1.0 / wire_time(size, bandwidth_bps, mtu)
 
 
 def qd_max_for_response_time(

@@ -36,6 +36,9 @@ __all__ = [
     "backlog_min_nagle",
     "responses_per_packet_expr",
     "nagle_delay_bound_fill",
+    "nagle_fill_responses",
+    "nagle_delay_bound_whole",
+    "nagle_delay_bound_straddle",
     "nagle_ack_window_condition",
     "nagle_delay_bound_ack",
     "qd_max_for_response_time_expr",
@@ -96,11 +99,17 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
     "CT": ("s", "client transmit start latency (idle to first transmission)"),
     "SR": ("s", "server receive latency from the wire to its capture point"),
     "SI": ("s", "server soft-interrupt processing per operation"),
-    "SK": ("s", "server kworker transmit processing per operation"),
+    "SK": ("s", "server kworker transmit processing per operation (the eight-stage ring's stage)"),
     "ST": ("s", "server transmit start latency (idle to first transmission)"),
     "CR": ("s", "client receive latency from the wire to its capture point"),
     "CI": ("s", "client soft-interrupt processing per operation"),
-    "CK": ("s", "client kworker transmit processing per operation"),
+    "CK": ("s", "client kworker transmit processing per operation (the eight-stage ring's stage)"),
+    "SX": (
+        "s",
+        "server CPU per data segment sent, paid inside send() (the simulator's tx_cpu_s); "
+        "not a stage: an operation of n segments pays n*SX",
+    ),
+    "CX": ("s", "client CPU per data segment sent (the simulator's tx_cpu_s on the client)"),
 }
 
 #: Unit and meaning of every symbol, keyed by name, as in ``UNITS["SP"] == ("s", "server thread ...")``.
@@ -286,6 +295,47 @@ def nagle_delay_bound_fill() -> sp.Expr:
     return S.SP * (responses_per_packet_expr() - 1)
 
 
+def nagle_fill_responses(opening: Any) -> sp.Expr:
+    """Responses the thread must still write to fill a held segment that opens with ``opening`` bytes.
+
+    Responses are appended to the send queue back to back, ``IOSIZE + H`` bytes each.  A held segment
+    opens with the last ``opening`` bytes of some response (``1 <= opening <= IOSIZE + H``; all of it
+    when the segment starts on a response boundary) and leaves when it holds an MSS, ``MTU - TCPIP``
+    bytes: after ``ceiling((MTU - TCPIP - opening) / (IOSIZE + H))`` more whole responses.
+
+    >>> nagle_fill_responses(S.IOSIZE + S.H).subs({S.MTU: 1500, S.TCPIP: 52, S.IOSIZE: 512, S.H: 48})
+    2
+    >>> nagle_fill_responses(1).subs({S.MTU: 1500, S.TCPIP: 52, S.IOSIZE: 512, S.H: 48})
+    3
+    """
+    sp = _sympy()
+    # ceiling(MSS/R - opening/R): written so that a whole response (opening = R) gives
+    # ceiling(MSS/R) - 1, the form SymPy keeps when the integer comes out of the ceiling
+    return sp.ceiling(responses_per_packet_expr() - opening / (S.IOSIZE + S.H))
+
+
+def nagle_delay_bound_whole() -> sp.Expr:
+    """:func:`nagle_delay_bound_fill` counted in whole responses: ``SP*(ceiling(MSS/(IOSIZE+H)) - 1)``.
+
+    The bound of a segment that opens on a response boundary (a response written into an empty send
+    queue): the segment leaves only when a whole response fills it, so the fractional count of
+    :func:`nagle_delay_bound_fill` rounds up.
+    """
+    return S.SP * nagle_fill_responses(S.IOSIZE + S.H)
+
+
+def nagle_delay_bound_straddle() -> sp.Expr:
+    """Upper bound on ``SN`` when CPU bound, for any segment: ``SP*ceiling((MSS - 1)/(IOSIZE + H))``.
+
+    When a response straddles two segments, the first fills and leaves and the response's tail opens
+    the next one, which the thread must then fill almost entirely: the tail can be as short as one
+    byte.  :func:`nagle_delay_bound_fill` assumes every held segment opens with a whole response and is
+    exceeded in that case (at MTU 1500 with 560-byte responses a 232-byte tail waits three ``SP``, the
+    bound allows 1.6).  This bound takes the shortest opening, one byte.
+    """
+    return S.SP * nagle_fill_responses(1)
+
+
 def nagle_ack_window_condition() -> sp.Rel:
     """When an ACK can end the Nagle delay before the segment fills.
 
@@ -343,6 +393,14 @@ def numeric(expr: sp.Expr):
             raise ValueError(
                 f"expected values for {names}; missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
+        # Every symbol is a positive quantity (a time, a size, a rate): a negative or NaN value
+        # is refused rather than put into a formula derived for positive values (zero, the
+        # limit, is allowed).  NumPy arrays are checked element by element.
+        for n in names:
+            v = values[n]
+            ok = v >= 0
+            if not (ok.all() if hasattr(ok, "all") else ok):
+                raise ValueError(f"{n} must not be negative or NaN, got {v!r}")
         return fn(*(values[n] for n in names))
 
     evaluate.__doc__ = f"Evaluate {expr} (arguments: {', '.join(names)})."
