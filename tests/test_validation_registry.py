@@ -7,15 +7,20 @@ from comparison_rows import row as comparison_row
 import models.validation as V
 
 
-def row(chapter, measured, kind="check", source="Source 2001, table 2"):
-    return comparison_row(chapter, measured, kind, source)
+def row(chapter, measured, kind="test", source="Source 2001, table 2", fails=""):
+    return comparison_row(chapter, measured, kind, source, fails)
 
 
 @pytest.fixture
 def fake_sets(monkeypatch):
     """Two sets of chapter 12 and one of chapter 3, registered for one test only."""
     sets = {
-        "ch12.b": [row("ch12", 1.0), row("ch12", 9.0, "failing"), row("ch12", 1.0, "fit")],
+        "ch12.b": [
+            row("ch12", 1.0),
+            row("ch12", 9.0, fails="a known gap"),
+            row("ch12", 1.0, "fit"),
+            row("ch12", 1.0, "audit"),
+        ],
         "ch12.a": [row("ch12", 9.0, "context", source="Other 1999")],
         "ch3.z": [row("ch3", 1.0), row("ch3", 1.05)],
     }
@@ -46,18 +51,27 @@ def test_tally_counts_per_set_in_book_order(fake_sets):
     assert list(t["set"]) == ["ch3.z", "ch12.a", "ch12.b"]  # chapter number, then topic
     assert list(t["number"]) == [3, 12, 12]
     b = t.set_index("set").loc["ch12.b"]
-    assert (b.rows, b.checks, b.passing, b.known_failures, b.fits, b.context) == (3, 2, 1, 1, 1, 0)
+    assert (b.rows, b.tests, b.passing, b.known_failures, b.audits, b.fits, b.context) == (
+        4,
+        2,
+        1,
+        1,
+        1,
+        1,
+        0,
+    )
     z = t.set_index("set").loc["ch3.z"]
-    assert (z.rows, z.checks, z.passing) == (2, 2, 2)
+    assert (z.rows, z.tests, z.passing, z.audits) == (2, 2, 2, 0)
 
 
 def test_tally_by_chapter_sums_sets_and_lists_sources(fake_sets):
     c = V.tally_by_chapter({k: fake_sets[k] for k in ("ch12.b", "ch3.z", "ch12.a")})
     assert list(c.index) == ["ch3", "ch12"]
-    assert c.loc["ch12", "rows"] == 4 and c.loc["ch12", "context"] == 1
+    assert c.loc["ch12", "rows"] == 5 and c.loc["ch12", "context"] == 1
+    assert c.loc["ch12", "tests"] == 2 and c.loc["ch12", "audits"] == 1
     assert c.loc["ch12", "sets"] == "ch12.a, ch12.b"
     assert c.loc["ch12", "sources"] == "Other 1999; Source 2001"
-    assert c[["rows", *V.TALLY_COLUMNS]].sum().rows == 6
+    assert c[["rows", *V.TALLY_COLUMNS]].sum().rows == 7
 
 
 def test_run_sets_refuses_a_row_of_another_chapter(monkeypatch, fake_sets):

@@ -80,17 +80,28 @@ def test_every_run_is_below_its_bound_and_cold_reads_never_crossed_the_wan():
 )
 def test_chapter_11_comparisons_hold_as_recorded(name):
     rows = run(name)
-    assert rows
+    assert rows or name == "ch11.wan_bound"
     assert_all_pass(rows)
 
 
-def test_bound_rows_far_below_their_bound_are_context_not_checks():
-    rows = run("ch11.wan_bound")
-    assert all(r.extra["ratio"] < V.CAN_BIND for r in rows)  # no run comes near its bound ...
-    assert checks(rows) == []  # ... so none counts as a test of it
-    # a run at its bound would be a check, and one above it would fail
+def test_no_run_comes_near_enough_its_bound_to_test_it():
+    # the source's own repeated runs spread by about a fifth (the default runs at 0 ms) ...
+    spread = V.run_spread()
+    worst = spread.loc[spread["spread"].idxmax()]
+    assert (worst["config"], worst["rtt_ms"]) == ("default", 0)
+    assert 0.18 < worst["spread_of_mean"] < worst["spread"] < 0.21
+    assert V.can_bind() == pytest.approx(1 / (1 + worst["spread"]))
+    # ... and no run reaches its bound by less than that, so none tests it and none gets a row
     t = bound_table()
-    assert (t["ratio"] < 0.65).all()
+    assert (t["ratio"] < 0.65).all() and (t["ratio"] < V.can_bind()).all()
+    assert run("ch11.wan_bound") == []
+
+
+def test_kinds_of_chapter_11():
+    kinds = {name: [r.kind for r in run(name)] for name in ("ch11.window64k", "ch11.prefetch")}
+    assert kinds == {"ch11.window64k": ["fit", "test", "test"], "ch11.prefetch": ["audit"]}
+    assert {r.kind for r in run("ch11.buffer")} == {"audit"}
+    assert len(checks([r for n in kinds for r in run(n)])) == 2
 
 
 def test_two_connections_carried_the_default_read_data():
@@ -109,18 +120,23 @@ def test_conversation_table_adds_up():
     assert (df["bytes_a_to_b"] + df["bytes_b_to_a"] == df["bytes"]).all()
 
 
-def test_default_window_is_two_source_windows_not_fitted():
+def test_default_window_is_fitted_at_one_rtt_and_tested_at_the_others():
     rows = run("ch11.window64k")
-    assert all(r.kind == "check" for r in rows)
-    assert V.source_window_bytes() == 32 * 1024
-    # the prediction is 2 x 32 KiB per RTT at each distance
-    for r in rows:
-        rtt = float(r.quantity.split(" at ")[1].split(" ms")[0]) * 1e-3
-        assert r.predicted == pytest.approx(2 * 32768 / rtt / 1000)
+    fit = rows[0]
+    assert fit.kind == "fit" and f"{V.FIT_RTT_MS:g} ms" in fit.quantity
+    w = V.fitted_window_bytes()
+    # the product of two connections and the source's 32 KB is the same line, found after the fact
+    assert w == pytest.approx(2 * V.source_window_bytes(), rel=0.01)
+    for r in rows[1:]:
+        rtt_s = float(r.quantity.split(" at ")[1].split(" ms")[0]) * 1e-3
+        assert r.kind == "test" and r.predicted == pytest.approx(w / rtt_s / 1000)
+        # the tolerance is the spread of the tested runs plus the fitted rate's rounding
+        assert 0.09 < r.rel_tol < 0.12
 
 
 def test_prefetch_factor_is_window_capped():
     p = V.prefetch_prediction()
     assert p["inflight64_bytes"] == p["cap_bytes"] < 8 * p["inflight8_bytes"]
-    assert p["factor"] == pytest.approx(65536 / 28125)
+    assert p["cap_bytes"] == V.fitted_window_bytes()
+    assert p["factor"] == pytest.approx(p["cap_bytes"] / p["inflight8_bytes"])
     assert abs(p["factor"] / p["stated"] - 1) < 0.10

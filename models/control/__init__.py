@@ -5,7 +5,7 @@
 * :mod:`models.control.pid` -- the single-sided velocity-form PID controller.
 * :mod:`models.control.plant` -- a shared disk group with throttled writers and a fixed-rate reader.
 * :mod:`models.control.loop` -- the sampled closed loop tying them together.
-* :mod:`models.control.thesis` -- the Oslo thesis's numbers, its assumed iSCSI session and delay ladders,
+* :mod:`models.control.thesis` -- Bjørgeengen's (2010) numbers, its assumed iSCSI session and delay ladders,
   the recomputed overhead test, and the calibrated plant.
 """
 

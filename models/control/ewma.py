@@ -1,6 +1,6 @@
 """Exponentially weighted moving average: the thesis's smoothing of the measured wait time.
 
-``L_k = alpha*l_k + (1 - alpha)*L_{k-1}`` (Oslo thesis 2010, section 4.4.1): a first-order low-pass
+``L_k = alpha*l_k + (1 - alpha)*L_{k-1}`` (Bjørgeengen 2010, section 4.4.1): a first-order low-pass
 filter.  A large ``alpha`` follows the input quickly but passes its noise; a small one smooths more and
 lags more.  The lag is exact for simple inputs:
 

@@ -1,7 +1,7 @@
 """The sampled closed loop: measure, smooth, control, throttle -- every
 ``interval_s`` seconds.
 
-Each sample (Oslo thesis 2010, listing A.2):
+Each sample (Bjørgeengen 2010, listing A.2):
 
 1. the plant reports the average wait of the reads completed in the last
    interval (0 if none);

@@ -1,4 +1,4 @@
-"""The single-sided, velocity-form PID controller of the Oslo thesis (2010), section 4.4.2.
+"""The single-sided, velocity-form PID controller of Bjørgeengen (2010), section 4.4.2.
 
 The controller reads the smoothed wait time ``y`` every sample, forms the error ``e = setpoint - y``
 (negative when the wait is too high) and updates an output ``u`` that is clamped to ``[u_min, 0]``.

@@ -1,6 +1,6 @@
 """The plant the controller acts on: a shared disk group, a rate-limited reader, and throttled writers.
 
-Built from the book's identities, following the set-up of the Oslo thesis (2010), sections 5.5-5.9:
+Built from the book's identities, following the set-up of Bjørgeengen (2010), sections 5.5-5.9:
 
 * **Writers** are ``n`` synchronous 64 KiB writers, each with one write in flight (QD = 1).  A writer's
   cycle is: time outside the disk group ``z0`` (network, hosts), plus ``k*d`` for the delayed messages

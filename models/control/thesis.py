@@ -1,4 +1,4 @@
-"""The Oslo thesis's (2010) experiment in the book's terms: its numbers, read from ``data/``, and the plant.
+"""Bjørgeengen's (2010) experiment in the book's terms: its numbers, read from ``data/``, and the plant.
 
 Everything measured is read from the bundled datasets (``thesis2010_*``) through :func:`models.data.load`;
 nothing is typed in except unit conversions.  The thesis writes "MB" for 2^20 bytes (its 200 MB job is
@@ -9,8 +9,8 @@ What the thesis does not print is stated as an assumption here, in one place:
 * the login keys of its sessions (:func:`assumed_session`): the IET target's built-in values against the
   open-iscsi initiator's offers (:mod:`models.iscsi`).  From them :func:`delayed_waits` counts how many
   delayed target-to-initiator messages a QD = 1 command waits for in turn;
-* the delay ladder under the controller (:func:`text_ladder`, section 4.4's 0.5 ms steps to 20 ms) as
-  against the classes listing B.2 builds (:func:`listed_ladder`).
+* the delay ladder under the controller (:func:`text_ladder`, the book's reading of section 4.4: 0.5 ms
+  steps to 20 ms) as against the classes listing B.2 builds (:func:`listed_ladder`).
 """
 
 from __future__ import annotations
@@ -122,7 +122,13 @@ def delayed_waits(direction: str, immediate_data: bool | None = None) -> int:
 
 
 def text_ladder() -> DelayThrottle:
-    """Section 4.4's ladder: 0.5 ms steps up to 20 ms, one class per mark the controller can set."""
+    """The book's reading of section 4.4's ladder: 0.5 ms steps up to 20 ms, one class per mark.
+
+    Section 4.4 states the step, the largest delay and a count of 21 steps, and the three do not fit
+    together (21 steps of 0.5 ms reach 10.5 ms); this ladder keeps the step and the largest delay,
+    which gives 40 steps, the marks listing A.2's controller can set.  An assumption, stated in
+    chapter 10 and audited in ``models.validation.throttling``.
+    """
     design = controller_parameters("design_text")
     step_s = float(design["delay_step_ms"]) * 1e-3  # ms -> s
     top = round(float(design["max_delay_ms"]) / float(design["delay_step_ms"]))

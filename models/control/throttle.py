@@ -12,7 +12,7 @@ so a many-segment response pays ``d`` once, not once per segment.  ``k`` is ther
 target-to-initiator legs of the exchange, its round trips (:func:`models.iscsi.round_trips`): 1 for a
 read, 2 for a write that must wait for an R2T before its data may go.
 
-Units: seconds, bytes, bytes per second.  The thesis's delay classes (Oslo thesis 2010, listing B.2)
+Units: seconds, bytes, bytes per second.  The thesis's delay classes (Bjørgeengen 2010, listing B.2)
 are modelled by :class:`DelayThrottle`.
 """
 
@@ -159,9 +159,10 @@ def transfer_time(
 class DelayThrottle:
     """A ladder of fixed delays selected by an integer step (the iptables mark of the thesis).
 
-    Step 0 adds nothing; step ``m >= 1`` adds ``first_s + step_s*(m - 1)`` seconds.  The ladder the text
-    of section 4.4 (Oslo thesis 2010) describes is the default: 0.5 ms steps from 0.5 ms up to 40 steps =
-    20 ms.
+    Step 0 adds nothing; step ``m >= 1`` adds ``first_s + step_s*(m - 1)`` seconds.  The default is the
+    book's reading of section 4.4 (Bjørgeengen 2010): 0.5 ms steps from 0.5 ms up to 20 ms, which is 40
+    steps (the marks up to which listing A.2 clamps its output).  Section 4.4 also says 21 steps, which
+    does not fit its other two numbers; the default keeps the step and the largest delay.
 
     The classes the thesis actually lists are fewer.  Listing B.2 builds 20 netem classes, 0.1, 0.6, ...,
     9.6 ms, with a filter for marks 1 to 20 only, under an HTB root whose default class does not exist;

@@ -1,37 +1,41 @@
 """One iSCSI command as an exchange of PDUs (RFC 7143), standard library only.
 
 A SCSI command over iSCSI is a short conversation between the initiator
-(the client, ``C``) and the target (the server, ``S``).  This module
+(the client, ``C``) and the target (the server, ``S``).  This package
 describes that conversation for a read or a write of ``size_bytes`` bytes
 under a set of negotiated login keys, in a form both the book's analytic
 chapters and the packet simulator can use.
 
 Interface
 ---------
-:func:`exchange` ``(op, size_bytes, session=None)`` returns a tuple of
-:class:`Leg` objects.  Legs alternate direction: the first is ``"C>S"``
-(initiator to target), the last ``"S>C"``, and every leg waits for the
-whole previous leg to arrive.  Each leg carries
+``messages(op, size_bytes, session=None)`` returns a tuple of
+``Message`` objects: runs of PDUs one side writes at once, each with
+the message of the other side it waits for (``after``).  Each carries
 
 ``direction``
     ``"C>S"`` or ``"S>C"``.
 ``pdus``
-    The :class:`Pdu` objects of the leg, in order (opcode, data segment
-    length, buffer offset, R2T length, F bit, status).
+    The :class:`Pdu` objects, in order (opcode, data segment length,
+    buffer offset, R2T length, F bit, status).
 ``writes``
-    The ``send()`` calls that put the leg on the socket, bytes each: one
-    call per PDU by default, a 48-byte basic header segment plus its data
+    The ``send()`` calls that put it on the socket, bytes each: one call
+    per PDU by default, a 48-byte basic header segment plus its data
     segment padded to a multiple of 4 bytes (and 4-byte digests when
     negotiated); ``split_header=True`` writes header and data with two
     calls.
 ``kind``
     A short description for people (``"R2T for 57344 B"``).
 
-A simulator replays a command by having the client write leg 0, the
-server write leg 1 once all of leg 0 has arrived, and so on; the command
-completes when the client has received the last leg.  The number of
-round trips is ``len(legs) // 2`` (:func:`round_trips` computes it
-without building the legs).
+``timeline()`` lays them on an idle path at a round trip and a link
+rate, and :func:`command_latency_s` is when the last one arrives.
+
+When every message waits for the whole previous run of the other side,
+the command is a *chain* (``is_chain()``), and :func:`exchange` gives it
+as alternating :class:`Leg` objects: the first ``"C>S"``, the last
+``"S>C"``.  A simulator replays a chain by having the client write leg 0,
+the server write leg 1 once all of leg 0 has arrived, and so on; the
+command completes when the client has received the last leg.  A write
+whose R2T window slides is not a chain, and :func:`exchange` refuses it.
 
 The protocol
 ------------
@@ -43,10 +47,11 @@ The protocol
   ``min(FirstBurstLength, target's MaxRecvDataSegmentLength)``; with
   InitialR2T=No the initiator may also send *unsolicited* Data-Out PDUs
   until ``FirstBurstLength`` bytes have gone without solicitation.  The
-  rest waits for R2Ts: each R2T solicits at most MaxBurstLength bytes,
-  at most MaxOutstandingR2T of them are outstanding at once, and each is
-  answered with Data-Out PDUs of at most the target's
-  MaxRecvDataSegmentLength.  The SCSI Response ends the command.
+  rest waits for R2Ts: each R2T solicits at most MaxBurstLength bytes, and
+  MaxOutstandingR2T is a window: the target sends that many R2Ts when the
+  command arrives and one more as each solicited Data-Out sequence
+  completes.  Each R2T is answered with Data-Out PDUs of at most the
+  target's MaxRecvDataSegmentLength.  The SCSI Response ends the command.
 * Keys (RFC 7143 section 13, :data:`KEYS`): InitialR2T is negotiated by
   OR (either side's Yes wins), ImmediateData by AND (either side's No
   wins), MaxBurstLength, FirstBurstLength and MaxOutstandingR2T by the
@@ -64,19 +69,36 @@ C>S 7 Data-Out (57344 B)
 S>C response
 >>> round_trips("write", 65536, negotiate(target=IET_DEFAULTS))
 2
+>>> window = Session(max_burst_length=65536, max_outstanding_r2t=2)
+>>> [(m.direction, m.kind, m.after) for m in messages("write", 4 * 65536, window)][:5]
+... # doctest: +NORMALIZE_WHITESPACE
+[('C>S', 'command + 8192 B immediate data', None), ('S>C', '2 R2Ts for 65536, 65536 B', 0),
+ ('C>S', '8 Data-Out (65536 B)', 1), ('S>C', 'R2T for 65536 B', 2),
+ ('C>S', '8 Data-Out (65536 B)', 1)]
+>>> is_chain("write", 4 * 65536, window)
+False
 """
 
 from __future__ import annotations
 
 from .exchange import (
     Leg,
+    Message,
     Pdu,
+    bursts,
     command_latency_s,
+    critical_chain,
     exchange,
+    is_chain,
     leg_wire_bytes,
+    message_wire_bytes,
+    messages,
+    pace,
     round_trips,
     throughput_bound_Bps,
+    timeline,
     unsolicited_bytes,
+    wire_bytes,
 )
 from .session import (
     BHS_BYTES,
@@ -102,10 +124,19 @@ __all__ = [
     "negotiate",
     "Pdu",
     "Leg",
+    "Message",
+    "messages",
+    "is_chain",
+    "critical_chain",
     "exchange",
+    "bursts",
     "round_trips",
     "unsolicited_bytes",
+    "wire_bytes",
     "leg_wire_bytes",
+    "message_wire_bytes",
+    "timeline",
+    "pace",
     "command_latency_s",
     "throughput_bound_Bps",
 ]

@@ -1,5 +1,16 @@
-"""One iSCSI command as legs of PDUs, and the least latency and the throughput bound they give
-(RFC 7143); the negotiated keys come from :mod:`models.iscsi.session`.  Standard library only."""
+"""One iSCSI command as messages of PDUs, the order they may go in, and the least latency and the
+throughput bound they give (RFC 7143); the negotiated keys come from :mod:`models.iscsi.session`.
+Standard library only.
+
+A command is a set of :class:`Message` objects, each a run of PDUs one side writes at once and the
+message of the other side whose arrival lets it go (``after``).  MaxOutstandingR2T is a *window*: the
+target sends up to ``R`` R2Ts as soon as it has the command, and one more each time a Data-Out sequence
+(the answer to one R2T) has arrived, until every burst is solicited (RFC 7143, sections 11.8 and
+13.17).  :func:`timeline` lays the messages on an idle full-duplex path, each direction one link that
+sends one message after another; :func:`command_latency_s` is when the last one arrives.  Where the
+messages form a chain, each waiting for the whole previous run of the other side,
+:func:`exchange` gives the same command as alternating *legs* (what the packet simulator replays).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +18,26 @@ import math
 from dataclasses import dataclass
 
 from models import framing
-from models.checks import positive
+from models.checks import non_negative, positive
 
 from .session import BHS_BYTES, DIGEST_BYTES, Session
 
 __all__ = [
     "Pdu",
     "Leg",
+    "Message",
+    "messages",
+    "is_chain",
+    "critical_chain",
     "exchange",
+    "bursts",
     "round_trips",
     "unsolicited_bytes",
+    "wire_bytes",
     "leg_wire_bytes",
+    "message_wire_bytes",
+    "timeline",
+    "pace",
     "command_latency_s",
     "throughput_bound_Bps",
 ]
@@ -76,6 +96,29 @@ class Leg:
         return sum(self.writes)
 
 
+@dataclass(frozen=True)
+class Message:
+    """PDUs one side writes at once, and what they wait for.
+
+    ``direction`` is ``"C>S"`` or ``"S>C"``; ``pdus`` and ``writes`` (the
+    ``send()`` sizes, bytes) as for a :class:`Leg`; ``kind`` a description
+    for people; ``after`` the index (in the command's tuple of messages) of
+    the other side's message whose arrival lets this one go, or ``None``
+    for a message the initiator writes at the start.
+    """
+
+    direction: str
+    pdus: tuple
+    writes: tuple
+    kind: str
+    after: int | None
+
+    @property
+    def socket_bytes(self) -> int:
+        """Bytes written to the socket for this message."""
+        return sum(self.writes)
+
+
 _OPS = ("read", "write")
 
 
@@ -117,28 +160,40 @@ def unsolicited_bytes(size_bytes: int, session: Session | None = None) -> tuple:
     return immediate, unsolicited
 
 
-def round_trips(op: str, size_bytes: int, session: Session | None = None) -> int:
-    """Round trips of a command: 1 for a read, 1 + R2T rounds for a write.
+def bursts(size_bytes: int, session: Session | None = None) -> list:
+    """``(offset, length)`` of each burst an R2T solicits in a write of ``size_bytes``: what the
+    unsolicited bytes leave, cut into pieces of at most MaxBurstLength."""
+    s = _check("write", size_bytes, session)
+    immediate, unsolicited = unsolicited_bytes(size_bytes, s)
+    offset = immediate + unsolicited
+    return _chunks(size_bytes - offset, s.max_burst_length, offset)
 
-    A write's solicited bytes ``S = size - immediate - unsolicited`` need
-    ``ceil(S / MaxBurstLength)`` R2Ts, issued ``MaxOutstandingR2T`` at a
-    time, each batch costing one round trip before the response's.
+
+def round_trips(op: str, size_bytes: int, session: Session | None = None) -> int:
+    """Round trips on the longest chain of a command: 1 for a read, ``1 + ceil(m / R)`` for a
+    write of ``m`` R2Ts with MaxOutstandingR2T ``R``.
+
+    The R2T of burst ``j + R`` waits for the Data-Out of burst ``j``, so burst ``m`` ends a chain of
+    ``ceil(m / R)`` R2T round trips, and the response adds one.  When the window covers the round
+    trip (``R`` bursts take longer to send than one burst's round trip) the link, not these round
+    trips, sets the pace: :func:`command_latency_s` and
+    ``models.analytic.iscsi.write_latency_expr`` give the time.
     """
     s = _check(op, size_bytes, session)
     if op == "read":
         return 1
-    immediate, unsolicited = unsolicited_bytes(size_bytes, s)
-    solicited = size_bytes - immediate - unsolicited
-    r2ts = math.ceil(solicited / s.max_burst_length)
-    return 1 + math.ceil(r2ts / s.max_outstanding_r2t)
+    return 1 + math.ceil(len(bursts(size_bytes, s)) / s.max_outstanding_r2t)
+
+
+def _pdu_writes(pdus: list, session: Session, split_header: bool) -> tuple:
+    return tuple(w for p in pdus for w in p.writes(session, split_header))
 
 
 def _leg(direction: str, pdus: list, kind: str, session: Session, split_header: bool) -> Leg:
-    writes = tuple(w for p in pdus for w in p.writes(session, split_header))
-    return Leg(direction, tuple(pdus), writes, kind)
+    return Leg(direction, tuple(pdus), _pdu_writes(pdus, session, split_header), kind)
 
 
-def exchange(
+def messages(
     op: str,
     size_bytes: int,
     session: Session | None = None,
@@ -146,7 +201,14 @@ def exchange(
     status_in_data_in: bool = False,
     split_header: bool = False,
 ) -> tuple:
-    """The legs of one read or write of ``size_bytes`` (see module doc).
+    """The messages of one read or write of ``size_bytes``, in an order each side may send them.
+
+    Read: the command, then the Data-In PDUs (at most the initiator's MaxRecvDataSegmentLength
+    each) and the response, after the command.  Write: the command (with immediate data); the
+    unsolicited Data-Out, written right after it (``after=None``); one message of the first
+    ``min(R, m)`` R2Ts, after the command; for each burst ``j`` its Data-Out (at most the target's
+    MaxRecvDataSegmentLength per PDU), after the R2T that solicits it, and the R2T of burst
+    ``j + R`` after that Data-Out; the response after the last data.
 
     Parameters
     ----------
@@ -164,8 +226,11 @@ def exchange(
     """
     s = _check(op, size_bytes, session)
     sh = bool(split_header)
+
+    def msg(direction: str, pdus: list, kind: str, after: int | None) -> Message:
+        return Message(direction, tuple(pdus), _pdu_writes(pdus, s, sh), kind, after)
+
     if op == "read":
-        cmd = _leg("C>S", [Pdu("SCSI Command")], "command", s, sh)
         data = []
         burst_end = s.max_burst_length
         for off, n in _chunks(size_bytes, s.initiator_mrdsl, 0):
@@ -188,60 +253,232 @@ def exchange(
         parts = [f"{len(data)} Data-In ({size_bytes} B)"] if data else []
         if not (data and status_in_data_in):
             parts.append("response")
-        return (cmd, _leg("S>C", pdus, " + ".join(parts), s, sh))
+        return (
+            msg("C>S", [Pdu("SCSI Command")], "command", None),
+            msg("S>C", pdus, " + ".join(parts), 0),
+        )
 
     immediate, unsolicited = unsolicited_bytes(size_bytes, s)
-    first = [Pdu("SCSI Command", immediate, 0, final=unsolicited == 0)]
-    out_pieces = _chunks(unsolicited, s.target_mrdsl, immediate)
-    first += [
-        Pdu("SCSI Data-Out", n, off, final=i == len(out_pieces) - 1)
-        for i, (off, n) in enumerate(out_pieces)
+    cmd_kind = "command" + (f" + {immediate} B immediate data" if immediate else "")
+    out: list[Message] = [
+        msg("C>S", [Pdu("SCSI Command", immediate, 0, final=unsolicited == 0)], cmd_kind, None)
     ]
-    kind = "command"
-    if immediate:
-        kind += f" + {immediate} B immediate data"
     if unsolicited:
-        kind += f" + {len(out_pieces)} unsolicited Data-Out ({unsolicited} B)"
-    legs = [_leg("C>S", first, kind, s, sh)]
-    offset = immediate + unsolicited
-    bursts = _chunks(size_bytes - offset, s.max_burst_length, offset)
-    for i in range(0, len(bursts), s.max_outstanding_r2t):
-        batch = bursts[i : i + s.max_outstanding_r2t]
-        r2ts = [Pdu("R2T", 0, off, r2t_bytes=n) for off, n in batch]
-        lengths = ", ".join(str(n) for _, n in batch)
-        legs.append(
-            _leg(
+        pieces = _chunks(unsolicited, s.target_mrdsl, immediate)
+        pdus = [
+            Pdu("SCSI Data-Out", n, off, final=i == len(pieces) - 1)
+            for i, (off, n) in enumerate(pieces)
+        ]
+        out.append(msg("C>S", pdus, f"{len(pdus)} unsolicited Data-Out ({unsolicited} B)", None))
+    last_data = len(out) - 1
+    solicit = bursts(size_bytes, s)
+    window = s.max_outstanding_r2t
+    r2t_at: dict[int, int] = {}  # burst -> index of the message carrying its R2T
+    if solicit:
+        first = solicit[:window]
+        lengths = ", ".join(str(n) for _, n in first)
+        out.append(
+            msg(
                 "S>C",
-                r2ts,
+                [Pdu("R2T", 0, off, r2t_bytes=n) for off, n in first],
                 f"R2T for {lengths} B"
-                if len(batch) == 1
-                else f"{len(batch)} R2Ts for {lengths} B",
-                s,
-                sh,
+                if len(first) == 1
+                else f"{len(first)} R2Ts for {lengths} B",
+                0,
             )
         )
-        outs = []
-        for off, n in batch:
-            pieces = _chunks(n, s.target_mrdsl, off)
-            outs += [
-                Pdu("SCSI Data-Out", m, o, final=j == len(pieces) - 1)
-                for j, (o, m) in enumerate(pieces)
-            ]
-        moved = sum(n for _, n in batch)
-        legs.append(_leg("C>S", outs, f"{len(outs)} Data-Out ({moved} B)", s, sh))
-    legs.append(_leg("S>C", [Pdu("SCSI Response", status=True)], "response", s, sh))
+        for j in range(len(first)):
+            r2t_at[j] = len(out) - 1
+    for j, (off, n) in enumerate(solicit):
+        pieces = _chunks(n, s.target_mrdsl, off)
+        pdus = [
+            Pdu("SCSI Data-Out", m, o, final=i == len(pieces) - 1)
+            for i, (o, m) in enumerate(pieces)
+        ]
+        out.append(msg("C>S", pdus, f"{len(pdus)} Data-Out ({n} B)", r2t_at[j]))
+        last_data = len(out) - 1
+        if j + window < len(solicit):
+            o2, n2 = solicit[j + window]
+            out.append(msg("S>C", [Pdu("R2T", 0, o2, r2t_bytes=n2)], f"R2T for {n2} B", last_data))
+            r2t_at[j + window] = len(out) - 1
+    out.append(msg("S>C", [Pdu("SCSI Response", status=True)], "response", last_data))
+    return tuple(out)
+
+
+def critical_chain(op: str, size_bytes: int, session: Session | None = None) -> list:
+    """The messages the last one waits for, in turn, back to one that waits for nothing: the
+    longest chain of waits of the command, first message first.  Its ``"S>C"`` messages are the
+    round trips :func:`round_trips` counts.
+
+    >>> s = Session(max_burst_length=65536, max_outstanding_r2t=2)
+    >>> [m.kind for m in critical_chain("write", 4 * 65536, s) if m.direction == "S>C"]
+    ['2 R2Ts for 65536, 65536 B', 'R2T for 57344 B', 'response']
+    """
+    msgs = messages(op, size_bytes, session)
+    chain = [len(msgs) - 1]
+    while msgs[chain[-1]].after is not None:
+        chain.append(msgs[chain[-1]].after)
+    return [msgs[i] for i in reversed(chain)]
+
+
+def _legs_of(msgs: tuple) -> list | None:
+    """The messages grouped into alternating legs, or ``None`` if some message does not wait for
+    exactly the last message of the previous leg (then legs would change the timing)."""
+    groups: list[list[int]] = []
+    for i, m in enumerate(msgs):
+        if groups and msgs[groups[-1][0]].direction == m.direction:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if msgs[groups[0][0]].direction != "C>S":
+        return None
+    for k, g in enumerate(groups):
+        want = None if k == 0 else groups[k - 1][-1]
+        if any(msgs[i].after != want for i in g):
+            return None
+    return groups
+
+
+def is_chain(op: str, size_bytes: int, session: Session | None = None) -> bool:
+    """True if the command's messages form alternating legs, each waiting for the whole previous
+    one: every read, and a write whose R2Ts all fit in one window (or ``R = 1``) and whose R2Ts do
+    not overtake unsolicited Data-Out.  Only such a command can be replayed leg by leg."""
+    return _legs_of(messages(op, size_bytes, session)) is not None
+
+
+def exchange(
+    op: str,
+    size_bytes: int,
+    session: Session | None = None,
+    *,
+    status_in_data_in: bool = False,
+    split_header: bool = False,
+) -> tuple:
+    """The legs of one read or write of ``size_bytes`` (see the package doc).
+
+    Arguments as for ``messages()``.  Raises ``ValueError`` for a command whose messages are not
+    a chain (``is_chain()``): a write whose window of MaxOutstandingR2T R2Ts slides (an R2T goes
+    as each Data-Out sequence arrives, while others are outstanding) or whose first R2T goes while
+    unsolicited Data-Out is still arriving.  Such a command is described by ``messages()``.
+    """
+    s = _check(op, size_bytes, session)
+    msgs = messages(
+        op, size_bytes, s, status_in_data_in=status_in_data_in, split_header=split_header
+    )
+    groups = _legs_of(msgs)
+    if groups is None:
+        r2ts = len(bursts(size_bytes, s))
+        raise ValueError(
+            f"a {size_bytes}-byte write with {r2ts} R2Ts, MaxOutstandingR2T="
+            f"{s.max_outstanding_r2t} and {sum(unsolicited_bytes(size_bytes, s))} unsolicited "
+            "bytes is not a chain of legs (its R2Ts do not each wait for the whole previous "
+            "leg); use messages()"
+        )
+    legs = []
+    for g in groups:
+        pdus = [p for i in g for p in msgs[i].pdus]
+        kinds = [msgs[i].kind for i in g]
+        legs.append(
+            Leg(
+                msgs[g[0]].direction,
+                tuple(pdus),
+                _pdu_writes(pdus, s, bool(split_header)),
+                " + ".join(kinds),
+            )
+        )
     return tuple(legs)
 
 
-def leg_wire_bytes(leg: Leg, mtu: int = 1500) -> int:
-    """Bytes a leg occupies on an Ethernet wire, in full-sized segments.
+def wire_bytes(writes, mtu: int = 1500) -> int:
+    """Bytes that ``send()`` calls of the given sizes put on an Ethernet wire with TCP_NODELAY.
 
-    The socket bytes are cut into ``ceil(bytes / MSS)`` segments, each
-    paying the TCP/IP/Ethernet overhead of :mod:`models.framing`.  Fewer
-    segments are impossible, so this is the least wire time a leg needs.
+    Each call leaves at once as ``ceil(size / MSS)`` segments (the last one partial), each paying
+    the TCP/IP/Ethernet overhead of :mod:`models.framing`.
     """
-    segments = math.ceil(leg.socket_bytes / framing.mss(mtu))
-    return leg.socket_bytes + segments * framing.FRAME_OVERHEAD_BYTES
+    return _wire(writes, framing.mss(mtu))
+
+
+def _wire(writes, mss: int) -> int:
+    return sum(w + -(-w // mss) * framing.FRAME_OVERHEAD_BYTES for w in writes)
+
+
+def leg_wire_bytes(leg: Leg, mtu: int = 1500) -> int:
+    """Bytes a leg occupies on an Ethernet wire (:func:`wire_bytes` of its writes)."""
+    return wire_bytes(leg.writes, mtu)
+
+
+def message_wire_bytes(message: Message, mtu: int = 1500) -> int:
+    """Bytes a message occupies on an Ethernet wire (:func:`wire_bytes` of its writes)."""
+    return wire_bytes(message.writes, mtu)
+
+
+def timeline(
+    op: str,
+    size_bytes: int,
+    rtt_s: float,
+    link_bps: float,
+    session: Session | None = None,
+    mtu: int = 1500,
+    added_delay_s: float = 0.0,
+) -> list:
+    """When each message of one command leaves and arrives on an idle path, seconds from the start.
+
+    Each direction is one link of ``link_bps`` bits per second that sends one message after another
+    (in the order :func:`messages` gives, which is the order they become ready); a message becomes
+    ready when the message it waits for has arrived (at once if it waits for none), and arrives
+    ``rtt_s / 2`` after its last byte left, plus ``added_delay_s`` if the target sent it (a delay
+    applied to every packet the target sends, as in Bjørgeengen's (2010) throttle).  Processing
+    takes no time.  Returns ``(message, start_s, sent_s, arrive_s)`` per message.
+    """
+    s = _check(op, size_bytes, session)
+    rtt = non_negative("rtt_s", rtt_s)
+    added = non_negative("added_delay_s", added_delay_s)
+    rate = positive("link_bps", link_bps) / 8  # bits/s -> bytes/s
+    mss = framing.mss(mtu)
+    free = {"C>S": 0.0, "S>C": 0.0}
+    arrive: list[float] = []
+    out = []
+    for m in messages(op, size_bytes, s):
+        ready = 0.0 if m.after is None else arrive[m.after]
+        start = max(ready, free[m.direction])
+        sent = start + _wire(m.writes, mss) / rate
+        free[m.direction] = sent
+        end = sent + rtt / 2 + (added if m.direction == "S>C" else 0.0)
+        arrive.append(end)
+        out.append((m, start, sent, end))
+    return out
+
+
+def pace(
+    size_bytes: int,
+    rtt_s: float,
+    link_bps: float,
+    session: Session | None = None,
+    mtu: int = 1500,
+    added_delay_s: float = 0.0,
+) -> str:
+    """What sets the pace of a write's solicited bursts: ``"no R2T"`` (nothing solicited), ``"one
+    window"`` (every R2T goes when the command arrives), ``"window"`` (each group of R bursts waits
+    for R2Ts: one burst's round trip ``RTT + d + W_r/C + W_b/C`` is longer than sending R bursts)
+    or ``"link"`` (the R2Ts arrive before the link is free).
+
+    >>> s = Session(immediate_data=False, max_burst_length=65536, max_outstanding_r2t=4)
+    >>> pace(2**20, 1e-3, 1e9, s), pace(2**20, 1e-2, 1e9, s), pace(65536, 1e-2, 1e9, s)
+    ('link', 'window', 'one window')
+    """
+    s = _check("write", size_bytes, session)
+    rtt = non_negative("rtt_s", rtt_s)
+    added = non_negative("added_delay_s", added_delay_s)
+    rate = positive("link_bps", link_bps) / 8  # bits/s -> bytes/s
+    msgs = messages("write", size_bytes, s)
+    data = [m for m in msgs if m.direction == "C>S" and m.after is not None]
+    if not data:
+        return "no R2T"
+    if len(data) <= s.max_outstanding_r2t:
+        return "one window"
+    t_b = message_wire_bytes(data[0], mtu) / rate
+    t_r = wire_bytes(Pdu("R2T").writes(s, False), mtu) / rate
+    return "window" if rtt + added + t_r + t_b > s.max_outstanding_r2t * t_b else "link"
 
 
 def command_latency_s(
@@ -253,26 +490,18 @@ def command_latency_s(
     mtu: int = 1500,
     added_delay_s: float = 0.0,
 ) -> float:
-    """Least time for one command alone on an idle path, seconds.
+    """Least time for one command alone on an idle path, seconds: when the last message of its
+    ``timeline()`` arrives (``rtt_s`` the round trip of an empty message, ``link_bps`` bits per
+    second, ``added_delay_s`` added to every message the target sends).
 
-    Every leg waits for the previous one, so the command takes one RTT per
-    round trip plus the wire time of every leg at ``link_bps`` (bits per
-    second), plus ``added_delay_s`` for each target-to-initiator leg (a
-    delay applied to every packet the target sends, as in the Oslo
-    thesis's throttle).
+    >>> s = Session(initial_r2t=True, immediate_data=False, max_burst_length=65536)
+    >>> one = command_latency_s("write", 2**20, 1e-3, 1e9, s)
+    >>> four = command_latency_s("write", 2**20, 1e-3, 1e9, Session(
+    ...     initial_r2t=True, immediate_data=False, max_burst_length=65536, max_outstanding_r2t=4))
+    >>> round(one * 1e3, 2), round(four * 1e3, 2)
+    (26.01, 11.0)
     """
-    s = _check(op, size_bytes, session)
-    rtt = float(rtt_s)
-    if not (math.isfinite(rtt) and rtt >= 0):
-        raise ValueError(f"rtt_s must be finite and >= 0, got {rtt_s!r}")
-    added = float(added_delay_s)
-    if not (math.isfinite(added) and added >= 0):
-        raise ValueError(f"added_delay_s must be finite and >= 0, got {added_delay_s!r}")
-    rate = positive("link_bps", link_bps) / 8  # bits/s -> bytes/s
-    legs = exchange(op, size_bytes, s)
-    wire = sum(leg_wire_bytes(leg, mtu) for leg in legs)
-    back = sum(1 for leg in legs if leg.direction == "S>C")
-    return len(legs) // 2 * rtt + wire / rate + back * added
+    return timeline(op, size_bytes, rtt_s, link_bps, session, mtu, added_delay_s)[-1][3]
 
 
 def throughput_bound_Bps(
@@ -297,10 +526,9 @@ def throughput_bound_Bps(
     if size_bytes == 0:
         raise ValueError("size_bytes must be positive for a throughput")
     rate = positive("link_bps", link_bps) / 8  # bits/s -> bytes/s
-    legs = exchange(op, size_bytes, s)
     per_dir = {"C>S": 0, "S>C": 0}
-    for leg in legs:
-        per_dir[leg.direction] += leg_wire_bytes(leg, mtu)
+    for m in messages(op, size_bytes, s):
+        per_dir[m.direction] += message_wire_bytes(m, mtu)
     ring = qd * size_bytes / command_latency_s(op, size_bytes, rtt_s, link_bps, s, mtu)
     link = size_bytes * rate / max(per_dir.values())
     return min(ring, link)

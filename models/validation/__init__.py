@@ -3,28 +3,39 @@
 Each chapter's comparisons live in a module of this package (``models/validation/<topic>.py``) as a
 function decorated with :func:`comparisons`; the function computes model predictions, reads the
 measurements, and returns :class:`Comparison` rows.  A chapter calls its function, shows the rows and
-asserts they pass; the validation dashboard calls :func:`run_all` and shows every row of every chapter.
+asserts them; the validation dashboard calls :func:`run_sets` and shows every row of every chapter.
 
-Not every row is a test.  ``kind`` says what a row is (:data:`KINDS`):
+Every row says what it is (``kind``, one of :data:`KINDS`), and only tests are counted:
 
-``"check"`` (the default)
-    A prediction that could have come out wrong: it counts, and :func:`assert_all_pass` requires it to
-    hold.
+``"audit"``
+    The source checked against itself: a number it prints recomputed from other numbers it prints
+    (a sum, a quotient, a rounding).  Worth showing, since a source that disagrees with itself must be
+    read with care, but it tests no model: never counted as a pass.
 ``"fit"``
-    A value the model was fitted to (it agrees by construction): shown so the reader sees what was used,
-    never counted as a pass.
+    A value the model was fitted to (a parameter set from this row): it agrees by construction, is
+    shown so the reader sees what was used, and is never counted as a pass.
+``"test"``
+    A model prediction held against a number it was not fitted on, with its tolerance: the only rows
+    that count.
 ``"context"``
-    A row that cannot fail for the data at hand (e.g. a bound far from binding): shown, not counted.
-``"failing"``
-    A check that fails, kept on record with its reason in ``why``: it counts as a failed check, and
-    :func:`assert_all_pass` raises if it ever *passes*, so the text that explains the failure stays true.
+    A row shown beside the others that claims nothing (a case outside the model's domain): never
+    counted.
+
+An audit or a test that fails is kept on record with its cause in ``fails``: it stays a test (or an
+audit) whose :attr:`~Comparison.status` is failing, and :func:`assert_all_pass` raises if it ever
+*passes*, so the text that explains the failure stays true.
 
 >>> row = Comparison("ch2", "wire time, 48-byte request", measured=1.1e-6, predicted=1.104e-6,
-...                  unit="s", rel_tol=0.01, why="the source rounds to two digits", source="Butterfield 2017")
->>> row.passed, row.counts, row.result
+...                  unit="s", rel_tol=0.01, why="the source rounds to two digits",
+...                  source="Butterfield 2017", kind="test")
+>>> row.passed, row.counts, row.status
 (True, True, 'pass')
->>> Comparison("ch2", "fitted rate", 1.0, 1.0, "MB/s", rel_tol=0.1, why="fitted here", kind="fit").counts
+>>> Comparison("ch2", "fitted rate", 1.0, 1.0, "MB/s", rel_tol=0.1, why="fitted here",
+...            kind="fit").counts
 False
+>>> Comparison("ch8", "a sum the notes print", 3.0, 2.0, "us", abs_tol=0.1, why="two digits",
+...            kind="audit", fails="the notes add wrongly").status
+'fails (known)'
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ if TYPE_CHECKING:  # annotations only: the registry itself needs no pandas
 
 __all__ = [
     "KINDS",
+    "COUNTED",
     "Comparison",
     "comparisons",
     "registered",
@@ -49,7 +61,11 @@ __all__ = [
     "run",
     "run_sets",
     "assert_all_pass",
+    "counted",
     "checks",
+    "by_kind",
+    "kind_counts",
+    "summary",
     "SetInfo",
     "set_info",
     "tally",
@@ -57,14 +73,17 @@ __all__ = [
     "TALLY_COLUMNS",
 ]
 
-#: The four kinds of comparison row, described in the module docstring (a test that counts, a fitted
-#: value, context that cannot fail, a check recorded as failing).
-KINDS = ("check", "fit", "context", "failing")
+#: The kinds of comparison row, in the order tables show them (see the module docstring).
+KINDS = ("audit", "fit", "test", "context")
+#: The kinds that may be recorded as failing (with their cause in ``fails``).
+_CAN_FAIL = ("audit", "test")
+#: The only kind the counts of passes and failures use.
+COUNTED = "test"
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """One model prediction held against one measured (or source-stated) value.
+    """One model prediction (or one recomputed number) held against one measured or stated value.
 
     Parameters
     ----------
@@ -73,7 +92,7 @@ class Comparison:
     quantity : str
         What is compared, in words.
     measured, predicted : float
-        The measured or source-stated value, and the model's value, in ``unit``.
+        The measured or source-stated value, and the model's (or the recomputed) value, in ``unit``.
     unit : str
         Unit of both values (``"s"``, ``"us"``, ``"IOPS"``, ``"MB/s"``, ``"%"``...).
     rel_tol, abs_tol : float, optional
@@ -84,7 +103,12 @@ class Comparison:
     source : str
         Where the measurement comes from (author and year, dataset name).
     kind : str
-        One of :data:`KINDS`; ``"check"`` unless the row is a fit, context, or a known failure.
+        One of :data:`KINDS`, always stated: ``"audit"`` (the source against itself), ``"fit"`` (a
+        parameter set from this row), ``"test"`` (a prediction against a number it was not fitted
+        on) or ``"context"``.
+    fails : str, optional
+        For an audit or a test that is outside its tolerance and kept on record: the cause, in words.
+        Empty for a row expected to pass.
     """
 
     chapter: str
@@ -97,11 +121,19 @@ class Comparison:
     why: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
-    kind: str = "check"
+    kind: str = ""
+    fails: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"{self.quantity}: kind must be one of {KINDS}, got {self.kind!r}")
+            raise ValueError(
+                f"{self.quantity}: kind must be one of {KINDS} (state it), got {self.kind!r}"
+            )
+        if self.fails and self.kind not in _CAN_FAIL:
+            raise ValueError(
+                f"{self.quantity}: only an audit or a test can be recorded as failing "
+                f"(fails=...), not a row of kind {self.kind!r}"
+            )
         if self.rel_tol is None and self.abs_tol is None:
             raise ValueError(f"{self.quantity}: a comparison needs rel_tol or abs_tol")
         for name in ("rel_tol", "abs_tol"):
@@ -129,23 +161,42 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
+        """The row is within its tolerance (whatever its kind)."""
         ok_rel = self.rel_tol is not None and self.rel_error <= self.rel_tol
         ok_abs = self.abs_tol is not None and self.abs_error <= self.abs_tol
         return bool(ok_rel or ok_abs)
 
     @property
     def counts(self) -> bool:
-        """True for rows that are tests (``"check"`` and ``"failing"``); fits and context never count."""
-        return self.kind in ("check", "failing")
+        """True for tests (passing or recorded as failing); audits, fits and context never count."""
+        return self.kind == COUNTED
+
+    @property
+    def expected_to_fail(self) -> bool:
+        """True for an audit or a test kept on record as failing (``fails`` states the cause)."""
+        return bool(self.fails)
+
+    @property
+    def ok(self) -> bool:
+        """The row is as recorded: within tolerance, or outside it with a stated cause."""
+        if self.kind not in _CAN_FAIL:
+            return True
+        return self.passed != self.expected_to_fail
+
+    @property
+    def status(self) -> str:
+        """``"pass"``/``"FAIL"`` for an audit or a test, ``"fails (known)"`` for one recorded as
+        failing (``"passes (expected to fail)"`` if it no longer does), else the kind."""
+        if self.kind not in _CAN_FAIL:
+            return self.kind
+        if self.expected_to_fail:
+            return "fails (known)" if not self.passed else "passes (expected to fail)"
+        return "pass" if self.passed else "FAIL"
 
     @property
     def result(self) -> str:
-        """``"pass"``/``"FAIL"`` for a check, ``"fails (known)"``, ``"fit"`` or ``"context"``."""
-        if self.kind == "check":
-            return "pass" if self.passed else "FAIL"
-        if self.kind == "failing":
-            return "fails (known)" if not self.passed else "passes (expected to fail)"
-        return self.kind
+        """The same as :attr:`status` (the column tables show)."""
+        return self.status
 
     @property
     def tolerance(self) -> str:
@@ -157,7 +208,7 @@ class Comparison:
         return " or ".join(parts)
 
     def row(self) -> dict:
-        """A flat dict for a table: chapter, quantity, measured, predicted, unit, error, tolerance, pass."""
+        """A flat dict for a table: the fields, error, tolerance, passed, counts, status, result."""
         d = asdict(self)
         d.pop("extra")
         d.update(
@@ -165,6 +216,7 @@ class Comparison:
             tolerance=self.tolerance,
             passed=self.passed,
             counts=self.counts,
+            status=self.status,
             result=self.result,
         )
         return d
@@ -265,27 +317,75 @@ def run_all() -> list[Comparison]:
     return [c for rows in run_sets().values() for c in rows]
 
 
-#: The columns :func:`tally` counts, after ``rows``: tests, and the rows of each kind.
-TALLY_COLUMNS = ("checks", "passing", "known_failures", "fits", "context")
+#: The columns :func:`tally` counts, after ``rows``: the tests, those that pass, those recorded as
+#: failing, and the rows of each other kind.
+TALLY_COLUMNS = ("tests", "passing", "known_failures", "audits", "fits", "context")
 
 
-def _counts(rows: Sequence[Comparison]) -> dict:
+def kind_counts(rows: Sequence[Comparison]) -> dict:
+    """Counts of ``rows`` by what they are: ``rows``; ``tests``, ``passing`` (tests within their
+    tolerance), ``known_failures`` (tests recorded as failing); ``audits`` (and
+    ``audits_failing``, those recorded as failing), ``fits`` and ``context``.
+
+    >>> from models.validation import Comparison as C
+    >>> rows = [C("ch1", "a", 1, 1, "s", abs_tol=0, why="w", kind=k) for k in ("audit", "fit")]
+    >>> kind_counts(rows)["audits"], kind_counts(rows)["tests"]
+    (1, 0)
+    """
     kinds = [r.kind for r in rows]
     return {
         "rows": len(rows),
-        "checks": sum(r.counts for r in rows),
-        "passing": sum(r.kind == "check" and r.passed for r in rows),
-        "known_failures": kinds.count("failing"),
+        "tests": kinds.count("test"),
+        "passing": sum(r.kind == "test" and r.passed and not r.fails for r in rows),
+        "known_failures": sum(r.kind == "test" and bool(r.fails) for r in rows),
+        "audits": kinds.count("audit"),
+        "audits_failing": sum(r.kind == "audit" and bool(r.fails) for r in rows),
         "fits": kinds.count("fit"),
         "context": kinds.count("context"),
     }
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def summary(rows: Sequence[Comparison]) -> str:
+    """One line for a chapter: how many audits, fits and tests ``rows`` hold, and how the tests and
+    audits came out.
+
+    >>> from models.validation import Comparison as C
+    >>> rows = [C("ch1", "a", 1, 1, "s", abs_tol=0, why="w", kind="test"),
+    ...         C("ch1", "b", 1, 2, "s", abs_tol=0, why="w", kind="test", fails="cause"),
+    ...         C("ch1", "c", 1, 1, "s", abs_tol=0, why="w", kind="fit")]
+    >>> summary(rows)
+    '0 audits, 1 fit and 2 tests: 1 test passes, 1 fails as recorded'
+    """
+    c = kind_counts(rows)
+    audits = _plural(c["audits"], "audit")
+    if c["audits_failing"]:
+        audits += f" ({c['audits_failing']} showing the source disagreeing with itself)"
+    line = f"{audits}, {_plural(c['fits'], 'fit')} and {_plural(c['tests'], 'test')}"
+    if c["tests"]:
+        passes = "passes" if c["passing"] == 1 else "pass"
+        line += f": {_plural(c['passing'], 'test')} {passes}"
+        if c["known_failures"]:
+            line += f", {c['known_failures']} fail{'s' if c['known_failures'] == 1 else ''}"
+            line += " as recorded"
+    if c["context"]:
+        line += f"; {c['context']} rows of context"
+    return line
+
+
+def _counts(rows: Sequence[Comparison]) -> dict:
+    c = kind_counts(rows)
+    return {k: c[k] for k in ("rows", *TALLY_COLUMNS)}
+
+
 def tally(results: Mapping[str, Sequence[Comparison]]) -> pd.DataFrame:
     """One row per comparison set of ``results`` (as :func:`run_sets` returns them), in the book's
     order: ``set``, ``chapter``, ``number`` (the chapter's), ``rows``, then the counts of
-    :data:`TALLY_COLUMNS`: tests (checks and known failures), checks that pass, known failures, fits
-    and rows of context.  The chapter of each set is the one it was registered under."""
+    :data:`TALLY_COLUMNS`: tests, tests that pass, tests recorded as failing, audits, fits and rows of
+    context.  The chapter of each set is the one it was registered under."""
     import pandas as pd
 
     infos = sorted(set_info(name) for name in results)
@@ -312,28 +412,39 @@ def tally_by_chapter(results: Mapping[str, Sequence[Comparison]]) -> pd.DataFram
     return summed
 
 
-def checks(rows: list[Comparison]) -> list[Comparison]:
-    """The rows that count as tests (kind ``"check"`` or ``"failing"``), in order."""
+def counted(rows: Sequence[Comparison]) -> list[Comparison]:
+    """The rows that count: the tests (passing or recorded as failing), in order."""
     return [r for r in rows if r.counts]
 
 
-def assert_all_pass(rows: list[Comparison]) -> None:
-    """Raise ``AssertionError`` listing every check outside its tolerance.
+#: The former name of :func:`counted`.
+checks = counted
 
-    Rows of kind ``"fit"`` and ``"context"`` are not tests and are skipped.  A row of kind ``"failing"``
-    must stay outside its tolerance: if it passes, the explanation of its failure is out of date, and
-    that is reported too.
+
+def by_kind(rows: Sequence[Comparison]) -> list[Comparison]:
+    """``rows`` grouped in the order of :data:`KINDS` (audits, fits, tests, context), each group in
+    its original order: how the chapters' tables show them."""
+    return sorted(rows, key=lambda r: KINDS.index(r.kind))
+
+
+def assert_all_pass(rows: Sequence[Comparison]) -> None:
+    """Raise ``AssertionError`` listing every audit or test that is not as recorded.
+
+    An audit or a test must be within its tolerance, unless it is recorded as failing (``fails``
+    states the cause), in which case it must stay outside it: if it passes, the explanation of its
+    failure is out of date, and that is reported too.  Fits and context are not checked.
     """
-    bad = [r for r in rows if r.kind == "check" and not r.passed]
-    stale = [r for r in rows if r.kind == "failing" and r.passed]
+    bad = [r for r in rows if r.kind in _CAN_FAIL and not r.fails and not r.passed]
+    stale = [r for r in rows if r.kind in _CAN_FAIL and r.fails and r.passed]
     lines = [
-        f"{r.chapter} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} {r.unit} "
-        f"(error {r.rel_error:.3g} rel, tolerance {r.tolerance})"
+        f"{r.chapter} {r.kind} {r.quantity}: measured {r.measured:g} predicted {r.predicted:g} "
+        f"{r.unit} (error {r.rel_error:.3g} rel, tolerance {r.tolerance})"
         for r in bad
     ]
     lines += [
-        f"{r.chapter} {r.quantity}: recorded as failing but now within {r.tolerance} "
-        f"(measured {r.measured:g}, predicted {r.predicted:g} {r.unit}); update its kind and text"
+        f"{r.chapter} {r.kind} {r.quantity}: recorded as failing ({r.fails}) but now within "
+        f"{r.tolerance} (measured {r.measured:g}, predicted {r.predicted:g} {r.unit}); update it "
+        "and its text"
         for r in stale
     ]
     if lines:

@@ -325,7 +325,9 @@ def capture_breakdown(sc, stamps: pd.DataFrame, skip: int = 20) -> pd.DataFrame:
 
 @comparisons("ch7.eight_stages")
 def eight_stage_comparisons() -> list[Comparison]:
-    """Chapter 7's checks: the breakdown identities, the CPU-bound TPT, the two-mode latencies, busy counts."""
+    """Chapter 7's rows: audits of the source's breakdown and its two-mode latencies against its own
+    numbers; tests of the CPU-bound TPT (a measurement the breakdown did not use), of the method on
+    the simulator's captures (whose values are known), and of the busy counts."""
     src = "Butterfield 2017"
     b = breakdown()
     v = _rtt_table()
@@ -342,6 +344,7 @@ def eight_stage_comparisons() -> list[Comparison]:
             why="same identity; the source subtracts its rounded 6.3 us wire time, we the modelled "
             "6.304 us, and prints one decimal",
             source=f"{src}, butterfield2017_rtt_breakdown",
+            kind="audit",
         ),
         Comparison(
             "ch7",
@@ -354,6 +357,7 @@ def eight_stage_comparisons() -> list[Comparison]:
             "IOPS has three significant figures (up to 0.13 us); the model is the uniprocessor "
             "bottleneck TPTmin = SI+SP+SK",
             source=f"{src}, butterfield2017_cpu_bound_iops",
+            kind="test",
         ),
     ]
     modes = data.load("butterfield2017_bimodal_modes")
@@ -371,6 +375,7 @@ def eight_stage_comparisons() -> list[Comparison]:
                 abs_tol=1.0,
                 why="modes and difference are read off plots and printed to the microsecond",
                 source=f"{src}, butterfield2017_bimodal_modes",
+                kind="audit",
             )
         )
     remote = modes[modes.initiator == "remote"].set_index("mode")
@@ -388,6 +393,7 @@ def eight_stage_comparisons() -> list[Comparison]:
             why="the 1/3 share is approximate: one percentage point more slow operations moves the mean by "
             "2 us; plus 0.5 us for modes printed to the microsecond",
             source=f"{src}, butterfield2017_bimodal_modes",
+            kind="audit",
         )
     )
     rows.append(
@@ -402,6 +408,7 @@ def eight_stage_comparisons() -> list[Comparison]:
             abs_tol=1.0,
             why="all three are 'about' values read off a plot, to the millisecond",
             source=f"{src}, butterfield2017_stated",
+            kind="audit",
         )
     )
     sc, st = simulated_capture()
@@ -419,6 +426,7 @@ def eight_stage_comparisons() -> list[Comparison]:
                 "error of an average over the same operations, three "
                 "standard errors of the per-operation difference",
                 source="packet simulator (models.sim), one_segment preset",
+                kind="test",
             )
         )
     busy = mean_busy_count()
@@ -441,6 +449,7 @@ def eight_stage_comparisons() -> list[Comparison]:
                 abs_tol=tol,
                 why="percentages are printed to the whole percent; the bound is the sum of k x 0.5 %",
                 source=f"{src}, butterfield2017_busy_count",
+                kind="test",
             )
         )
     return rows

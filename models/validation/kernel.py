@@ -9,8 +9,8 @@ simulated summary, the calibrated host model); this module turns them into compa
   HZ=250, 44 ms), and the 208 ms of the ``MSG_MORE`` misuse;
 * **IOPS**: of stalled runs (set by the timer), and loosely of the others (set by host costs and load);
 * **busy counts**: the share of the server's busy cycles that handled more than QD requests;
-* **the calibrated host model**: fitted costs and training residuals (fits), test groups (checks, or
-  known failures with their reason), the runs bbr sets (context), Flory's extra round trip.
+* **the calibrated host model**: fitted costs and training residuals (fits), test groups (tests, some
+  recorded as failing with their cause), the runs bbr sets (context), Flory's extra round trip.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: What each role of the calibration's runs counts as on the dashboard.
-ROLE_KINDS = {"train": "fit", "test": "check", "bbr": "context"}
+ROLE_KINDS = {"train": "fit", "test": "test", "bbr": "context"}
 
 # --------------------------------------------------------------------------------------------------
 # Comparisons
@@ -80,6 +80,7 @@ def comparisons_for(
                 source=src,
                 why="a payload stalls or not by the MSS rule, an exact quantity",
                 extra={"payloads": sorted(set(g["payload_bytes"]))},
+                kind="test",
             )
         )
         ng = g[g["sock_mode"] == "nagle"]
@@ -96,6 +97,7 @@ def comparisons_for(
                     abs_tol=0,
                     source=src,
                     why="one byte below the MSS: exact",
+                    kind="test",
                 )
             )
     kept = isc[isc["excluded"] == ""]
@@ -116,6 +118,7 @@ def comparisons_for(
                     if left
                     else ""
                 ),
+                kind="test",
             )
         )
         for size, h in g[g["sock_mode"] == "nagle"].groupby("iosize_bytes"):
@@ -132,6 +135,7 @@ def comparisons_for(
                         abs_tol=0,
                         source=src,
                         why="the last QD whose responses, less one header, stay below the MSS: exact",
+                        kind="test",
                     )
                 )
 
@@ -160,6 +164,7 @@ def comparisons_for(
                 why="the delayed ACK fires on the 11th tick after it is armed (10 ticks and the timer "
                 "wheel's round-up); a quarter tick covers the microseconds of the exchange and "
                 "tells 44 ms from the 40 ms of a timer without the round-up",
+                kind="test",
             )
         )
     both = nagle[nagle["kernel_stalls"] & nagle["sim_stalls"]]
@@ -175,6 +180,7 @@ def comparisons_for(
                 source=src,
                 why="one timer period per stalled operation in both; on its loaded CPUs the kernel "
                 "sometimes runs the timer or the woken client a tick late: half a tick on the mean",
+                kind="test",
             )
         )
     for _, r in isc[isc["sock_mode"] == "more_all"].iterrows():
@@ -189,6 +195,7 @@ def comparisons_for(
                 source=src,
                 why="the probe fires 52 ticks after it is armed (SRTT + 200 ms rounded up to 51 ticks, "
                 "and the wheel's round-up); one tick for a probe run late",
+                kind="test",
             )
         )
 
@@ -207,6 +214,7 @@ def comparisons_for(
                 source=src,
                 why=f"one operation per timer period; a window holds {n_lo}-{n_hi} operations, so one "
                 f"more or less moves the rate by {100 / n_lo:.0f} %, and some runs fire a tick late",
+                kind="test",
             )
         )
     deep = both[(both["qd"] >= 2) & (both["excluded"] == "")]
@@ -224,6 +232,7 @@ def comparisons_for(
                 why="the simulated queue re-enters the stall at its first chance: QD stalled operations "
                 "and one quick one per timer period, the floor the kernel reaches when it loses "
                 "every race; 0.1 for a window of 100-700 operations and late ticks",
+                kind="test",
             )
         )
 
@@ -249,6 +258,7 @@ def comparisons_for(
                 source=src,
                 why="host costs are fitted from two numbers (QD-1 median, QD-64 rate); the kernel's "
                 "own two runs of a scenario differ by up to a quarter in three pairs out of four",
+                kind="test",
             )
         )
 
@@ -270,6 +280,7 @@ def comparisons_for(
                 why="the server's time per operation exceeds the client's turnaround, so the next "
                 "requests arrive before it sleeps; 10 points for the cycles the loaded kernel cuts "
                 "short",
+                kind="test",
             )
         )
     return rows
@@ -359,9 +370,9 @@ def _failure_reason(r, table: pd.DataFrame) -> str:
 @comparisons("ch9.calibration")
 def calibration_comparisons() -> list[Comparison]:
     """Chapter 9's calibrated host model: fitted costs (fits), training
-    residuals (fits), test groups (checks, or known failures with their
-    reason), the runs bbr sets (context) and the 1448/1449 extra round
-    trip (a check)."""
+    residuals (fits), test groups (tests, some recorded as failing with
+    their cause), the runs bbr sets (context) and the 1448/1449 extra
+    round trip (a test)."""
     run, fit, table, fl = calibration()
     src = f"kernel harness sweep ({run.source}; kernel {run.release}, HZ={run.hz})"
     rows: list[Comparison] = []
@@ -415,11 +426,11 @@ def calibration_comparisons() -> list[Comparison]:
             rel_tol=CALIBRATION_TOL,
             source=src,
             why=tol_why,
+            kind="test",
         )
         if not c.passed:
-            c = dataclasses_replace(
-                c, kind="failing", why=tol_why + "; fails: " + _failure_reason(r, table)
-            )
+            reason = _failure_reason(r, table)
+            c = dataclasses_replace(c, why=tol_why + "; fails: " + reason, fails=reason)
         add(c)
     for r in calibration_groups(table, "bbr").to_dict("records"):
         add(
@@ -458,19 +469,16 @@ def calibration_comparisons() -> list[Comparison]:
                 why="one round trip of an ACK and a one-byte segment; "
                 "half, since the two medians come from two single "
                 "runs of a loaded machine",
+                kind="test",
             )
             if not c.passed:
-                c = dataclasses_replace(
-                    c,
-                    kind="failing",
-                    why=c.why + "; fails: the fitted model's ACK round "
-                    "trip is its path and ACK costs, which "
-                    "the training runs (none waits for an "
-                    "ACK) set only through the QD-1 round "
-                    "trip; raising them to the kernel's would "
-                    "slow every QD-1 operation past the "
-                    "measured 15 us",
+                cause = (
+                    "the fitted model's ACK round trip is its path and ACK costs, which the "
+                    "training runs (none waits for an ACK) set only through the QD-1 round trip; "
+                    "raising them to the kernel's would slow every QD-1 operation past the "
+                    "measured 15 us"
                 )
+                c = dataclasses_replace(c, why=c.why + "; fails: " + cause, fails=cause)
             add(c)
     return rows
 

@@ -25,6 +25,7 @@ def _stated(
         abs_tol=last_digit / 2,
         why=_WHY,
         source=_SOURCE,
+        kind="test",
     )
 
 
