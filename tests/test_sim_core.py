@@ -16,6 +16,7 @@ import pytest
 
 from models import framing
 from models.data import load
+from models.rng import PCG64
 from models.sim import (
     PARTS,
     PROFILES,
@@ -30,7 +31,6 @@ from models.sim import (
 )
 from models.sim.engine import Simulation
 from models.sim.fastforward import FastForward
-from models.sim.rng import PCG64
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "tools"))
 import sim_golden  # noqa: E402

@@ -4,7 +4,7 @@ A sample of the plant (:meth:`models.control.plant.SharedDiskPlant.sample`)
 draws how many reads complete in the interval (Poisson) and the mean of
 their waits (exponential).  :class:`NoiseStream` draws both exactly as
 ``numpy.random.default_rng(seed)`` does -- the same PCG64 stream
-(:class:`models.sim.rng.PCG64`), the same algorithms, the same sum for the
+(:class:`models.rng.PCG64`), the same algorithms, the same sum for the
 mean -- so a seed gives the same closed-loop run with or without NumPy, in
 CPython and in the reader's browser (chapter 10's live figure).
 ``tests/test_control.py`` checks it against NumPy draw by draw.
@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
 
-from models.sim.rng import PCG64
+from models.rng import PCG64
 
 __all__ = ["NoiseStream", "numpy_sum", "SMALL_MEAN"]
 

@@ -25,7 +25,7 @@ the path), :mod:`~models.sim.app` (threads and their CPUs),
 (fast-forward over exact repeats, and the state protocol every part
 offers it), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,
 :mod:`~models.sim.explain` (which limit binds),
-:mod:`~models.sim.rng` (NumPy's generator in pure Python),
+:mod:`~models.rng` (NumPy's generator in pure Python),
 :mod:`~models.sim.cli`.
 """
 

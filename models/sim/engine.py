@@ -13,13 +13,13 @@ from __future__ import annotations
 import time as _time
 
 from models import framing
+from models.rng import PCG64
 from models.sim.app import ClientThread, CpuPool, ServerThread
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.fastforward import Bases, FastForward
 from models.sim.link import Channel
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
-from models.sim.rng import PCG64
 from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
 
