@@ -81,62 +81,9 @@ False
 
 from __future__ import annotations
 
-from .exchange import (
-    Leg,
-    Message,
-    Pdu,
-    bursts,
-    command_latency_s,
-    critical_chain,
-    exchange,
-    is_chain,
-    leg_wire_bytes,
-    message_wire_bytes,
-    messages,
-    pace,
-    round_trips,
-    throughput_bound_Bps,
-    timeline,
-    unsolicited_bytes,
-    wire_bytes,
-)
-from .session import (
-    BHS_BYTES,
-    DIGEST_BYTES,
-    IET_DEFAULTS,
-    KEYS,
-    OPEN_ISCSI_DEFAULTS,
-    RFC7143_DEFAULTS,
-    KeySpec,
-    Session,
-    negotiate,
-)
+from .exchange import *  # noqa: F403  (one command's messages, legs and latency)
+from .exchange import __all__ as _exchange_all
+from .session import *  # noqa: F403  (login keys and their negotiation)
+from .session import __all__ as _session_all
 
-__all__ = [
-    "BHS_BYTES",
-    "DIGEST_BYTES",
-    "KeySpec",
-    "KEYS",
-    "RFC7143_DEFAULTS",
-    "IET_DEFAULTS",
-    "OPEN_ISCSI_DEFAULTS",
-    "Session",
-    "negotiate",
-    "Pdu",
-    "Leg",
-    "Message",
-    "messages",
-    "is_chain",
-    "critical_chain",
-    "exchange",
-    "bursts",
-    "round_trips",
-    "unsolicited_bytes",
-    "wire_bytes",
-    "leg_wire_bytes",
-    "message_wire_bytes",
-    "timeline",
-    "pace",
-    "command_latency_s",
-    "throughput_bound_Bps",
-]
+__all__ = [*_session_all, *_exchange_all]
