@@ -419,3 +419,14 @@ def test_unrolled_recurrence_rejects_bad_input():
         D.unrolled_last_sent(3, 2, "both")
     with pytest.raises(ValueError, match="window"):
         D.unrolled_last_sent(0, 2, "link")
+
+
+def test_command_size_is_bounded() -> None:
+    """A 10**12-byte command used to be listed PDU by PDU for ever; now it is refused."""
+    import pytest as _pt
+
+    from models import iscsi
+
+    with _pt.raises(ValueError, match="size_bytes"):
+        iscsi.exchange("read", 10**12)
+    assert iscsi.round_trips("read", iscsi.MAX_COMMAND_BYTES) == 1

@@ -23,6 +23,7 @@ from models.checks import non_negative, positive
 from .session import BHS_BYTES, DIGEST_BYTES, Session
 
 __all__ = [
+    "MAX_COMMAND_BYTES",
     "Pdu",
     "Leg",
     "Message",
@@ -41,6 +42,12 @@ __all__ = [
     "command_latency_s",
     "throughput_bound_Bps",
 ]
+
+
+#: The largest command the model describes, bytes (1 GiB: a command's PDUs are listed one by one,
+#: so a larger one would take long to describe; real initiators cap a command far lower, e.g.
+#: Linux's max_sectors_kb).
+MAX_COMMAND_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,15 @@ _OPS = ("read", "write")
 def _check(op: str, size_bytes: int, session: Session | None) -> Session:
     if op not in _OPS:
         raise ValueError(f"op must be one of {_OPS}, got {op!r}")
-    if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-        raise ValueError(f"size_bytes must be a whole number >= 0, got {size_bytes!r}")
+    if (
+        isinstance(size_bytes, bool)
+        or not isinstance(size_bytes, int)
+        or not 0 <= size_bytes <= MAX_COMMAND_BYTES
+    ):
+        raise ValueError(
+            f"size_bytes must be a whole number from 0 to {MAX_COMMAND_BYTES} bytes (1 GiB), "
+            f"got {size_bytes!r}"
+        )
     if session is None:
         return Session()
     if not isinstance(session, Session):
