@@ -437,3 +437,14 @@ def test_simulator_cross_check_matches_the_model():
         simulated_read_rate(0.0, 1e-6, ops=20)
     with pytest.raises(ValueError, match="delay_s"):
         simulated_read_rate(-1.0, rtt0)
+
+
+def test_on_off_schedule_refuses_nan_and_endless() -> None:
+    import pytest as _pt
+
+    from models.control.loop import on_off_schedule
+
+    with _pt.raises(ValueError, match="lead_s"):
+        on_off_schedule(10, 1, 1, 2, lead_s=float("nan"))
+    with _pt.raises(ValueError, match="samples"):
+        on_off_schedule(1e12, 1, 1, 2)

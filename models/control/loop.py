@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..checks import positive, whole
+from ..checks import non_negative, positive, whole
 from .ewma import Ewma
 from .noise import SMALL_MEAN, NoiseStream
 from .pid import VelocityPID, throttle_steps
@@ -61,6 +61,10 @@ COLUMNS = (
 )
 
 
+#: The most samples a schedule may hold (a day at the thesis's 100 ms sampling is 864,000).
+MAX_SAMPLES = 10_000_000
+
+
 def on_off_schedule(
     duration_s: float,
     on_s: float,
@@ -76,10 +80,15 @@ def on_off_schedule(
     off = positive("off_s", off_s)
     n = whole("writers", writers, minimum=0)
     dt = positive("interval_s", interval_s)
-    if lead_s < 0:
-        raise ValueError(f"lead_s must not be negative, got {lead_s!r}")
+    lead_s = non_negative("lead_s", lead_s)  # NaN and infinity refused too
+    samples = int(round(dur / dt))
+    if samples > MAX_SAMPLES:
+        raise ValueError(
+            f"duration_s / interval_s must be at most {MAX_SAMPLES:,} samples, got {samples:,} "
+            f"({duration_s!r} s at {interval_s!r} s)"
+        )
     out = []
-    for i in range(int(round(dur / dt))):
+    for i in range(samples):
         t = i * dt
         phase = (t - lead_s) % (on + off)
         out.append(n if t >= lead_s and phase < on - 1e-9 else 0)
