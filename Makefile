@@ -2,8 +2,14 @@
 #
 #   make book   set up (.venv, npm assets) and build the HTML book into _build/html/
 #   make test   set up if needed and run every test: the static checks (make lint: ruff, import
-#               contracts, mypy, doctests), unit tests, every chapter as an nbval test, the strict
-#               book build (a warning or failing cell fails it) and the browser tests
+#               contracts, mypy, doctests), the unit tests, the strict book build, which runs every
+#               chapter (a warning or failing cell fails it; reused when `make book` has just built
+#               it from the same sources), the browser tests and the wheel check
+#
+# The book is built once: `make book` records a digest of everything it is built from
+# (tools/book_state.py) and skips the build while it matches; `make book-build` always builds.
+# Inside a build, tools/sphinx_qd.py empties the notebook cache (_build/.jupyter_cache) when data/,
+# models/ or figures/ changed, so a cached build never shows stale numbers.
 #
 # Everything comes from the package registries (PyPI, npm); nothing is downloaded at build time.
 # The live figures' runtime (Pyodide, from npm) and the book's own Python (zipped by
@@ -24,9 +30,15 @@ NPM_STAMP := node_modules/.qd-installed
 PYODIDE := static/pyodide
 PYODIDE_FILES := pyodide.mjs pyodide.mjs.map pyodide.asm.mjs pyodide.asm.wasm python_stdlib.zip pyodide-lock.json
 LIVE_BUNDLE := static/live/queue-depth-python.zip
+# Text and code fonts (npm @fontsource-variable packages), served from _static/fonts/ (static/qd/book.css).
+FONTS := static/fonts
+FONT_PACKAGES := source-sans-3 jetbrains-mono
+FONT_SUBSETS := latin latin-ext greek
 JOBS ?= 2
+BOOK_STATE := $(BIN)/python tools/book_state.py
 
-.PHONY: setup assets measure-build live-bundle book notebooks lint test unit nbtest browser clean lock
+.PHONY: setup assets measure-build live-bundle book book-build notebooks lint test unit nbtest \
+	browser wheel-check clean lock
 
 setup: $(VENV)/.installed assets measure-build
 
@@ -43,7 +55,7 @@ measure-build: $(VENV)/.installed
 	$(BIN)/python -c "from models.measure.build import qdperf_binary; qdperf_binary()"
 
 # Widget JavaScript and Pyodide served by the book itself (no CDN), all from npm.
-assets: $(WIDGETS)/.copied $(PYODIDE)/.copied static/plotly/plotly.min.js
+assets: $(WIDGETS)/.copied $(PYODIDE)/.copied $(FONTS)/.copied static/plotly/plotly.min.js
 
 # Plotly.js for the kernel-free live figures, from the pinned plotly Python package.
 static/plotly/plotly.min.js: $(VENV)/.installed
@@ -69,14 +81,34 @@ $(PYODIDE)/.copied: $(NPM_STAMP)
 	cd node_modules/pyodide && cp $(PYODIDE_FILES) $(CURDIR)/$(PYODIDE)/
 	touch $@
 
+# The variable fonts' Latin, Latin Extended and Greek files (upright and italic), with their licences.
+$(FONTS)/.copied: $(NPM_STAMP)
+	rm -rf $(FONTS) && mkdir -p $(FONTS)
+	for f in $(FONT_PACKAGES); do \
+	  for s in $(FONT_SUBSETS); do \
+	    cp node_modules/@fontsource-variable/$$f/files/$$f-$$s-wght-{normal,italic}.woff2 $(FONTS)/; \
+	  done; \
+	  cp node_modules/@fontsource-variable/$$f/LICENSE $(FONTS)/LICENSE-$$f.txt; \
+	done
+	touch $@
+
 # The book's own Python for the live figures (models/ and figures/), checked to import without
 # NumPy, SymPy or pandas, as in the browser. Rebuilt on every book build: it is small and quick.
 live-bundle: $(VENV)/.installed
 	$(BIN)/python tools/build_live_bundle.py $(LIVE_BUNDLE)
 
-book: setup live-bundle
+# The strict build: a failing cell, a warning or a broken cross-reference fails it; html_report.py
+# then fails on a page naming a file the book does not have. Skipped while _build/html was built
+# (and passed) from exactly the current sources; `make book-build` builds regardless.
+book: setup
+	@if $(BOOK_STATE) fresh; then echo "Book: $(CURDIR)/_build/html/index.html"; \
+	else $(MAKE) --no-print-directory book-build; fi
+
+book-build: setup live-bundle
+	$(BOOK_STATE) begin
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	$(BIN)/python tools/html_report.py _build/html
+	$(BOOK_STATE) done
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 # Chapters are MyST text notebooks; nbval needs .ipynb, so jupytext writes them (no outputs) to $(NBDIR).
@@ -100,15 +132,24 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules models figures
 
+# Every chapter runs once, in the strict book build (its cells' asserts are the checks, as under
+# nbval: `make nbtest` still runs them alone), reused when `make book` has just built the same sources.
 test: setup notebooks
 	$(MAKE) --no-print-directory lint
-	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests $(NBDIR)
+	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --durations=10 --nbval-lax --nbval-current-env tests $(NBDIR)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory wheel-check
 
 # Every page in headless Chromium (skipped, with the reason printed, when no Chromium is installed).
+# Two workers, one test file each at a time (test_live.py's timings are gathered in one process);
+# a page mostly waits (network idle, fonts, MathJax, Pyodide starting), so two run in about 2/3 the time.
 browser:
-	$(BIN)/python -m pytest -rs -p no:cacheprovider browser_tests
+	$(BIN)/python -m pytest -rs -p no:cacheprovider -n $(JOBS) --dist loadfile --durations=5 browser_tests
+
+# The wheel (datasets inside), installed into an empty venv and run from outside the checkout.
+wheel-check: $(VENV)/.installed
+	$(BIN)/python tools/wheel_check.py
 
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v "^queue-depth-models" > requirements.lock.tmp
@@ -116,4 +157,4 @@ lock:
 
 clean:
 	rm -rf _build $(NBDIR) .pytest_cache .jupyter_cache static/widgets static/plotly static/extra \
-	  $(PYODIDE) static/live $(NPM_STAMP)
+	  $(PYODIDE) $(FONTS) static/live $(NPM_STAMP)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import socketserver
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,8 +50,14 @@ def chromium_path() -> str | None:
     return None
 
 
+_STARTED = time.time()
+
+
 def pytest_terminal_summary(terminalreporter):
     """Report the live figures' timings (measured, not asserted)."""
+    saved = ROOT / "_build" / "browser_timings.json"
+    if not LIVE_TIMINGS and saved.exists() and saved.stat().st_mtime >= _STARTED:
+        LIVE_TIMINGS.update(json.loads(saved.read_text()))  # written by a pytest-xdist worker
     if not LIVE_TIMINGS:
         return
     tr = terminalreporter
@@ -155,4 +163,7 @@ def visit(browser, url: str, init_script: str | None = None, route=None):
     if route:
         page.route(*route)
     page.goto(url, wait_until="networkidle")
+    # The book's own fonts (static/qd/book.css) may still be loading when the network goes idle; until
+    # they are, text is laid out in a stand-in font, so widths are measured only after this.
+    page.evaluate("async () => { document.body.offsetWidth; await document.fonts.ready; }")
     return page, problems
