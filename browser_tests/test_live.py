@@ -170,15 +170,18 @@ def test_live_figure_matches_cpython(browser, book_url, timings, docname):
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     try:
-        for fid in LIVE[docname]:
+        for n, fid in enumerate(LIVE[docname]):
             spec = _spec(page, fid)
             root = page.locator(f"#{fid}")
             root.locator("svg.main-svg").first.wait_for(timeout=15_000)
             # The precomputed default is drawn at once, and nothing of
-            # Python is loaded yet.
+            # Python is loaded before the page's first interaction (a
+            # later figure of the page shares the worker the first one
+            # started, and still waits on its grid until touched).
             assert root.get_attribute("data-mode") == "grid"
             assert root.get_attribute("data-frame") == spec["default"]
-            assert not [u for u in requests if "/pyodide/" in u]
+            if n == 0:
+                assert not [u for u in requests if "/pyodide/" in u]
             assert (
                 _plotted(page, fid)["traces"][0]["y"]
                 == spec["frames"][spec["default"]]["traces"][0]["y"]

@@ -7,7 +7,6 @@ import html
 import importlib
 import json
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -15,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from figures import live as L
-from figures.live import Live, LiveFigure, Number, Range, Select
+from figures.live import Live, Number, Range, Select
+from figures.live.runtime import rounded
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import build_live_bundle  # noqa: E402
-
-BLOCKED = build_live_bundle.BLOCKED
 
 
 def declared() -> dict[str, Live]:
@@ -34,23 +32,23 @@ def declared() -> dict[str, Live]:
         for attr, value in vars(module).items():
             if isinstance(value, Live):
                 found[f"{name}.{attr}"] = value
-    from figures.budget import page_cost_figure
-    from figures.kernel import kernel_figure
-    from figures.modes import mean_median_figure
-    from figures.windows import window_live_figure
+    from figures.chapters.budget import page_cost_figure
+    from figures.chapters.kernel import kernel_figure
+    from figures.chapters.modes import mean_median_figure
+    from figures.chapters.windows import window_live_figure
     from models.validation.wan import KB, bound_table
 
-    found["figures.modes.mean_median_figure"] = mean_median_figure(204.5)
-    found["figures.budget.page_cost_figure"] = page_cost_figure(4.82)
-    found["figures.windows.window_live_figure"] = window_live_figure(bound_table(), KB)
-    found["figures.kernel.kernel_figure"] = kernel_figure()
-    found["figures.control.loop_figure"] = _loop_figure()
+    found["figures.chapters.modes.mean_median_figure"] = mean_median_figure(204.5)
+    found["figures.chapters.budget.page_cost_figure"] = page_cost_figure(4.82)
+    found["figures.chapters.windows.window_live_figure"] = window_live_figure(bound_table(), KB)
+    found["figures.chapters.kernel.kernel_figure"] = kernel_figure()
+    found["figures.chapters.control.loop_figure"] = _loop_figure()
     return found
 
 
 def _loop_figure() -> Live:
     """Chapter 10's figure with the thesis's plant and settings."""
-    from figures.control import loop_figure
+    from figures.chapters.control import loop_figure
     from models.control import thesis as th
     from models.validation import throttling as VT
 
@@ -73,23 +71,15 @@ def test_functions_give_identical_numbers_without_the_missing_packages():
     """The browser has no NumPy, SymPy, pandas: with them blocked, every
     declared figure's first view equals the normal import's, bit for bit."""
     specs = {k: v.spec_json() for k, v in declared().items()}
-    code = "\n".join(
-        [
-            "import json, sys",
-            f"for name in {BLOCKED!r}:",
-            "    sys.modules[name] = None",
-            "from figures.live import evaluate_json",
-            "specs = json.loads(sys.stdin.read())",
-            "print(json.dumps({k: evaluate_json(s) for k, s in specs.items()}))",
-        ]
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        input=json.dumps(specs),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    out = build_live_bundle.run_blocked(
+        "\n".join(
+            [
+                "from figures.live import evaluate_json",
+                "specs = json.loads(sys.stdin.read())",
+                "print(json.dumps({k: evaluate_json(s) for k, s in specs.items()}))",
+            ]
+        ),
+        stdin=json.dumps(specs),
     )
     assert out.returncode == 0, out.stderr
     blocked = json.loads(out.stdout)
@@ -100,7 +90,7 @@ def test_functions_give_identical_numbers_without_the_missing_packages():
 @pytest.mark.parametrize("name", sorted(declared()))
 def test_grid_is_the_function_rounded(name):
     spec = declared()[name]
-    fig = spec.figure() if name != "figures.bottleneck.IOPS_QD" else None
+    fig = spec.figure() if name != "figures.chapters.bottleneck.IOPS_QD" else None
     if fig is None:  # 360 ring runs: check one off-default point instead
         exact = spec.evaluate(iosize=512, cp_us=30.0)
         assert exact["traces"][1]["y"][-1] * 1e3 * 30e-6 == pytest.approx(
@@ -110,7 +100,7 @@ def test_grid_is_the_function_rounded(name):
         assert len(exact["traces"]) == 3  # no threshold line
         return
     default = fig.frame()
-    assert default == L._round(spec.evaluate(), spec.digits)
+    assert default == rounded(spec.evaluate(), spec.digits)
     assert fig.grid_size == len(list(fig.frames))
     # The browser's entry point returns the same numbers, unrounded.
     payload = {**spec.spec_json(), "values": {}}
@@ -120,11 +110,11 @@ def test_grid_is_the_function_rounded(name):
 
 
 def test_page_html_carries_the_spec():
-    from figures.wire import WIRE_TIME
+    from figures.chapters.wire import WIRE_TIME
 
     fig = WIRE_TIME.figure()
     page = fig.to_html()
-    assert 'data-live="figures.wire:wire_time_curve"' in page
+    assert 'data-live="figures.chapters.wire:wire_time_curve"' in page
     data = re.search(
         r'<script type="application/json" id="ch2-wire-time-'
         r'data">(.*?)</script>',
@@ -132,7 +122,7 @@ def test_page_html_carries_the_spec():
         re.S,
     ).group(1)
     spec = json.loads(data)
-    assert spec["function"] == "figures.wire:wire_time_curve"
+    assert spec["function"] == "figures.chapters.wire:wire_time_curve"
     assert spec["frames"][spec["default"]] == fig.frame()
     assert [c["name"] for c in spec["controls"]] == ["mtu", "gbps"]
     assert spec["exact"] is True
@@ -143,7 +133,7 @@ def test_page_html_carries_the_spec():
 
 
 def test_values_are_checked_and_coerced():
-    from figures.bottleneck import IOPS_QD
+    from figures.chapters.bottleneck import IOPS_QD
 
     spec = IOPS_QD.spec_json()
     with pytest.raises(ValueError, match="sp_us"):
@@ -184,7 +174,7 @@ def test_bad_declarations_name_the_problem(make, message):
 
 
 def test_live_rejects_fixed_that_json_would_change():
-    from figures.wire import wire_time_curve
+    from figures.chapters.wire import wire_time_curve
 
     control = Range("mtu", "MTU", 576, 9000, [576, 9000], 576, integer=True)
     with pytest.raises(ValueError, match="JSON"):
@@ -193,22 +183,36 @@ def test_live_rejects_fixed_that_json_would_change():
         Live("x", wire_time_curve, [control], fixed={"mtu": 1500})
 
 
-def test_old_grid_only_form_still_works():
-    fig = LiveFigure(
-        "old-form",
-        {"a (x)": [1, 2, 3], "b": ["p", "q"]},
-        lambda a, b: {"traces": [{"x": [a], "y": [a * 2.0]}], "title": b},
-        arg_names={"a (x)": "a", "b": "b"},
-        defaults={"b": "q"},
-    )
-    assert fig.grid_size == 6 and fig.live is None
-    assert fig.frame() == {"traces": [{"x": [2], "y": [4.0]}], "title": "q"}
-    assert fig.frame(**{"a (x)": 3})["traces"][0]["y"] == [6.0]
-    assert fig.frame(a=1, b="p")["title"] == "p"  # names work too
+def test_frames_are_found_by_control_name_or_label():
+    from figures.chapters.wire import WIRE_TIME, wire_time_curve
+
+    fig = WIRE_TIME.figure()
+    assert fig.live is WIRE_TIME and fig.axes == {
+        "MTU (bytes)": [576, 1500, 4000, 9000],
+        "link (Gb/s)": [0.1, 1.0, 10.0, 25.0, 100.0],
+    }
+    assert fig.grid_size == 20 == len(fig.frames) and fig.compute_seconds > 0
+    at_9000 = rounded(wire_time_curve(9000, 1.0, 20000), WIRE_TIME.digits)
+    assert fig.frame(mtu=9000) == at_9000  # a name; the other control at its first view
+    assert fig.frame(**{"MTU (bytes)": 9000, "gbps": 1.0}) == at_9000  # a label and a name
+    assert fig.frame() == fig.frames["1,1"]
     with pytest.raises(ValueError, match="not on the grid"):
-        fig.frame(a=7)
-    page = fig.to_html()
-    assert 'data-kind="steps"' in page and "data-live" not in page
+        fig.frame(mtu=2000)
+    with pytest.raises(ValueError, match="no control named"):
+        fig.frame(nope=1)
+
+
+def test_every_chapter_module_is_live():
+    """Each module of figures/chapters is listed in LIVE_MODULES (so its
+    function may run in the browser), and each listed module exists."""
+    chapters = {
+        f"figures.chapters.{p.stem}"
+        for p in (ROOT / "figures" / "chapters").glob("*.py")
+        if p.stem != "__init__"
+    }
+    assert len(chapters) >= 12  # at least each chapter's main figure
+    assert chapters == {m for m in L.LIVE_MODULES if m.startswith("figures.chapters.")}
+    assert set(L.LIVE_MODULES) - chapters == {"figures.live"}
 
 
 def test_bundle_holds_the_live_modules(tmp_path):
@@ -216,8 +220,10 @@ def test_bundle_holds_the_live_modules(tmp_path):
     build_live_bundle.build(out)
     names = zipfile.ZipFile(out).namelist()
     for module in L.LIVE_MODULES:
-        assert module.replace(".", "/") + ".py" in names
+        path = module.replace(".", "/")
+        assert f"{path}.py" in names or f"{path}/__init__.py" in names, module
     assert "models/ring.py" in names and "models/analytic/numbers.py" in names
+    assert {f"figures/live/{m}.py" for m in ("controls", "runtime", "page", "image")} <= set(names)
     assert not any(n.startswith("models/measure/") for n in names)
     first = out.read_bytes()
     build_live_bundle.build(out)

@@ -3,7 +3,8 @@
 The reader's browser runs CPython compiled to WebAssembly (Pyodide) with no
 NumPy, SymPy or pandas.  Here a fresh interpreter is started with those
 packages blocked (``sys.modules[name] = None`` makes any import of them
-fail), imports the models, computes a few numbers and prints them as JSON;
+fail; ``BLOCKED`` and ``run_blocked`` in ``tools/build_live_bundle.py``),
+imports the models, computes a few numbers and prints them as JSON;
 they must equal, bit for bit, the numbers this process computes with the
 normal imports.
 """
@@ -11,7 +12,6 @@ normal imports.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -24,19 +24,9 @@ from models import analytic as A
 from models.ring import Ring
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
 
-#: Packages the browser does not have.
-BLOCKED = (
-    "numpy",
-    "sympy",
-    "pandas",
-    "scipy",
-    "matplotlib",
-    "plotly",
-    "IPython",
-    "ipywidgets",
-    "simpy",
-)
+from build_live_bundle import BLOCKED, run_blocked  # noqa: E402  (the one list)
 
 STAGES = {"W1": 1.104e-6, "SP": 15.9e-6, "W2": 5.2e-6, "CP": 8e-6}
 
@@ -70,28 +60,13 @@ NUMBERS = textwrap.dedent("""
 """)
 
 
-def _run_blocked(body: str) -> subprocess.CompletedProcess:
-    """Run ``body`` in a fresh interpreter with :data:`BLOCKED` blocked."""
-    code = "\n".join(
-        [
-            "import json, sys",
-            f"for name in {BLOCKED!r}:",
-            "    sys.modules[name] = None",
-            body,
-        ]
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-
-
 def test_blocked_packages_really_fail_to_import():
-    out = _run_blocked("try:\n    import numpy\nexcept ImportError:\n    print('blocked')")
+    out = run_blocked("try:\n    import numpy\nexcept ImportError:\n    print('blocked')")
     assert out.stdout.strip() == "blocked", out.stderr
 
 
 def test_models_give_identical_numbers_without_numpy_sympy_pandas():
-    out = _run_blocked(
+    out = run_blocked(
         "\n".join(
             [
                 "from models import analytic as A",

@@ -11,9 +11,11 @@ The zip is reproducible: sorted entries and fixed timestamps, so an
 unchanged source gives a byte-identical file.
 
 Before writing, every module in ``figures.live.LIVE_MODULES`` is imported in
-a fresh interpreter with NumPy, SymPy, pandas, SciPy, Matplotlib, Plotly,
-IPython and SimPy blocked, as they are in the browser: a live figure that
-needs one of them fails the build here, not in a reader's browser.
+a fresh interpreter with the packages the browser does not have
+(:data:`BLOCKED`) blocked: a live figure that needs one of them fails the
+build here, not in a reader's browser.  :func:`run_blocked` is that fresh
+interpreter, also used by the tests that compare numbers computed with and
+without those packages.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "static" / "live" / "queue-depth-python.zip"
 PACKAGES = ("models", "figures")
 EXCLUDE = ("models/measure/",)
-#: Packages the browser does not have.
+#: Packages the browser does not have (the one list: the tests import it).
 BLOCKED = (
     "numpy",
     "sympy",
@@ -55,25 +57,48 @@ def sources(root: Path = ROOT) -> list[str]:
     return found
 
 
+def run_blocked(
+    body: str, stdin: str | None = None, root: Path = ROOT, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Run the Python source ``body`` in a fresh interpreter (in ``root``,
+    ``sys`` and ``json`` imported) where importing any of :data:`BLOCKED`
+    fails, as in the browser; ``stdin`` is its input.  Returns the
+    finished process (text output)."""
+    code = "\n".join(
+        [
+            "import json, sys",
+            f"for name in {BLOCKED!r}:",
+            "    sys.modules[name] = None",
+            body,
+        ]
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def check_standard_library_only(root: Path = ROOT) -> list[str]:
     """Import every live module with the browser's missing packages blocked.
 
     Returns the modules checked; raises ``RuntimeError`` with the failing
     import's message otherwise.
     """
-    code = "\n".join(
-        [
-            "import importlib, sys",
-            f"for name in {BLOCKED!r}:",
-            "    sys.modules[name] = None",
-            "import figures.live",
-            "for module in figures.live.LIVE_MODULES:",
-            "    importlib.import_module(module)",
-            "print(' '.join(figures.live.LIVE_MODULES))",
-        ]
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300
+    out = run_blocked(
+        "\n".join(
+            [
+                "import importlib",
+                "from figures.live import LIVE_MODULES",
+                "for module in LIVE_MODULES:",
+                "    importlib.import_module(module)",
+                "print(' '.join(LIVE_MODULES))",
+            ]
+        ),
+        root=root,
     )
     if out.returncode != 0:
         raise RuntimeError(

@@ -1,4 +1,5 @@
-/* Queue Depth live figures (figures/live.py writes their HTML and JSON).
+/* Queue Depth live figures (figures/live/page.py writes their HTML and
+ * JSON).
  *
  * Every .qd-live-figure on the page is drawn with Plotly from its
  * precomputed grid at once.  A figure that names a Python function
@@ -145,7 +146,7 @@
   // ------------------------------------------------------------------
 
   function nearestIndex(c, value) {
-    if (c.kind === "select" || c.kind === "steps") {
+    if (c.kind === "select") {
       var i = c.grid.indexOf(value);
       return i < 0 ? 0 : i;
     }
@@ -172,22 +173,14 @@
     this.value = spec.value;
     this.element = element;
     var kind = spec.kind;
-    if (kind === "steps" || kind === "select") {
-      var input = element.querySelector(kind === "steps" ? "input" : "select");
-      var output = element.querySelector("output");
-      input.addEventListener(kind === "steps" ? "input" : "change",
-        function () {
-          self.value = spec.grid[+input.value];
-          if (output) {
-            output.textContent = String(self.value);
-          }
-          fig.changed();
-        });
+    if (kind === "select") {
+      var select = element.querySelector("select");
+      select.addEventListener("change", function () {
+        self.value = spec.grid[+select.value];
+        fig.changed();
+      });
       this.show = function () {
-        input.value = String(spec.grid.indexOf(self.value));
-        if (output) {
-          output.textContent = String(self.value);
-        }
+        select.value = String(spec.grid.indexOf(self.value));
       };
       return;
     }
@@ -451,7 +444,7 @@
     Array.prototype.forEach.call(roots, function (root) {
       var data = document.getElementById(root.id + "-data");
       if (!data || root.getAttribute("data-mode") !== "static") {
-        // Written by an older figures/live.py (a page executed before the
+        // Written by an older figures.live (a page executed before the
         // live figures and kept in Jupyter Book's cache): it draws itself.
         return;
       }

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from figures.live import Live, Range
 from models.analytic import windows as wan
-
-from .live import Live, Range
 
 __all__ = ["window_bound", "window_live_figure"]
 

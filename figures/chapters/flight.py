@@ -3,11 +3,10 @@ ring, live in the book (standard library only: it runs in the browser)."""
 
 from __future__ import annotations
 
+from figures.live import Live, Range
 from models.analytic import numbers as A
 from models.ring import Ring
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
-
-from .live import Live, Range
 
 __all__ = ["SP_US", "CL_US", "rtt_tpt", "RTT_TPT"]
 

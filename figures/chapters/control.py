@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from figures.live import Live, Range, Select
 from models.control.loop import closed_loop, loop_summary, on_off_schedule
 from models.control.pid import FORMS, VelocityPID
 from models.control.plant import SharedDiskPlant
 from models.control.throttle import DelayThrottle
-
-from .live import Live, Range, Select
 
 __all__ = ["loop_run", "loop_figure"]
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from figures.live import Live, Range, Select, iops_qd_layout
 from models.presets import busy_count
 from models.sim import BUTTERFIELD_SERVER, simulate
-
-from .live import Live, Range, Select, iops_qd_layout
 
 __all__ = ["QDS", "CPU_PER_OP_US", "SL_US", "nagle_iops", "nagle_qd", "NAGLE_QD"]
 

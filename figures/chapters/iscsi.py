@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from figures.live import Live, Range
 from models import iscsi
-
-from .live import Live, Range
 
 __all__ = ["draw_exchange", "exchange_bounds", "EXCHANGE"]
 

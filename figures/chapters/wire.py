@@ -3,9 +3,8 @@ book (standard library only: it runs in the browser)."""
 
 from __future__ import annotations
 
+from figures.live import Live, Range
 from models.analytic import numbers as A
-
-from .live import Live, Range
 
 __all__ = ["wire_time_curve", "WIRE_TIME"]
 

@@ -4,9 +4,8 @@ browser)."""
 
 from __future__ import annotations
 
+from figures.live import Live, Range
 from models.analytic.modes import mean_of_modes, median_of_modes
-
-from .live import Live, Range
 
 __all__ = ["mean_median", "mean_median_figure"]
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from figures.live import Live, Range, Select
 from models import framing
 from models.sim import Scenario, simulate
-
-from .live import Live, Range, Select
 
 __all__ = ["FIXES", "QDS", "two_call_iops", "two_call_qd", "TWO_CALL_QD"]
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 
+from figures.live import Live, Range, Select, iops_bound_trace, iops_qd_layout
 from models.analytic import numbers as A
 from models.presets import one_segment
 from models.sim import BUTTERFIELD_SERVER, Scenario, simulate
-
-from .live import Live, Range, Select, iops_qd_layout
 
 __all__ = ["QDS", "SP_US", "bound_scenario", "thresholds", "bound_qd", "BOUND_QD"]
 
@@ -90,13 +89,7 @@ def bound_qd(data: int, sp_us: float, nodelay: str, ops: int = 1000) -> dict:
     peak = k / th["times"][th["slowest"]]  # 1/TPTmin, thousands
     reached = [q for q, v in zip(qds, sim) if v >= 0.99 * peak]
     traces = [
-        {
-            "x": qds,
-            "y": bound,
-            "name": "bound min(QD/RTTmin, 1/TPTmin)",
-            "mode": "lines",
-            "line": {"color": "black", "dash": "dot", "width": 1},
-        },
+        iops_bound_trace(qds, bound, dash="dot"),
         {
             "x": qds,
             "y": sim,

@@ -4,9 +4,8 @@ browser)."""
 
 from __future__ import annotations
 
+from figures.live import Live, Range
 from models.analytic import numbers as A
-
-from .live import Live, Range
 
 __all__ = ["page_cost", "page_cost_figure"]
 

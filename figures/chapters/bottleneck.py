@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from figures.live import Live, Range, iops_bound_trace, iops_qd_layout
 from models.analytic import numbers as A
 from models.ring import Ring
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
-
-from .live import Live, Range, iops_qd_layout
 
 __all__ = ["SP_US", "SL_US", "CL_US", "read_stage_times", "iops_curve", "iops_qd", "IOPS_QD"]
 
@@ -77,13 +76,7 @@ def iops_qd(
     top = 1.15 / A.tpt_min(times) * k
     knee = A.knee_qd(times)
     traces = [
-        {
-            "x": qds,
-            "y": bound,
-            "name": "bound min(QD/RTTmin, 1/TPTmin)",
-            "mode": "lines",
-            "line": {"dash": "dash", "color": "black", "width": 1},
-        },
+        iops_bound_trace(qds, bound, dash="dash"),
         {
             "x": qds,
             "y": sim,

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from figures.live import Live, Range, Select
 from models import framing
 from models import kernel as KR
 from models.sim import get_profile
-
-from .live import Live, Range, Select
 
 __all__ = ["MODES", "timer_period_s", "kernel_vs_sim", "kernel_figure", "plot_kernel_vs_sim"]
 
