@@ -6,8 +6,8 @@
   (``page``), and a Matplotlib still of any point (``image``).
 * :mod:`figures.chapters` -- the chapters' live figures, one module per
   figure (chapter 1's ``flight`` to chapter 12's ``iscsi``), each a
-  standard-library function declared with :class:`figures.live.Live`.
-* :mod:`figures.tables`, :mod:`figures.typeset`, :mod:`figures.sequence` --
+  standard-library function declared with ``figures.live.Live``.
+* ``figures.tables``, ``figures.typeset``, ``figures.sequence`` --
   the static figures apart: comparison tables (pandas), SymPy typeset in the
   book's notation, and time-sequence diagrams of one connection from the
   packet simulator's traces (the arrows as standard-library data, which

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["latex", "use_book_notation", "symbol_latex"]
+__all__ = ["latex", "use_book_notation", "symbol_latex", "glue"]
 
 _TAIL = re.compile(r"^(?P<base>[A-Za-z]{2,}?)(?P<sub>min|max)$")
 
@@ -67,3 +67,15 @@ def use_book_notation() -> None:
 
     # print_builtin=False: plain Python numbers keep their own repr (glue)
     sp.init_printing(use_latex="mathjax", latex_printer=latex, print_builtin=False)
+
+
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """``myst_nb.glue`` for the page's text, with a NumPy scalar turned into the Python number it
+    holds first: under NumPy 2 a scalar's text is ``np.float64(...)``, which a ``{glue:text}``
+    format such as ``:.1f`` cannot read (the build would warn and fail)."""
+    from myst_nb import glue as _glue
+
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        value = item()
+    _glue(name, value, display=display)

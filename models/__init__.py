@@ -15,7 +15,7 @@ contracts in ``pyproject.toml`` check it with ``lint-imports``):
   ``windows`` (window/RTT over distance) and ``modes``.
 * :mod:`models.ring` -- the ring of single-server stages simulated exactly (Little's law, the bounds).
 * :mod:`models.presets` -- the scenarios the chapters, figures and tests share.
-* :mod:`models.control` -- the PID throttling loop and its shared-disk plant (chapter 10).
+* ``models.control`` -- the PID throttling loop and its shared-disk plant (chapter 10).
 * :mod:`models.measure` -- the real-kernel harness: a C client/server over loopback or a veth pair.
 * :mod:`models.kernel` -- a harness run turned into simulator scenarios, side-by-side tables and the
   calibrated host model (chapter 9).

@@ -53,7 +53,7 @@ ISCSI_HEADER_BYTES = 48
 #: The largest IPv4 packet in bytes, set by the 16-bit total-length field.
 #: Linux loopback has MTU 65536, but its MSS is computed from this cap.
 IPV4_MAX_PACKET = 65535
-#: The largest MTU the models accept, bytes: Linux loopback's (``lo``).
+#: The largest MTU the models accept in bytes, Linux loopback's (``lo``).
 MAX_MTU = 65536
 
 

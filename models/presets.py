@@ -232,7 +232,7 @@ def iscsi_command(op: str, size_bytes: int, session=None, **parts) -> Scenario:
     ).replace(**parts)
 
 
-#: A host that costs nothing: no processing, wake-up, path latency or transmit CPU, Nagle off.  On
+#: A host that costs nothing (no processing, wake-up, path latency or transmit CPU, Nagle off).  On
 #: such hosts a simulated command takes what its messages take on the link, as
 #: :func:`models.iscsi.command_latency_s` assumes.
 IDLE_HOST: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 Each test takes numbers a reader already has (a rate, a queue depth, a message size, a link) and
 says which mechanism they point to.  The timers come from the kernel profile
-(:func:`models.sim.get_profile`), the MSS rule from :mod:`models.framing`: nothing is typed here.
+(``models.sim.get_profile``), the MSS rule from :mod:`models.framing`: nothing is typed here.
 Standard library only.
 
 >>> round(timer_period_s(iops=23.5, qd=1), 4)

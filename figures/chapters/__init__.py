@@ -1,6 +1,6 @@
 """The live figures of the chapters: one module per figure (each chapter's
 main figure, and a few more), each listed in
-:data:`figures.live.LIVE_MODULES`.
+``figures.live.LIVE_MODULES``.
 
 * ``flight`` (chapter 1) -- RTT and TPT against QD, the ring simulation.
 * ``wire`` (2) -- wire time of one message against its size.
@@ -9,7 +9,7 @@ main figure, and a few more), each listed in
 * ``nagle`` (4) -- Nagle against TCP_NODELAY, the packet simulator.
 * ``delack`` (5) -- a response written in two ``send()`` calls, and fixes.
 * ``sequence`` (5) -- one operation of that response as a time-sequence
-  diagram (from :mod:`figures.sequence`).
+  diagram (from ``figures.sequence``).
 * ``simulator`` (6) -- the packet simulator under the operational bound.
 * ``modes`` (7) -- mean and median of a latency with two modes.
 * ``budget`` (8) -- the wall-clock cost of a page against QD.

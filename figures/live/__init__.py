@@ -4,17 +4,17 @@ the fallback.
 
 The package, by concept (all standard library: the browser imports it):
 
-* :mod:`figures.live.controls` -- :class:`Range`, :class:`Number`,
-  :class:`Select`: what a reader can change, checked when declared and
+* ``figures.live.controls`` -- ``Range``, ``Number``,
+  ``Select``: what a reader can change, checked when declared and
   coerced when a value arrives.
-* :mod:`figures.live.runtime` -- :class:`Live` (a declaration),
-  :func:`evaluate_json` and :func:`browser_call` (one path for the build,
-  the browser and the tests), :class:`LiveFigure` (the grid, computed at
-  build time) and :data:`LIVE_MODULES`.
-* :mod:`figures.live.page` -- the HTML fragment and JSON the page carries
+* ``figures.live.runtime`` -- ``Live`` (a declaration),
+  ``evaluate_json`` and ``browser_call`` (one path for the build,
+  the browser and the tests), ``LiveFigure`` (the grid, computed at
+  build time) and ``LIVE_MODULES``.
+* ``figures.live.page`` -- the HTML fragment and JSON the page carries
   for ``static/qd/live.js``, and the Plotly layout and trace the
   IOPS-against-QD figures share.
-* :mod:`figures.live.image` -- a figure drawn with Matplotlib for a static
+* ``figures.live.image`` -- a figure drawn with Matplotlib for a static
   image (imported only when called).
 
 The figures themselves, one module per figure, are in
@@ -31,7 +31,7 @@ returns a Plotly figure as plain data::
         return {"traces": [{"x": [...], "y": [...], "name": "RTT"}],
                 "shapes": [...], "title": "..."}   # shapes, title optional
 
-and a :class:`Live` declaration naming that function, its controls and the
+and a ``Live`` declaration naming that function, its controls and the
 keyword arguments that stay fixed::
 
     RTT_TPT = Live(
@@ -44,11 +44,11 @@ keyword arguments that stay fixed::
 
 The chapter shows it with ``live = RTT_TPT.figure(); live.show()``.
 
-* **At build time** :meth:`Live.figure` calls the function at every point
+* **At build time** ``Live.figure`` calls the function at every point
   of the controls' grids (the product of the ``grid`` of every control) and
   embeds the results, rounded to ``digits`` significant digits, in the page
   as JSON.  The default point is drawn at once when the page opens.
-  :meth:`LiveFigure.plot` draws any point with Matplotlib for a static
+  ``LiveFigure.plot`` draws any point with Matplotlib for a static
   image (the printed book), from the same function.
 * **In the browser** ``static/qd/live.js`` (one small script for every
   figure; no framework, no bundler) draws the precomputed point nearest to
@@ -58,7 +58,7 @@ The chapter shows it with ``live = RTT_TPT.figure(); live.show()``.
   ``_static/pyodide/``) and the book's own Python (``models`` and
   ``figures``, zipped by ``tools/build_live_bundle.py`` into
   ``_static/live/queue-depth-python.zip``).  From then on every change
-  calls :func:`browser_call`, which calls the same function with the
+  calls ``browser_call``, which calls the same function with the
   controls' values, and the figure is redrawn with Plotly.  Without Web
   Workers or WebAssembly, or if loading fails, the figure stays on the grid
   (values snap to the nearest grid point) and its status line says so.
@@ -66,7 +66,7 @@ The chapter shows it with ``live = RTT_TPT.figure(); live.show()``.
 Rules for a live figure's function
 ----------------------------------
 * Module level in a ``figures.chapters`` module listed in
-  :data:`LIVE_MODULES`.  That module, and everything it imports when
+  ``LIVE_MODULES``.  That module, and everything it imports when
   imported, uses only the standard library and the standard-library parts
   of ``models`` (``models.analytic.numbers``, ``models.framing``,
   ``models.ring`` ...): no NumPy, SymPy, pandas, Matplotlib or Plotly at
@@ -78,28 +78,28 @@ Rules for a live figure's function
 * It returns JSON-able data: numbers, strings, lists and dicts.  NaN and
   infinities become ``null`` (Plotly leaves a gap).
 * It is deterministic, and avoids results that depend on the Python
-  version or the C library: use :func:`math.fsum` for sums of floats
+  version or the C library: use ``math.fsum`` for sums of floats
   (``sum`` rounds differently from Python 3.12 on; Pyodide runs 3.14, the
   build 3.11).  ``Live(exact=False)`` declares a figure whose numbers may
   differ in the last bits (say through ``math.exp``); the browser test then
   compares to a relative 1e-12 instead of exactly.
-* Values arrive coerced by the control: a float for a :class:`Range` or
-  :class:`Number`, an int when ``integer=True``, one of the options for a
-  :class:`Select`.  ``fixed`` must survive a JSON round trip unchanged
+* Values arrive coerced by the control: a float for a ``Range`` or
+  ``Number``, an int when ``integer=True``, one of the options for a
+  ``Select``.  ``fixed`` must survive a JSON round trip unchanged
   (lists, not tuples), because the browser receives it from the page.
 
 Adding a live figure
 --------------------
 1. Write the function in the chapter's module of ``figures.chapters`` (a
-   new chapter: a new module there, added to :data:`LIVE_MODULES`).  Keep
+   new chapter: a new module there, added to ``LIVE_MODULES``).  Keep
    Matplotlib, pandas and the simulator's heavy parts out of it (import
    them inside the functions that need them, which the browser never
    calls); data loaded with pandas at build time goes into ``fixed`` as
    plain lists.
-2. Declare it with :class:`Live`: one control per parameter a reader may
-   change -- a :class:`Range` (slider and number box) or :class:`Number`
+2. Declare it with ``Live``: one control per parameter a reader may
+   change -- a ``Range`` (slider and number box) or ``Number``
    (number box) with a stated ``min``/``max`` that contains its ``grid``,
-   or a :class:`Select` for a choice -- and show ``.figure()`` in the
+   or a ``Select`` for a choice -- and show ``.figure()`` in the
    chapter.  ``frame(**values)`` returns a precomputed point (keys:
    control names or labels); ``frames``, ``axes``, ``grid_size`` and
    ``compute_seconds`` describe the grid.
@@ -108,7 +108,7 @@ Adding a live figure
 4. In ``book/status.md``, give the figure's row of ``MAIN_FIGURES`` its
    ``module:function`` and what it runs in the browser.  If the module
    builds the declaration from data (like
-   :func:`figures.chapters.modes.mean_median_figure`), add a representative
+   ``figures.chapters.modes.mean_median_figure``), add a representative
    call to ``declared()`` in ``tests/test_live_figures.py``.
 5. Integer controls need room between their first two grid points (the
    browser test sets a value there), and a Select cannot be the only

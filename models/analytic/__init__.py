@@ -4,7 +4,7 @@
   inequalities [1]-[3], the Nagle delay bounds, each derived from a drain-time condition.
 * :mod:`models.analytic.numbers` -- the same results as functions of numbers (standard library only,
   so they run in the reader's browser): wire time, framing, bounds and thresholds.
-* :mod:`models.analytic.iscsi` -- round trips and latency of one iSCSI command, in SymPy (chapter 12).
+* ``models.analytic.iscsi`` -- round trips and latency of one iSCSI command, in SymPy (chapter 12).
 * :mod:`models.analytic.windows` -- window/RTT bounds over a long path (chapter 11), standard library.
 * :mod:`models.analytic.modes` -- what a mean and a median report about bimodal latencies (chapter 7).
 

@@ -245,7 +245,7 @@ def qd_min_cpu(cl: float, rtt_min: float, sp: float) -> float:
     """Inequality [2] as a number: the least QD that keeps the server
     thread busy, ``(CL + RTTmin) / SP``.
 
-    The same expression :func:`qd_min_cpu_bound` derives with SymPy (a test
+    The same expression ``qd_min_cpu_bound`` derives with SymPy (a test
     checks the two agree), for code that must run without SymPy, such as
     the book's live figures.  Times in seconds.
     """
@@ -255,7 +255,7 @@ def qd_min_cpu(cl: float, rtt_min: float, sp: float) -> float:
 
 def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     """Inequality [1] as a number: the least QD that keeps the response
-    link busy, ``(CL + RTTmin + SL) / W2`` (:func:`qd_min_network_bound`,
+    link busy, ``(CL + RTTmin + SL) / W2`` (``qd_min_network_bound``,
     checked equal by a test).  Times in seconds.
     """
     refill = _non_negative("cl", cl) + _positive("rtt_min", rtt_min) + _non_negative("sl", sl)

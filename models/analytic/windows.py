@@ -5,14 +5,14 @@ never faster than the link:
 
     X <= min(W / RTT, C)                         (bytes per second)
 
-This is the ring identity ``IOPS = QD / RTT`` (:func:`models.analytic.iops_identity`) with the window
+This is the ring identity ``IOPS = QD / RTT`` (``models.analytic.iops_identity``) with the window
 as the data in flight (``QD * IOSIZE = W``).  The link is full only when ``W >= C * RTT``, the
 bandwidth-delay product (BDP), and a window ``W`` fills a link of rate ``C`` only up to ``RTT* = W / C``.
 Without window scaling (RFC 1323/7323) the TCP window field holds at most 65535 bytes.
 
 Message windows (Charrouf 2008's COM window) count *messages* in flight; with ``n`` messages of ``m``
 bytes, each taking ``RTT + L`` to be acknowledged, ``X = n*m/(RTT + L)``; two (window, RTT) pairs that
-each just fill the link fix ``m`` and ``L`` (:func:`message_window_fit`).
+each just fill the link fix ``m`` and ``L`` (``message_window_fit``).
 
 Units: bytes, seconds, bytes per second; link rates in bits per second as quoted (converted where used).
 

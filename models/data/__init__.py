@@ -13,10 +13,10 @@ Every dataset in ``data/`` is a pair of files:
 whose header differs from the schema, or whose values break a type, a constraint or the primary
 key; the error (:class:`DatasetError`, a ``ValueError``) names the file and the problem.
 
-Modules: :mod:`~models.data.descriptor` (finding files, the sidecar's structure; standard library
-only), :mod:`~models.data.table` (a CSV checked against its schema, and :func:`load`),
-:mod:`~models.data.maintenance` (:func:`rehash`, ``datapackage.json``) and
-:mod:`~models.data.cli` (the command line).  The checks agree with the Frictionless library's own
+Modules: ``models.data.descriptor`` (finding files, the sidecar's structure; standard library
+only), ``models.data.table`` (a CSV checked against its schema, and :func:`load`),
+``models.data.maintenance`` (``rehash``, ``datapackage.json``) and
+``models.data.cli`` (the command line).  The checks agree with the Frictionless library's own
 validation of the same sidecars, and are stricter (``tests/test_data_frictionless.py``).
 
 Command line (run from the repository root)::

@@ -97,7 +97,7 @@ class DatasetError(ValueError):
 
 
 def data_dir(directory: Path | str | None = None) -> Path:
-    """The data folder: ``directory`` if given, else ``$QUEUE_DEPTH_DATA``, else :data:`DATA_DIR`."""
+    """The data folder: ``directory`` if given, else ``$QUEUE_DEPTH_DATA``, else ``DATA_DIR``."""
     if directory is not None:
         return Path(directory)
     env = os.environ.get("QUEUE_DEPTH_DATA")

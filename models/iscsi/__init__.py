@@ -52,7 +52,7 @@ The protocol
   command arrives and one more as each solicited Data-Out sequence
   completes.  Each R2T is answered with Data-Out PDUs of at most the
   target's MaxRecvDataSegmentLength.  The SCSI Response ends the command.
-* Keys (RFC 7143 section 13, :data:`KEYS`): InitialR2T is negotiated by
+* Keys (RFC 7143 section 13, ``KEYS``): InitialR2T is negotiated by
   OR (either side's Yes wins), ImmediateData by AND (either side's No
   wins), MaxBurstLength, FirstBurstLength and MaxOutstandingR2T by the
   minimum; MaxRecvDataSegmentLength is *declared*, each side stating

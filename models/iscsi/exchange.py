@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-#: The largest command the model describes, bytes (1 GiB: a command's PDUs are listed one by one,
+#: The largest command the model describes in bytes, 1 GiB (a command's PDUs are listed one by one,
 #: so a larger one would take long to describe; real initiators cap a command far lower, e.g.
 #: Linux's max_sectors_kb).
 MAX_COMMAND_BYTES = 1 << 30

@@ -1,7 +1,7 @@
 """The simulator's host cost model, calibrated on the kernel harness's runs.
 
 Chapter 9 first held the simulator against the harness with one fitted
-number per host (:class:`models.kernel.HostFit`): every path
+number per host (``models.kernel.HostFit``): every path
 latency zero and one per-operation server time.  That gets every stall
 verdict right but not how fast the runs without a stall go.  Here the
 host is a set of named costs (:class:`HostCosts`), each a field of the

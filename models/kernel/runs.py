@@ -345,7 +345,7 @@ def _ops(qd: int) -> tuple[int, int]:
 
 class HostOptions(Protocol):
     """Host times a scenario can be built from: :class:`HostFit`, or the calibrated
-    :class:`models.calibrate.HostCosts`."""
+    ``models.calibrate.HostCosts``."""
 
     def scenario_options(self) -> dict: ...
 
@@ -367,7 +367,7 @@ def _required(row: Any, key: str) -> Any:
 
 def row_scenario(table: str, row: Any, host: HostOptions, hz: int = 250) -> Scenario:
     """The :class:`~models.sim.scenario.Scenario` of one row of the ``flory`` or ``iscsi_loop`` table, with the
-    host times of ``host`` (a :class:`HostFit` or a :class:`models.calibrate.HostCosts`)."""
+    host times of ``host`` (a :class:`HostFit` or a ``models.calibrate.HostCosts``)."""
     if table not in ("flory", "iscsi_loop"):
         raise ValueError(f"table must be 'flory' or 'iscsi_loop', got {table!r}")
     mode = _field(row, "sock_mode")

@@ -228,7 +228,7 @@ def _calibration_for(source_key: str) -> tuple:
 
 def calibration(directory: Path | str | None = None) -> tuple:
     """``(run, fit, table, flory)``: the fitted host costs
-    (:class:`models.calibrate.Fit`), every run of the loop with its role
+    (``models.calibrate.Fit``), every run of the loop with its role
     (``train``, ``test``, ``bbr``, ``stall``) and the simulated median,
     rate, stall verdict and segments per operation beside the measured
     ones,
@@ -271,7 +271,7 @@ STALL_MARKS = {"stall": "●", "free": "·", "differs": "≠", "excluded": "?"}
 
 
 def qd_max_rule(header: int, payload: int, mss: int) -> int:
-    """The largest queue depth at which a stall can form (:func:`stall_possible`):
+    """The largest queue depth at which a stall can form (``stall_possible``):
     ``ceil((MSS + H) / (H + N)) - 1``, the last QD whose ``QD (H + N) - H`` bytes stay below the MSS."""
     return -(-(mss + header) // (header + payload)) - 1
 
@@ -346,7 +346,7 @@ def repeat_factor(iscsi: pd.DataFrame, column: str, quantile: float = 0.5) -> fl
 def calibrated_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """The runs of a :func:`calibration` table whose simulated stall verdict under the calibrated costs
     differs from the kernel's, with ``kernel_stalls`` and ``beyond_rule`` (the MSS rule says no stall
-    can form there: :func:`stall_possible` is false)."""
+    can form there: ``stall_possible`` is false)."""
     kernel = table["stalled_pct"] >= STALL_SHARE_PCT
     differ = table[kernel != table["sim_stalls"]]
     beyond = [
@@ -359,7 +359,7 @@ def calibrated_verdicts(table: pd.DataFrame) -> pd.DataFrame:
 def bbr_runs(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(bbr, twins)`` of a :func:`calibration` table: the runs whose segments bbr merged (role
     ``bbr``) with ``mode_segments``, the data segments per response their socket mode writes
-    (:func:`models.calibrate.min_segments`), and the cubic runs of the same scenarios."""
+    (``models.calibrate.min_segments``), and the cubic runs of the same scenarios."""
     from models.kernel import calibrate
 
     bbr = table[table["role"] == "bbr"]

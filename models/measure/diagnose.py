@@ -1,7 +1,7 @@
 """From a capture to a verdict: what holds a request/response connection back, and the fix.
 
 ``python -m models.measure analyze FILE.pcap [--server-port P] [--json]`` reads a capture
-(:func:`models.measure.pcap.read_capture`), finds each TCP connection, tells the client from the
+(``models.measure.pcap.read_capture``), finds each TCP connection, tells the client from the
 server, splits the two byte streams into operations without being told their sizes, and says per
 connection what ended each idle gap and which mechanism, if any, sets the pace.
 
@@ -380,10 +380,10 @@ def analyze_capture(path: Path | str, server_port: int | None = None) -> dict[st
 
     Raises
     ------
-    CaptureError
-        The file cannot be read as a capture with TCP in it (one-line message).
     ValueError
-        ``server_port`` is not 1..65535, or no connection has that port.
+        ``server_port`` is not 1..65535, or no connection has that port; or (as
+        ``models.measure.pcap.CaptureError``, a subclass) the file cannot be read as a capture
+        with TCP in it.  Each message is one line.
     """
     if server_port is not None and not (
         isinstance(server_port, int) and 1 <= server_port <= 65535

@@ -1,12 +1,12 @@
 """The standard sweep and the tidy tables it writes (``<prefix>_flory``, ``_iscsi_loop``, ``_busy_counts``).
 
-:func:`~models.measure.plan.standard_plan` lists the runs (see :mod:`models.measure.plan`).
+``models.measure.plan.standard_plan`` lists the runs (see ``models.measure.plan``).
 
 :func:`run_sweep` runs a plan and writes, for each table, ``<out>/<name>.csv`` and a Frictionless
 sidecar ``<out>/<name>.json`` (schema, sha256 of the CSV, and a ``measurement`` key with the kernel
 version, CONFIG_HZ, sysctls, MTU, offloads, command line and load averages).  The schemas, titles and
-descriptions are those of the bundled sidecars (:mod:`models.measure.schemas`); the rows come from
-:mod:`models.measure.tables`.  Raw per-run reports go to ``<out>/<prefix>_raw.jsonl`` next to them
+descriptions are those of the bundled sidecars (``models.measure.schemas``); the rows come from
+``models.measure.tables``.  Raw per-run reports go to ``<out>/<prefix>_raw.jsonl`` next to them
 only when ``raw=True``.
 """
 

@@ -459,7 +459,7 @@ class ClientThread(AppThread):
                 self.loop.stop()
         return sent
 
-    #: When to pause for the fast-forward: its own business.
+    #: When to pause for the fast-forward, which is its own business.
     cycle_transient = ("pause_every", "pause_in")
 
     def cycle_counters(self) -> dict:

@@ -2,7 +2,7 @@
 
 A deterministic run settles, after a warm-up, into one repeating pattern
 (chapters 4 and 6): the same events, at the same offsets, every ``K``
-completions.  The detector (:class:`FastForward`) compares the run's
+completions.  The detector (``FastForward``) compares the run's
 state after completions, with every time taken relative to now, every
 sequence number relative to the bytes written so far and every operation
 number relative to the operations issued.  When a state comes back, the
@@ -33,9 +33,9 @@ and its own shift:
     subclass that adds state or changes a rule must say what its state
     is; one that keeps its parent's says so with
     ``cycle_state = Parent.cycle_state``).  Everything of the part that
-    decides the run's future, made relative with the :class:`View`.
+    decides the run's future, made relative with the ``View``.
 ``cycle_shift(shift) -> None``
-    Required.  Move the part ``shift.n`` cycles ahead (:class:`Shift`).
+    Required.  Move the part ``shift.n`` cycles ahead (``Shift``).
 ``cycle_parts() -> dict[str, object]``
     The parts it owns (its rules, its timers), by name.
 ``cycle_counters() -> dict[str, int | dict]``
@@ -47,10 +47,11 @@ and its own shift:
 ``cycle_stream``
     The byte stream its sequence numbers count (0: written by the
     client, 1: by the server); its parts inherit it.
-``cycle_event(name, time, arg, view) -> Hashable | None`` and
-``cycle_shift_event(name, time, arg, shift) -> (time, arg)``
-    For the pending events whose handler is its method ``name``: their
-    state (``None``: its ``cycle_state`` covers it) and their move.
+``cycle_event`` and ``cycle_shift_event``
+    ``cycle_event(name, time, arg, view) -> Hashable | None`` and
+    ``cycle_shift_event(name, time, arg, shift) -> (time, arg)``, for the
+    pending events whose handler is its method ``name``: their state
+    (``None``: its ``cycle_state`` covers it) and their move.
     Without them an event's state is its relative time, and it moves by
     ``shift.dt``; its argument must then be ``None``.
 ``cycle_phase(now) -> (Hashable, int)``
@@ -65,7 +66,7 @@ and its own shift:
 
 A part that does not offer its own state, or an event whose handler is
 not a method of a part, turns the fast-forward off for the run and says
-why (:attr:`FastForward.off_reason`, ``Result.fast_forward_off_reason``):
+why (``FastForward.off_reason``, ``Result.fast_forward_off_reason``):
 every event is then run.
 
 With ``run.check`` the detector checks the jump itself: the state after

@@ -42,9 +42,9 @@ __all__ = [
     "MAX_SEND_BYTES",
 ]
 
-#: The longest time any parameter may give, seconds (an hour: far beyond any stage or path).
+#: The longest time any parameter may give in seconds, an hour, far beyond any stage or path.
 MAX_SECONDS = 3600.0
-#: The fastest link rate, bits per second (1 Pb/s: far beyond any link; an unlimited link is
+#: The fastest link rate in bits per second, 1 Pb/s, far beyond any link (an unlimited link is
 #: simulated as 1 Tb/s).
 MAX_RATE_BPS = 1e15
 #: The largest single ``send()`` in bytes (1 GiB).

@@ -51,11 +51,11 @@ _kw = dict(frozen=True, kw_only=True)
 
 #: The deepest queue a scenario may keep outstanding, operations.
 MAX_QD = 4096
-#: The most operations a run may measure (or warm up with): per-operation times are kept in memory.
+#: The most operations a run may measure or warm up with, since per-operation times are kept in memory.
 MAX_OPS = 1_000_000
-#: The deepest token bucket, bytes (1 GiB: far beyond any tbf burst in use).
+#: The deepest token bucket in bytes, 1 GiB, far beyond any tbf burst in use.
 MAX_BUCKET_BYTES = 1 << 30
-#: The default event budget of a run (:attr:`Run.max_events`).
+#: The default event budget of a run (``Run.max_events``).
 MAX_EVENTS = 20_000_000
 
 

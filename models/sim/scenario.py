@@ -12,7 +12,7 @@ default::
 
 Defaults: Butterfield (2017)'s case, a 512-byte iSCSI read over 1 Gb/s
 Ethernet at MTU 1500 with his measured stage times
-(:data:`BUTTERFIELD_SERVER`, :data:`BUTTERFIELD_CLIENT`).
+(``BUTTERFIELD_SERVER``, ``BUTTERFIELD_CLIENT``).
 
 >>> sc = Scenario(workload={"qd": 4})
 >>> sc.workload.qd, sc.server.proc_s, sc.link.mss

@@ -178,7 +178,7 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        """The row is as recorded: within tolerance, or outside it with a stated cause."""
+        """Whether the row is as recorded (within tolerance, or outside it with a stated cause)."""
         if self.kind not in _CAN_FAIL:
             return True
         return self.passed != self.expected_to_fail

@@ -8,12 +8,12 @@ local socket is a simulated :class:`~models.sim.endpoint.Endpoint` with a
 kernel profile's rules (:mod:`models.sim.kernels`), so the same script
 states a Linux rule and checks that the simulator follows it.
 
-* :mod:`~models.sim.packetdrill.parser`: the supported subset of the
-  syntax (:func:`parse_script`, :class:`ScriptError`);
-* :mod:`~models.sim.packetdrill.runner`: driving the endpoint
-  (:func:`run_script`, :func:`run_file`, :class:`Outcome`);
-* :mod:`~models.sim.packetdrill.known`: scripts where the simulator is
-  known to disagree with Linux, and why (:data:`KNOWN_DISAGREEMENTS`);
+* ``models.sim.packetdrill.parser``: the supported subset of the
+  syntax (``parse_script``, ``ScriptError``);
+* ``models.sim.packetdrill.runner``: driving the endpoint
+  (``run_script``, ``run_file``, ``Outcome``);
+* ``models.sim.packetdrill.known``: scripts where the simulator is
+  known to disagree with Linux, and why (``KNOWN_DISAGREEMENTS``);
 * ``python -m models.sim.packetdrill FILE_OR_FOLDER...``: the command line;
 * ``scripts/``: this project's scripts, one Linux behaviour each, with the
   kernel function that implements it in the header.

@@ -98,7 +98,8 @@ class Autocork(Cork):
 
     # end rule: autocork
 
-    #: (the event's handle: the pending event itself is stated)
+    #: The event's handle is left out of the state, since the pending
+    #: event itself is stated.
     cycle_transient = ("event",)
 
     def cycle_state(self, view: View) -> Hashable:
