@@ -405,7 +405,7 @@ def simulate(scenario: Scenario | None = None, **parts) -> Result:
     >>> simulate(workload={"qd": 0})
     Traceback (most recent call last):
     ...
-    ValueError: workload.qd must be a whole number >= 1 (operations), got 0
+    ValueError: workload.qd must be a whole number from 1 to 4096 (operations), got 0
     """
     sc = scenario if scenario is not None else Scenario()
     if parts:
