@@ -15,7 +15,7 @@ in CPython and in the reader's browser.
 True
 
 Modules: :mod:`~models.sim.scenario` (the composed scenario),
-:mod:`~models.sim.parts` (its parts and their defaults),
+``models.sim.parts`` (its parts and their defaults),
 :mod:`~models.sim.params` (field declarations), :mod:`~models.sim.kernels`
 (profiles), :mod:`~models.sim.rules` (the TCP rules),
 :mod:`~models.sim.sender`, :mod:`~models.sim.receiver`,

@@ -2,7 +2,7 @@
 
 ``Scenario(workload=..., link=..., client=..., server=..., kernel=...,
 run=...)``.  Each part is a small frozen record
-(:mod:`models.sim.parts`: :class:`Workload`, :class:`Link`,
+(``models.sim.parts``: :class:`Workload`, :class:`Link`,
 :class:`Host`, :class:`Kernel`, :class:`Run`, all importable from here
 too); a part may be given whole or as a dict of changes to its
 default::
