@@ -85,5 +85,7 @@ from .exchange import *  # noqa: F403  (one command's messages, legs and latency
 from .exchange import __all__ as _exchange_all
 from .session import *  # noqa: F403  (login keys and their negotiation)
 from .session import __all__ as _session_all
+from .timing import *  # noqa: F403  (the messages on the link: latency and bound)
+from .timing import __all__ as _timing_all
 
-__all__ = [*_session_all, *_exchange_all]
+__all__ = [*_session_all, *_exchange_all, *_timing_all]

@@ -40,6 +40,10 @@ __all__ = [
     "MAX_SECONDS",
     "MAX_RATE_BPS",
     "MAX_SEND_BYTES",
+    "MAX_QD",
+    "MAX_OPS",
+    "MAX_BUCKET_BYTES",
+    "MAX_EVENTS",
 ]
 
 #: The longest time any parameter may give in seconds, an hour, far beyond any stage or path.
@@ -49,6 +53,16 @@ MAX_SECONDS = 3600.0
 MAX_RATE_BPS = 1e15
 #: The largest single ``send()`` in bytes (1 GiB).
 MAX_SEND_BYTES = 1 << 30
+
+#: The deepest queue a scenario may keep outstanding, in operations.
+MAX_QD = 4096
+#: The most operations a run may measure or warm up with, since per-operation times are kept in memory.
+MAX_OPS = 1_000_000
+#: The deepest token bucket in bytes, 1 GiB, far beyond any tbf burst in use.
+MAX_BUCKET_BYTES = 1 << 30
+#: The default event budget of a run (``Run.max_events``).
+MAX_EVENTS = 20_000_000
+
 
 #: The kinds of parameter and what each accepts.
 KINDS = {

@@ -31,7 +31,16 @@ import dataclasses
 
 from models import framing
 from models.sim.kernels import PROFILES, KernelProfile, get_profile
-from models.sim.params import Between, OneOf, Part, param
+from models.sim.params import (
+    MAX_BUCKET_BYTES,
+    MAX_EVENTS,
+    MAX_OPS,
+    MAX_QD,
+    Between,
+    OneOf,
+    Part,
+    param,
+)
 
 __all__ = [
     "Workload",
@@ -47,16 +56,6 @@ __all__ = [
 ]
 
 _kw = dict(frozen=True, kw_only=True)
-
-
-#: The deepest queue a scenario may keep outstanding, operations.
-MAX_QD = 4096
-#: The most operations a run may measure or warm up with, since per-operation times are kept in memory.
-MAX_OPS = 1_000_000
-#: The deepest token bucket in bytes, 1 GiB, far beyond any tbf burst in use.
-MAX_BUCKET_BYTES = 1 << 30
-#: The default event budget of a run (``Run.max_events``).
-MAX_EVENTS = 20_000_000
 
 
 @dataclasses.dataclass(**_kw)
@@ -340,23 +339,15 @@ class Host(Part):
     )
 
 
-#: The server of Butterfield (2017), for a 512-byte read at QD 1 on 1 Gb/s, in
-#: microseconds.  Server time at QD 1 is ``S2 - S1 = 32.6``, of which
-#: ``SL + SN = 16.7`` is wake-up latency (``SN = 0`` at QD 1), leaving
-#: ``SI + SP + SK = 15.9`` of CPU per operation (the CPU-bound run's
-#: 63,000 IOPS says the same: ``1/63000 s = 15.87``); the soft-interrupt
-#: and kworker shares are folded into ``proc_s``.  The four path
-#: latencies share ``CT + SR + ST + CR = (C2 - C1) - (S2 - S1) -
-#: (W1 + W2) = 243.4 - 32.6 - 6.3 = 204.5`` evenly (the two hosts'
-#: clocks were not synchronized, so no split is known).
+#: The server of Butterfield (2017) for a 512-byte read at QD 1 on 1 Gb/s, in seconds: the CPU per
+#: operation ``SI + SP + SK`` (as ``proc_s``) and the wake-up ``SL``, with the four path latencies
+#: sharing ``(C2 - C1) - (S2 - S1) - (W1 + W2)`` evenly (the hosts' clocks were not synchronized).
+#: ``tests/test_presets.py`` derives each value from ``data/butterfield2017_rtt_breakdown.csv``.
 BUTTERFIELD_SERVER = Host(
     proc_s=15.9e-6, wake_s=16.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
 )
-#: The initiator of Butterfield (2017), with ``RTT - (C2 - C1) = 275.7 - 243.4 =
-#: 32.3`` us of client time, of which ``CL + CN = 23.7`` (``CN = 0``)
-#: and ``CI + CP + CK = 8.6``.  With both presets, a 560-byte response in
-#: one segment and TCP_NODELAY, the QD-1 round trip is ``204.5 + 6.3 +
-#: 16.7 + 15.9 + 23.7 + 8.6 = 275.7`` us, the source's RTT.
+#: The initiator of Butterfield (2017), seconds: ``CI + CP + CK`` and ``CL``; with both hosts, a
+#: response in one segment and TCP_NODELAY, the QD-1 round trip is the source's RTT (tested).
 BUTTERFIELD_CLIENT = Host(
     proc_s=8.6e-6, wake_s=23.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
 )

@@ -1,9 +1,8 @@
 """Packet simulator (:mod:`models.sim`) against the sources: chapters 4-6.
 
-Sources: Butterfield (2017), *iSCSI-SCST Usermode Read Performance Model*
-(busy-count table, QD=1 RTT, CPU-bound IOPS, the 25 x QD and 5 IOPS
-pathologies); Flory (2001), Linux kernel mailing list report (two packet
-traces, 25 packets per second below the threshold).  Every measured value
+Sources: Butterfield (2017), *iSCSI-SCST Usermode Read Performance Model* (busy-count table,
+QD=1 RTT, CPU-bound IOPS, the 25 x QD and 5 IOPS pathologies); Flory (2001), Linux kernel mailing
+list report (two packet traces, 25 packets per second below the threshold).  Every measured value
 is read from ``data/``; the scenarios are :mod:`models.presets`.
 """
 
