@@ -11,8 +11,8 @@ Standard library only.
 'delayed-ack'
 >>> which_timer(iops=4.9, qd=1), which_timer(iops=4000, qd=1)
 ('probe', None)
->>> held_tail_bytes(1447, mtu=1500), held_tail_bytes(1448, mtu=1500), held_tail_bytes(1449, mtu=1500)
-(1447, 0, 1)
+>>> [held_tail_bytes(n, mtu=1500) for n in (1447, 1448, 1449)]
+[1447, 0, 1]
 """
 
 from __future__ import annotations

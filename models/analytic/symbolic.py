@@ -303,9 +303,10 @@ def nagle_fill_responses(opening: Any) -> sp.Expr:
     when the segment starts on a response boundary) and leaves when it holds an MSS, ``MTU - TCPIP``
     bytes: after ``ceiling((MTU - TCPIP - opening) / (IOSIZE + H))`` more whole responses.
 
-    >>> nagle_fill_responses(S.IOSIZE + S.H).subs({S.MTU: 1500, S.TCPIP: 52, S.IOSIZE: 512, S.H: 48})
+    >>> v = {S.MTU: 1500, S.TCPIP: 52, S.IOSIZE: 512, S.H: 48}
+    >>> nagle_fill_responses(S.IOSIZE + S.H).subs(v)
     2
-    >>> nagle_fill_responses(1).subs({S.MTU: 1500, S.TCPIP: 52, S.IOSIZE: 512, S.H: 48})
+    >>> nagle_fill_responses(1).subs(v)
     3
     """
     sp = _sympy()

@@ -22,7 +22,7 @@ validation of the same sidecars, and are stricter (``tests/test_data_frictionles
 Command line (run from the repository root)::
 
     python -m models.data list                 # names, rows, titles
-    python -m models.data check                # validate every dataset and datapackage.json
+    python -m models.data check                # validate every dataset
     python -m models.data rehash NAME [NAME..] # validate, then store the CSV's new sha256
     python -m models.data rehash --all
     python -m models.data datapackage          # regenerate data/datapackage.json

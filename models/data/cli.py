@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m models.data list                 # names, rows, titles
-    python -m models.data check                # validate every dataset and datapackage.json
+    python -m models.data check                # validate every dataset
     python -m models.data rehash NAME [NAME..] # validate, then store the CSV's sha256 in its sidecar
     python -m models.data rehash --all
     python -m models.data datapackage          # regenerate data/datapackage.json

@@ -70,11 +70,13 @@ S>C response
 >>> round_trips("write", 65536, negotiate(target=IET_DEFAULTS))
 2
 >>> window = Session(max_burst_length=65536, max_outstanding_r2t=2)
->>> [(m.direction, m.kind, m.after) for m in messages("write", 4 * 65536, window)][:5]
-... # doctest: +NORMALIZE_WHITESPACE
-[('C>S', 'command + 8192 B immediate data', None), ('S>C', '2 R2Ts for 65536, 65536 B', 0),
- ('C>S', '8 Data-Out (65536 B)', 1), ('S>C', 'R2T for 65536 B', 2),
- ('C>S', '8 Data-Out (65536 B)', 1)]
+>>> for m in messages("write", 4 * 65536, window)[:5]:
+...     print(m.direction, m.kind, m.after, sep=" | ")
+C>S | command + 8192 B immediate data | None
+S>C | 2 R2Ts for 65536, 65536 B | 0
+C>S | 8 Data-Out (65536 B) | 1
+S>C | R2T for 65536 B | 2
+C>S | 8 Data-Out (65536 B) | 1
 >>> is_chain("write", 4 * 65536, window)
 False
 """

@@ -315,7 +315,8 @@ def critical_chain(op: str, size_bytes: int, session: Session | None = None) -> 
     round trips :func:`round_trips` counts.
 
     >>> s = Session(max_burst_length=65536, max_outstanding_r2t=2)
-    >>> [m.kind for m in critical_chain("write", 4 * 65536, s) if m.direction == "S>C"]
+    >>> chain = critical_chain("write", 4 * 65536, s)
+    >>> [m.kind for m in chain if m.direction == "S>C"]
     ['2 R2Ts for 65536, 65536 B', 'R2T for 57344 B', 'response']
     """
     msgs = messages(op, size_bytes, session)

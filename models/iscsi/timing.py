@@ -100,9 +100,11 @@ def pace(
     for R2Ts: one burst's round trip ``RTT + d + W_r/C + W_b/C`` is longer than sending R bursts)
     or ``"link"`` (the R2Ts arrive before the link is free).
 
-    >>> s = Session(immediate_data=False, max_burst_length=65536, max_outstanding_r2t=4)
-    >>> pace(2**20, 1e-3, 1e9, s), pace(2**20, 1e-2, 1e9, s), pace(65536, 1e-2, 1e9, s)
-    ('link', 'window', 'one window')
+    >>> s = Session(immediate_data=False, max_burst_length=65536,
+    ...             max_outstanding_r2t=4)
+    >>> cases = ((2**20, 1e-3), (2**20, 1e-2), (65536, 1e-2))
+    >>> [pace(n, rtt, 1e9, s) for n, rtt in cases]
+    ['link', 'window', 'one window']
     """
     s = _check("write", size_bytes, session)
     rtt = non_negative("rtt_s", rtt_s)
@@ -132,10 +134,10 @@ def command_latency_s(
     ``timeline()`` arrives (``rtt_s`` the round trip of an empty message, ``link_bps`` bits per
     second, ``added_delay_s`` added to every message the target sends).
 
-    >>> s = Session(initial_r2t=True, immediate_data=False, max_burst_length=65536)
+    >>> keys = dict(initial_r2t=True, immediate_data=False, max_burst_length=65536)
+    >>> s, s4 = Session(**keys), Session(**keys, max_outstanding_r2t=4)
     >>> one = command_latency_s("write", 2**20, 1e-3, 1e9, s)
-    >>> four = command_latency_s("write", 2**20, 1e-3, 1e9, Session(
-    ...     initial_r2t=True, immediate_data=False, max_burst_length=65536, max_outstanding_r2t=4))
+    >>> four = command_latency_s("write", 2**20, 1e-3, 1e9, s4)
     >>> round(one * 1e3, 2), round(four * 1e3, 2)
     (26.01, 11.0)
     """

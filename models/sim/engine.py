@@ -402,10 +402,10 @@ def simulate(scenario: Scenario | None = None, **parts) -> Result:
     >>> r = simulate(run={"ops": 20})       # Nagle on: the 40 ms stall
     >>> 20 < r.iops < 30
     True
-    >>> simulate(workload={"qd": 0})
+    >>> simulate(workload={"qd": 0})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: workload.qd must be a whole number from 1 to 4096 (operations), got 0
+    ValueError: workload.qd must be a whole number from 1 to 4096 ... got 0
     """
     sc = scenario if scenario is not None else Scenario()
     if parts:

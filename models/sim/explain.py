@@ -11,7 +11,8 @@ profile.  Standard library only, so the browser can run it too.
 >>> e = explain(Scenario(run={"ops": 200}))
 >>> e["binds"], round(e["iops"])
 ('delayed-ack', 25)
->>> e = explain(Scenario(server={"nodelay": True}, workload={"qd": 64}, run={"ops": 3000}))
+>>> deep = Scenario(server={"nodelay": True}, workload={"qd": 64})
+>>> e = explain(deep.replace(run={"ops": 3000}))
 >>> e["binds"]
 'server-cpu'
 """

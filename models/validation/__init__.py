@@ -25,16 +25,18 @@ An audit or a test that fails is kept on record with its cause in ``fails``: it 
 audit) whose :attr:`~Comparison.status` is failing, and :func:`assert_all_pass` raises if it ever
 *passes*, so the text that explains the failure stays true.
 
->>> row = Comparison("ch2", "wire time, 48-byte request", measured=1.1e-6, predicted=1.104e-6,
-...                  unit="s", rel_tol=0.01, why="the source rounds to two digits",
+>>> row = Comparison("ch2", "wire time, 48-byte request",
+...                  measured=1.1e-6, predicted=1.104e-6, unit="s",
+...                  rel_tol=0.01, why="the source rounds to two digits",
 ...                  source="Butterfield 2017", kind="test")
 >>> row.passed, row.counts, row.status
 (True, True, 'pass')
->>> Comparison("ch2", "fitted rate", 1.0, 1.0, "MB/s", rel_tol=0.1, why="fitted here",
-...            kind="fit").counts
+>>> Comparison("ch2", "fitted rate", 1.0, 1.0, "MB/s", rel_tol=0.1,
+...            why="fitted here", kind="fit").counts
 False
->>> Comparison("ch8", "a sum the notes print", 3.0, 2.0, "us", abs_tol=0.1, why="two digits",
-...            kind="audit", fails="the notes add wrongly").status
+>>> Comparison("ch8", "a sum the notes print", 3.0, 2.0, "us", abs_tol=0.1,
+...            why="two digits", kind="audit",
+...            fails="the notes add wrongly").status
 'fails (known)'
 """
 
@@ -328,7 +330,8 @@ def kind_counts(rows: Sequence[Comparison]) -> dict:
     ``audits_failing``, those recorded as failing), ``fits`` and ``context``.
 
     >>> from models.validation import Comparison as C
-    >>> rows = [C("ch1", "a", 1, 1, "s", abs_tol=0, why="w", kind=k) for k in ("audit", "fit")]
+    >>> rows = [C("ch1", "a", 1, 1, "s", abs_tol=0, why="w", kind=k)
+    ...         for k in ("audit", "fit")]
     >>> kind_counts(rows)["audits"], kind_counts(rows)["tests"]
     (1, 0)
     """
@@ -354,9 +357,10 @@ def summary(rows: Sequence[Comparison]) -> str:
     audits came out.
 
     >>> from models.validation import Comparison as C
-    >>> rows = [C("ch1", "a", 1, 1, "s", abs_tol=0, why="w", kind="test"),
-    ...         C("ch1", "b", 1, 2, "s", abs_tol=0, why="w", kind="test", fails="cause"),
-    ...         C("ch1", "c", 1, 1, "s", abs_tol=0, why="w", kind="fit")]
+    >>> kw = dict(abs_tol=0, why="w")
+    >>> rows = [C("ch1", "a", 1, 1, "s", kind="test", **kw),
+    ...         C("ch1", "b", 1, 2, "s", kind="test", fails="cause", **kw),
+    ...         C("ch1", "c", 1, 1, "s", kind="fit", **kw)]
     >>> summary(rows)
     '0 audits, 1 fit and 2 tests: 1 test passes, 1 fails as recorded'
     """
