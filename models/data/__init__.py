@@ -23,7 +23,7 @@ Command line (run from the repository root)::
 
     python -m models.data list                 # names, rows, titles
     python -m models.data check                # validate every dataset
-    python -m models.data rehash NAME [NAME..] # validate, then store the CSV's new sha256
+    python -m models.data rehash NAME [NAME..] # validate, then store its sha256
     python -m models.data rehash --all
     python -m models.data datapackage          # regenerate data/datapackage.json
 
