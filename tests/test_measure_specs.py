@@ -148,3 +148,25 @@ def test_a_written_sidecar_carries_the_bundled_schema():
         assert desc["schema"] == {"fields": sch["fields"], "primaryKey": sch["primaryKey"]}
         assert (desc["title"], desc["description"]) == (sch["title"], sch["description"])
         assert desc["sources"][0]["year"] == 2026 and desc["measurement"] is meta
+
+
+def test_field_plan_covers_both_clients_sizes_and_congestion_controls() -> None:
+    from models.measure.plan import FIELD_QDS_NAGLE, FIELD_SIZES, field_plan
+
+    plan = field_plan(root=True)
+    runs = {
+        (p.link.label, p.spec.client_sock, p.spec.sock, p.spec.qd, p.spec.payload_bytes, p.spec.cc)
+        for p in plan
+    }
+    assert len(runs) == len(plan)  # no run twice
+    assert all(p.table == "iscsi" for p in plan)
+    for label in ("loopback", "veth-1500", "veth-9000", "veth-1500-1g"):
+        for client in ("nodelay", "nagle"):
+            for size in FIELD_SIZES:
+                for qd in FIELD_QDS_NAGLE:
+                    assert (label, client, "nagle", qd, size, None) in runs
+                assert (label, client, "more_nodelay", 64, size, None) in runs
+    assert ("veth-1500-1g", "nodelay", "nagle", 2, 65536, "reno") in runs
+    assert ("loopback", "nagle", "nodelay", 16, 4096, "cubic") in runs
+    assert not any(r[0] == "veth-1500" and r[5] for r in runs)  # variants on two links only
+    assert {p.link.label for p in field_plan(root=False)} == {"loopback"}

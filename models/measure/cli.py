@@ -29,7 +29,7 @@ from .cli_args import (
     table_prefix,
 )
 from .netns import MTU_MAX, MTU_MIN
-from .plan import LINK_LABELS
+from .plan import LINK_LABELS, PLANS
 from .runner import (
     CLIENT_SOCK_MODES,
     COUNT_MAX,
@@ -222,6 +222,13 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
         type=table_prefix,
         default="kernel6",
         help="table name prefix, 1..40 lower-case letters, digits or _ (default kernel6)",
+    )
+    sw.add_argument(
+        "--plan",
+        choices=PLANS,
+        default="standard",
+        help="standard: the book's first sweep (Nagle client); field: both client modes, "
+        "512 B-64 KiB, reno/cubic variants (python -m models.measure sweep --plan field --dry-run)",
     )
     sw.add_argument("--quick", action="store_true", help="0.5 s windows instead of 1.5 s")
     sw.add_argument(

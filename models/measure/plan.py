@@ -25,6 +25,11 @@ __all__ = [
     "ISCSI_SIZES",
     "BOOK_MODES",
     "LINK_LABELS",
+    "field_plan",
+    "FIELD_SIZES",
+    "FIELD_QDS_NAGLE",
+    "FIELD_QDS",
+    "PLANS",
 ]
 
 ISCSI_QDS = (1, 2, 3, 4, 5, 8, 16, 32, 64)
@@ -39,6 +44,22 @@ OLD_LOOPBACK_MTU = 16436
 YOUNG_LOOPBACK_MSS = 32 * 1024
 #: Every link label a plan may use (root gets all four; a normal user the loopback only).
 LINK_LABELS = ("loopback", "veth-1500", "veth-9000", "veth-1500-1g")
+
+
+#: The field plan's payload sizes, bytes: 512 B to 64 KiB (issue 22's range).
+FIELD_SIZES = (512, 2048, 4096, 16384, 65536)
+#: Queue depths for a Nagle server, fine at the low end where the stalls end.
+FIELD_QDS_NAGLE = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
+#: Queue depths for the other server modes.
+FIELD_QDS = (1, 2, 4, 8, 16, 32, 64)
+#: Client socket modes: the Linux initiator's (open-iscsi sets TCP_NODELAY) and the default.
+FIELD_CLIENTS = ("nodelay", "nagle")
+#: Congestion-control variants of the field plan, on a subset (the default, bbr here, runs everything).
+FIELD_CC_VARIANTS = ("reno", "cubic")
+FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
+FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
+#: The plans ``python -m models.measure sweep --plan`` knows.
+PLANS = ("standard", "field")
 
 
 @dataclass(frozen=True)
@@ -166,4 +187,57 @@ def standard_plan(
         if cubic and (link.kind == "loopback" or link.rate_bits_per_s) and root:
             ccs.append("cubic")
         plan += _iscsi_runs(link, window, ccs)
+    return plan
+
+
+def _field_run(
+    link: LinkSpec, mode: str, client: str, qd: int, size: int, window: float, cc: str | None
+) -> PlannedRun:
+    spec = RunSpec(
+        "iscsi",
+        mode,
+        qd,
+        size,
+        duration_s=window,
+        warmup_s=0.3,
+        cc=cc,
+        client_sock=client,
+        capture=False,
+    )
+    return PlannedRun(link, spec, "iscsi")
+
+
+def field_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """The field sweep: the configurations the field runs, for fitting and testing a host model.
+
+    Both client socket modes (NODELAY, as the Linux initiator sets it, and Nagle), the four server
+    modes, payloads of 512 B to 64 KiB (:data:`FIELD_SIZES`), queue depths 1 to 64 (finer for a
+    Nagle server, whose stalls end at low QD), on every link of :func:`standard_plan`, under the
+    default congestion control; then reno and cubic on the host loopback's or private loopback's
+    and the rate-limited veth's subset (:data:`FIELD_CC_SIZES`, :data:`FIELD_CC_QDS`, Nagle and
+    NODELAY servers).  Only the iSCSI-like loop (no Flory runs).  ``cubic=False`` drops the
+    reno and cubic variants.  Windows are 1.0 s (0.5 s with ``quick``).
+    """
+    root = is_root() if root is None else root
+    window = 0.5 if quick else 1.0  # seconds
+    plan: list[PlannedRun] = []
+    for link in _links(root, links):
+        for client in FIELD_CLIENTS:
+            for size in FIELD_SIZES:
+                for mode in BOOK_MODES:
+                    qds = FIELD_QDS_NAGLE if mode == "nagle" else FIELD_QDS
+                    for qd in qds:
+                        plan.append(_field_run(link, mode, client, qd, size, window, None))
+        if cubic and (link.kind == "loopback" or link.rate_bits_per_s):
+            for cc in FIELD_CC_VARIANTS:
+                for client in FIELD_CLIENTS:
+                    for size in FIELD_CC_SIZES:
+                        for mode in ("nagle", "nodelay"):
+                            for qd in FIELD_CC_QDS:
+                                plan.append(_field_run(link, mode, client, qd, size, window, cc))
     return plan
