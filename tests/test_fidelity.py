@@ -1,0 +1,98 @@
+"""The fidelity goals of issue 22 (models.validation.fidelity): the arithmetic of each goal on small
+frames, and on the bundled kernel run that a model ignoring Nagle fails them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from models.validation import fidelity as F
+
+
+def _frame(kernel_stalls, sim_stalls, iops, sim_iops, qds, link="veth-1500", rate=None):
+    n = len(qds)
+    return pd.DataFrame(
+        {
+            "link": [link] * n,
+            "cc": ["bbr"] * n,
+            "client_sock_mode": ["nodelay"] * n,
+            "sock_mode": ["nagle"] * n,
+            "iosize_bytes": [512] * n,
+            "rate_limit_bits_per_s": [rate] * n,
+            "qd": qds,
+            "role": ["test"] * n,
+            "kernel_stalls": kernel_stalls,
+            "sim_stalls": sim_stalls,
+            "iops": iops,
+            "sim_iops": sim_iops,
+        }
+    )
+
+
+def test_the_training_subset_is_the_loopback_at_two_sizes_under_the_default_cc():
+    df = pd.DataFrame(
+        {
+            "link": ["loopback", "loopback", "loopback", "veth-9000"],
+            "cc": ["bbr", "cubic", "bbr", "bbr"],
+            "iosize_bytes": [512, 512, 2048, 4096],
+        }
+    )
+    assert list(F.roles(df)) == ["train", "test", "test", "test"]
+
+
+def test_the_largest_stalling_qd_is_compared_per_group():
+    df = _frame(
+        [True, True, False, False],
+        [True, False, False, False],
+        [25.0, 50.0, 9000.0, 9000.0],
+        [25.0, 9000.0, 9000.0, 9000.0],
+        [1, 2, 3, 4],
+    )
+    ends = F.stall_end_table(df)
+    assert list(ends["kernel_qd"]) == [2] and list(ends["sim_qd"]) == [1]
+    assert not ends["right"].all()
+    verdicts, end = F.goals(df)[:2]
+    assert verdicts.value == "3 of 4" and not verdicts.met
+    assert end.value == "0 of 1" and not end.met
+
+
+def test_iops_goal_counts_only_unlimited_unstalled_test_rows():
+    fast = _frame(
+        [False] * 4, [False] * 4, [1000.0] * 4, [1100.0, 1100.0, 1100.0, 2000.0], [1, 2, 8, 16]
+    )
+    limited = _frame([False] * 2, [False] * 2, [10.0] * 2, [10.0] * 2, [8, 16], rate=1e9)
+    stalled = _frame([True], [True], [25.0], [25.0], [1])
+    io = F.iops_table(pd.concat([fast, limited, stalled], ignore_index=True))
+    assert len(io) == 4 and io["within"].sum() == 3
+    goals = {g.name: g for g in F.goals(fast)}
+    assert goals["IOPS within 25%"].value == "75%" and not goals["IOPS within 25%"].met
+    assert goals["median ratio, QD 1"].met  # 1.1
+    assert not goals["median ratio, QD >= 8"].met  # median of 1.1 and 2.0 = 1.55
+
+
+def test_a_model_without_nagle_fails_the_verdict_goals_on_the_bundled_run():
+    """The verdict goals can fail: the same host with the server's Nagle switched off never stalls."""
+    from models.kernel import fit_host, load_kernel_run, row_scenario, simulate_summary
+
+    run = load_kernel_run()
+    isc = run.table("iscsi_loop")
+    isc = isc[isc["sock_mode"].isin(["nagle", "nodelay"]) & (isc["qd"] <= 4)]
+    host = fit_host(run.table("iscsi_loop"))
+
+    def right(r):
+        return simulate_summary(row_scenario("iscsi_loop", r, host, run.hz))
+
+    def no_nagle(r):
+        sc = row_scenario("iscsi_loop", r, host, run.hz)
+        return simulate_summary(sc.replace(server={"nodelay": True}))
+
+    good = {g.name: g for g in F.goals(F.simulated(isc, right))}
+    bad = {g.name: g for g in F.goals(F.simulated(isc, no_nagle))}
+    # the right model misses at most one group (loopback, cubic, 2048 B: the kernel's bbr and cubic
+    # runs of it disagree with each other); the model without Nagle misses most
+    assert (
+        good["largest stalling QD"].rows - int(good["largest stalling QD"].value.split()[0]) <= 1
+    )
+    assert not bad["largest stalling QD"].met and not bad["stall verdicts"].met
+    assert int(bad["stall verdicts"].value.split()[0]) < int(
+        good["stall verdicts"].value.split()[0]
+    )
