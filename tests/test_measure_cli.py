@@ -45,6 +45,7 @@ BAD: dict[tuple[str, str], tuple[list[str], str]] = {
     ("sweep", "--prefix"): (["Kernel6", "_k", "k" * 41, "k-6", ""], "1..40 lower-case"),
     ("sweep", "--links"): (["wifi", "loopback,loopback", "", "veth-1500,"], "comma-separated"),
     ("sweep", "--pcap-dir"): (["{file}", ""], "must be a folder"),
+    ("sweep", "--plan"): (["wide", "", "Field"], "invalid choice"),
     ("analyze", "--server-port"): (["0", "65536", "x"], "1..65535"),
 }
 

@@ -30,6 +30,7 @@ __all__ = [
     "FIELD_QDS_NAGLE",
     "FIELD_QDS",
     "PLANS",
+    "flory_plan",
 ]
 
 ISCSI_QDS = (1, 2, 3, 4, 5, 8, 16, 32, 64)
@@ -59,7 +60,7 @@ FIELD_CC_VARIANTS = ("reno", "cubic")
 FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
 FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
 #: The plans ``python -m models.measure sweep --plan`` knows.
-PLANS = ("standard", "field")
+PLANS = ("standard", "field", "flory")
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def flory_payloads(link: LinkSpec) -> tuple[int, ...]:
         return tuple(sorted(sizes))
     assert link.mtu is not None  # a veth link always has an MTU
     mss = framing.mss(int(link.mtu))  # bytes: MTU less 20 IPv4 + 20 TCP + 12 timestamp option
-    sizes = _around(mss) | _around(2 * mss)
+    sizes = _around(mss) | _around(2 * mss) | _around(3 * mss)
     if mss != ethernet:
         sizes |= {ethernet - 1, ethernet}
     return tuple(sorted(sizes))
@@ -241,3 +242,13 @@ def field_plan(
                             for qd in FIELD_CC_QDS:
                                 plan.append(_field_run(link, mode, client, qd, size, window, cc))
     return plan
+
+
+def flory_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """Only the Flory runs of :func:`standard_plan` (``cubic`` is accepted and ignored)."""
+    return [pr for pr in standard_plan(root, quick, links, cubic=False) if pr.table == "flory"]
