@@ -15,7 +15,7 @@ __all__ = ["SP_US", "SL_US", "CL_US", "read_stage_times", "iops_curve", "iops_qd
 
 GBIT = 1e9  # bits per second
 #: Butterfield's (2017) server time SP and wake-up latencies SL and CL in
-#: µs, rounded to the sliders' 0.1 µs step: the figure's defaults.
+#: µs, rounded to 0.1 µs: the figure's defaults.
 SP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
 SL_US = round(BUTTERFIELD_SERVER.wake_s * 1e6, 1)  # s -> us
 CL_US = round(BUTTERFIELD_CLIENT.wake_s * 1e6, 1)  # s -> us
@@ -133,15 +133,13 @@ IOPS_QD = Live(
             integer=True,
             log=True,
         ),
-        Range(
-            "sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, SP_US, 25.0, 40.0], value=SP_US, step=0.1
-        ),
-        Range("cp_us", "CP (µs)", 1, 60, grid=[8.0, 30.0], value=8.0, step=0.1),
-        Range("sl_us", "SL (µs)", 0, 200, grid=[0.0, SL_US, 100.0], value=SL_US, step=0.1),
-        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, CL_US, 100.0], value=CL_US, step=0.1),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, SP_US, 25.0, 40.0], value=SP_US),
+        Range("cp_us", "CP (µs)", 1, 60, grid=[8.0, 30.0], value=8.0),
+        Range("sl_us", "SL (µs)", 0, 200, grid=[0.0, SL_US, 100.0], value=SL_US),
+        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, CL_US, 100.0], value=CL_US),
     ],
     fixed={"max_qd": 24, "ops": 150},
-    layout=iops_qd_layout(25, legend_x=0.55),
+    layout=iops_qd_layout(25),
     digits=4,
     caption=(
         "Each curve is a ring simulation (models.ring) of 150 "

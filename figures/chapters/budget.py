@@ -5,6 +5,7 @@ browser)."""
 from __future__ import annotations
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models.analytic import numbers as A
 
 __all__ = ["page_cost", "page_cost_figure"]
@@ -64,7 +65,6 @@ def page_cost_figure(lmbench_us: float) -> Live:
                 1000,
                 grid=[float(r) for r in range(50, 450, 50)],
                 value=200.0,
-                step=1,
             ),
             Range(
                 "pages_per_request",
@@ -87,12 +87,13 @@ def page_cost_figure(lmbench_us: float) -> Live:
             ),
         ],
         fixed={"lmbench_us": lmbench_us, "max_qd": 16},
-        layout={
-            "xaxis": {"title": {"text": "requests in parallel (QD)"}},
-            "yaxis": {"title": {"text": "µs per 4 KiB page"}, "type": "log"},
-            "legend": {"x": 0.55, "y": 0.98},
-            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-        },
+        layout=legend_below(
+            {
+                "xaxis": {"title": {"text": "requests in parallel (QD)"}},
+                "yaxis": {"title": {"text": "µs per 4 KiB page"}, "type": "log"},
+                "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+            }
+        ),
         caption=(
             "RTT / (PAGES x QD) (models.analytic.page_time), the "
             "request latency held constant at every QD. 224 points "

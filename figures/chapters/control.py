@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from models.control.loop import closed_loop, loop_summary, on_off_schedule
 from models.control.pid import FORMS, VelocityPID
 from models.control.plant import SharedDiskPlant
@@ -180,21 +181,22 @@ def loop_figure(
         "every": int(every),
         "mb_bytes": int(mb_bytes),
     }
-    layout = {
-        "xaxis": {"title": {"text": "time (s)"}, "anchor": "y2"},
-        "yaxis": {
-            "title": {"text": "read wait (ms)"},
-            "domain": [0.45, 1.0],
-            "rangemode": "tozero",
-        },
-        "yaxis2": {
-            "title": {"text": "writes (MB/s)"},
-            "domain": [0.0, 0.38],
-            "rangemode": "tozero",
-        },
-        "legend": {"orientation": "h", "y": -0.18},
-        "margin": {"t": 40, "r": 10, "b": 40, "l": 60},
-    }
+    layout = legend_below(
+        {
+            "xaxis": {"title": {"text": "time (s)"}, "anchor": "y2"},
+            "yaxis": {
+                "title": {"text": "read wait (ms)"},
+                "domain": [0.45, 1.0],
+                "rangemode": "tozero",
+            },
+            "yaxis2": {
+                "title": {"text": "writes (MB/s)"},
+                "domain": [0.0, 0.38],
+                "rangemode": "tozero",
+            },
+            "margin": {"t": 40, "r": 10, "b": 40, "l": 60},
+        }
+    )
     return Live(
         "ch10-loop",
         loop_run,

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Sequence
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from models import framing
 from models.sim import Scenario, simulate
 
@@ -143,19 +144,13 @@ TWO_CALL_QD = Live(
         ),
     ],
     fixed={"ops_per_qd": _OPS_PER_QD},
-    layout={
-        "xaxis": {"title": {"text": "queue depth QD"}},
-        "yaxis": {"title": {"text": "IOPS (log scale)"}, "type": "log", "range": [0, 4.8]},
-        "legend": {
-            "x": 0.99,
-            "xanchor": "right",
-            "y": 0.01,
-            "yanchor": "bottom",
-            "font": {"size": 11},
-            "bgcolor": "rgba(255,255,255,0.8)",
-        },
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-    },
+    layout=legend_below(
+        {
+            "xaxis": {"title": {"text": "queue depth QD"}},
+            "yaxis": {"title": {"text": "IOPS (log scale)"}, "type": "log", "range": [0, 4.8]},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+        }
+    ),
     digits=4,
     caption=(
         f"Each curve is a packet simulation (models.sim) of "

@@ -4,6 +4,7 @@ ring, live in the book (standard library only: it runs in the browser)."""
 from __future__ import annotations
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models.analytic import numbers as A
 from models.ring import Ring
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
@@ -12,7 +13,7 @@ __all__ = ["SP_US", "CL_US", "rtt_tpt", "RTT_TPT"]
 
 GBIT = 1e9  # bits per second
 #: Butterfield's (2017) server time SP and client wake-up latency CL in
-#: µs, rounded to the sliders' 0.1 µs step.
+#: µs, rounded to 0.1 µs (the number boxes take any value).
 SP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
 CL_US = round(BUTTERFIELD_CLIENT.wake_s * 1e6, 1)  # s -> us
 
@@ -66,19 +67,18 @@ RTT_TPT = Live(
     "ch1-rtt-tpt",
     rtt_tpt,
     controls=[
-        Range(
-            "sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, SP_US, 25.0, 40.0], value=SP_US, step=0.1
-        ),
-        Range("cp_us", "CP (µs)", 1, 60, grid=[2.0, 8.0, 15.0, 30.0], value=8.0, step=0.1),
-        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, CL_US, 60.0], value=0.0, step=0.1),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[5.0, 10.0, SP_US, 25.0, 40.0], value=SP_US),
+        Range("cp_us", "CP (µs)", 1, 60, grid=[2.0, 8.0, 15.0, 30.0], value=8.0),
+        Range("cl_us", "CL (µs)", 0, 200, grid=[0.0, CL_US, 60.0], value=0.0),
     ],
     fixed={"max_qd": 16, "ops": 400},
-    layout={
-        "xaxis": {"title": {"text": "queue depth QD"}},
-        "yaxis": {"title": {"text": "microseconds"}},
-        "legend": {"x": 0.02, "y": 0.98},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
-    },
+    layout=legend_below(
+        {
+            "xaxis": {"title": {"text": "queue depth QD"}},
+            "yaxis": {"title": {"text": "microseconds"}},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
+        }
+    ),
     caption=(
         "Each curve is a ring simulation (models.ring) of 400 "
         "operations per queue depth 1-16, with W1 and W2 of a 512-byte "

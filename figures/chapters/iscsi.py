@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models import iscsi
 
 __all__ = ["draw_exchange", "exchange_bounds", "EXCHANGE"]
@@ -124,12 +125,13 @@ EXCHANGE = Live(
         ),
     ],
     fixed={"max_qd": 32},
-    layout={
-        "xaxis": {"title": {"text": "commands in flight (QD)"}},
-        "yaxis": {"title": {"text": "bound (MB/s)"}, "rangemode": "tozero"},
-        "legend": {"x": 0.55, "y": 0.05},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-    },
+    layout=legend_below(
+        {
+            "xaxis": {"title": {"text": "commands in flight (QD)"}},
+            "yaxis": {"title": {"text": "bound (MB/s)"}, "rangemode": "tozero"},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+        }
+    ),
     caption=(
         "The bound of models.iscsi.throughput_bound_Bps, open-iscsi "
         "offers against IET (MTU 1500), at QD 1-32. 75 points "

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from models import framing
 from models import kernel as KR
 from models.sim import get_profile
@@ -228,21 +229,20 @@ def kernel_figure(tables: tuple | None = None) -> Live:
         else:
             fixed[name] = options[0]
     controls.append(
-        Range(
-            "sp_scale", "server time SP (x fitted)", 0.1, 3, grid=[0.5, 1.0], value=1.0, step=0.01
-        )
+        Range("sp_scale", "server time SP (x fitted)", 0.1, 3, grid=[0.5, 1.0], value=1.0)
     )
-    layout = {
-        "xaxis": {
-            "title": {"text": "queue depth QD"},
-            "type": "log",
-            "range": [-0.05, 1.86],
-            "tickvals": [1, 2, 3, 4, 5, 8, 16, 32, 64],
-        },
-        "yaxis": {"title": {"text": "IOPS (log scale)"}, "type": "log", "range": [1, 5.6]},
-        "legend": {"x": 0.01, "y": 0.99, "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.8)"},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-    }
+    layout = legend_below(
+        {
+            "xaxis": {
+                "title": {"text": "queue depth QD"},
+                "type": "log",
+                "range": [-0.05, 1.86],
+                "tickvals": [1, 2, 3, 4, 5, 8, 16, 32, 64],
+            },
+            "yaxis": {"title": {"text": "IOPS (log scale)"}, "type": "log", "range": [1, 5.6]},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+        }
+    )
     n = 2
     for c in controls[:-1]:
         n *= len(c.options)

@@ -5,6 +5,7 @@ browser)."""
 from __future__ import annotations
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models.analytic.modes import mean_of_modes, median_of_modes
 
 __all__ = ["mean_median", "mean_median_figure"]
@@ -90,11 +91,8 @@ def mean_median_figure(remote_us: float) -> Live:
                 400,
                 grid=[float(g) for g in range(0, 401, 50)],
                 value=200.0,
-                step=1,
             ),
-            Range(
-                "low_us", "low mode (µs)", 0, 300, grid=[50.0, 135.0, 250.0], value=135.0, step=1
-            ),
+            Range("low_us", "low mode (µs)", 0, 300, grid=[50.0, 135.0, 250.0], value=135.0),
             Range(
                 "share",
                 "slow share",
@@ -106,12 +104,13 @@ def mean_median_figure(remote_us: float) -> Live:
             ),
         ],
         fixed={"n": 300, "remote_us": remote_us},
-        layout={
-            "xaxis": {"title": {"text": "share of operations in the slow mode"}},
-            "yaxis": {"title": {"text": "latency (µs)"}, "range": [0, 720]},
-            "legend": {"x": 0.02, "y": 0.98},
-            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-        },
+        layout=legend_below(
+            {
+                "xaxis": {"title": {"text": "share of operations in the slow mode"}},
+                "yaxis": {"title": {"text": "latency (µs)"}, "range": [0, 720]},
+                "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+            }
+        ),
         caption=(
             "Mean and median of 300 operations in two modes "
             "(models.analytic.modes); 135 points (gap x low mode x share) were "

@@ -133,7 +133,6 @@ NAGLE_QD = Live(
             12,
             grid=[0.0, 2.0, 4.0, 6.0, 8.0],
             value=4.0,
-            step=0.1,
         ),
         Range(
             "sl_us",
@@ -142,12 +141,11 @@ NAGLE_QD = Live(
             200,
             grid=[0.0, SL_US, 50.0, 100.0],
             value=SL_US,
-            step=0.1,
         ),
         Select("autocork", "autocorking", ["off", "on"], "off"),
     ],
     fixed={"ops": _OPS},
-    layout=iops_qd_layout(QDS[-1] + 2, legend_x=0.45),
+    layout=iops_qd_layout(QDS[-1] + 2),
     digits=4,
     caption=(
         f"Each pair of curves is a packet simulation (models.sim) of "

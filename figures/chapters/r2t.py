@@ -5,6 +5,7 @@ only: it runs in the browser)."""
 from __future__ import annotations
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from models import iscsi
 
 __all__ = ["SIZES_KIB", "write_latency", "R2T_WINDOW"]
@@ -123,12 +124,13 @@ R2T_WINDOW = Live(
         Select("immediate_data", "ImmediateData", ["Yes", "No"], "No"),
     ],
     fixed={"mark_kib": 1024},
-    layout={
-        "xaxis": {"title": {"text": "write size (KiB)"}, "type": "log"},
-        "yaxis": {"title": {"text": "latency (ms)"}, "type": "log"},
-        "legend": {"x": 0.02, "y": 0.98},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-    },
+    layout=legend_below(
+        {
+            "xaxis": {"title": {"text": "write size (KiB)"}, "type": "log"},
+            "yaxis": {"title": {"text": "latency (ms)"}, "type": "log"},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+        }
+    ),
     caption=(
         "models.iscsi.command_latency_s for one write alone on an idle path (MTU 1500, 8 KiB "
         "Data-Out PDUs), with MaxOutstandingR2T as a sliding window, beside one R2T at a time "

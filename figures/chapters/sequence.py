@@ -11,6 +11,7 @@ costing an extra round trip.
 from __future__ import annotations
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from figures.sequence import diagram
 from models import framing
 from models.sim import Scenario
@@ -197,24 +198,25 @@ TWO_CALL_SEQUENCE = Live(
         Select("fix", "fix", list(FIXES), "none (Nagle)"),
     ],
     fixed={"header": 48},
-    layout={
-        "xaxis": {
-            "range": [-0.2, 1.2],
-            "tickvals": [0, 1],
-            "ticktext": ["client", "server"],
-            "side": "top",
-            "showgrid": False,
-            "zeroline": False,
-        },
-        "yaxis": {
-            "title": {"text": "time since the request (ms; grey bands shortened)"},
-            "autorange": "reversed",
-            "zeroline": False,
-        },
-        "legend": {"orientation": "h", "y": -0.08},
-        "margin": {"t": 60, "r": 10, "b": 40, "l": 60},
-        "height": 520,
-    },
+    layout=legend_below(
+        {
+            "xaxis": {
+                "range": [-0.2, 1.2],
+                "tickvals": [0, 1],
+                "ticktext": ["client", "server"],
+                "side": "top",
+                "showgrid": False,
+                "zeroline": False,
+            },
+            "yaxis": {
+                "title": {"text": "time since the request (ms; grey bands shortened)"},
+                "autorange": "reversed",
+                "zeroline": False,
+            },
+            "margin": {"t": 60, "r": 10, "b": 40, "l": 60},
+            "height": 520,
+        }
+    ),
     digits=6,
     caption=(
         "One operation of a 512-byte read answered with two send() calls, as both hosts see it: "

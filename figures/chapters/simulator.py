@@ -22,8 +22,8 @@ __all__ = ["QDS", "SP_US", "bound_scenario", "thresholds", "bound_qd", "BOUND_QD
 #: Queue depths of every curve.
 QDS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 32)
 HEADER = 48  # bytes of the iSCSI header in the request and the response
-#: Butterfield's (2017) server time SP in µs, rounded to the slider's
-#: 0.1 µs step: the figure's default.
+#: Butterfield's (2017) server time SP in µs, rounded to 0.1 µs: the
+#: figure's default.
 SP_US = round(BUTTERFIELD_SERVER.proc_s * 1e6, 1)  # s -> us
 
 
@@ -141,11 +141,11 @@ BOUND_QD = Live(
             integer=True,
             log=True,
         ),
-        Range("sp_us", "SP (µs)", 1, 60, grid=[10.0, SP_US, 30.0], value=SP_US, step=0.1),
+        Range("sp_us", "SP (µs)", 1, 60, grid=[10.0, SP_US, 30.0], value=SP_US),
         Select("nodelay", "TCP_NODELAY", ["both", "none"], "both"),
     ],
     fixed={"ops": _OPS},
-    layout=iops_qd_layout(QDS[-1] + 1, legend_x=0.4),
+    layout=iops_qd_layout(QDS[-1] + 1),
     digits=4,
     caption=(
         f"Each curve is a packet simulation (models.sim) of at least "

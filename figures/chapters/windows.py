@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models.analytic import windows as wan
 
 __all__ = ["window_bound", "window_live_figure"]
@@ -103,12 +104,13 @@ def window_live_figure(runs, kb_bytes: float) -> Live:
             ),
         ],
         fixed={"measured": measured, "kb_bytes": kb_bytes},
-        layout={
-            "xaxis": {"title": {"text": "round-trip time (ms)"}},
-            "yaxis": {"title": {"text": "read throughput (KB/s)"}, "type": "log"},
-            "legend": {"x": 0.6, "y": 0.98},
-            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-        },
+        layout=legend_below(
+            {
+                "xaxis": {"title": {"text": "round-trip time (ms)"}},
+                "yaxis": {"title": {"text": "read throughput (KB/s)"}, "type": "log"},
+                "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+            }
+        ),
         caption=(
             "The bound of models.analytic.windows.throughput_bound_Bps; the points "
             "are the measured runs. 28 points (window x link rate) "

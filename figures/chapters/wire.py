@@ -4,6 +4,7 @@ book (standard library only: it runs in the browser)."""
 from __future__ import annotations
 
 from figures.live import Live, Range
+from figures.live.page import legend_below
 from models.analytic import numbers as A
 
 __all__ = ["wire_time_curve", "WIRE_TIME"]
@@ -75,12 +76,13 @@ WIRE_TIME = Live(
         ),
     ],
     fixed={"max_bytes": 20000},
-    layout={
-        "xaxis": {"title": {"text": "message payload (bytes)"}},
-        "yaxis": {"title": {"text": "wire time (µs)"}, "rangemode": "tozero"},
-        "legend": {"x": 0.02, "y": 0.98},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
-    },
+    layout=legend_below(
+        {
+            "xaxis": {"title": {"text": "message payload (bytes)"}},
+            "yaxis": {"title": {"text": "wire time (µs)"}, "rangemode": "tozero"},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 60},
+        }
+    ),
     caption=(
         "models.analytic.wire_time over payloads 0-20,000 bytes; 20 "
         "points (MTU x link rate) were computed when the book was "

@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 
 from models.checks import finite
 
-__all__ = ["Range", "Number", "Select", "Control", "control_from_json"]
+__all__ = [
+    "Range",
+    "Number",
+    "Select",
+    "Control",
+    "control_from_json",
+    "MIN_STEP_FRACTION",
+]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -39,15 +46,22 @@ def _number(name: str, value: Any) -> float:
     return finite(name, value)
 
 
-def _nice_step(raw: float) -> float:
-    """1, 2 or 5 times a power of ten, near ``raw`` (a slider step).
+#: The smallest slider step, as a fraction of the slider's span: one press
+#: of an arrow key must move the thumb visibly (issue 24).
+MIN_STEP_FRACTION = 0.01
 
-    >>> _nice_step(0.3), _nice_step(0.05), _nice_step(4.9)
-    (0.2, 0.05, 5.0)
+
+def _nice_step(raw: float) -> float:
+    """The smallest of 1, 2 or 5 times a power of ten at or above ``raw``
+    (a slider step that is never finer than asked).
+
+    >>> _nice_step(0.3), _nice_step(0.05), _nice_step(4.9), _nice_step(0.59)
+    (0.5, 0.05, 5.0, 1.0)
     """
     exponent = math.floor(math.log10(raw))
     mantissa = raw / 10**exponent
-    nice = 1 if mantissa < 1.5 else 2 if mantissa < 3.5 else 5 if mantissa < 7.5 else 10
+    tol = 1e-9  # 0.05 / 10**-2 is 5.000000000000001
+    nice = next(m for m in (1, 2, 5, 10) if mantissa <= m * (1 + tol))
     return float(f"{nice * 10.0**exponent:.12g}")
 
 
@@ -69,13 +83,31 @@ class Range:
     value : float
         The first view; one of ``grid``.
     step : float, optional
-        Slider step (default: 1/200 of the range, or 1 for integers); the
-        number box takes any value.
+        Slider step, in the slider's own unit: the control's unit on a
+        linear slider, decades (powers of ten) on a log slider (``0.01``
+        moves by a factor of 10**0.01).  It must be at least 1 % of the
+        slider's span (:attr:`span`: ``max - min``, or ``log10(max / min)``
+        on a log slider), else ``ValueError``: one press of an arrow key
+        moves the thumb visibly.  Default (:attr:`slider_step`): on a
+        linear slider the smallest 1, 2 or 5 times a power of ten at or
+        above 1 % of the span (a whole number for integers), on a log
+        slider 1 % of its decades.  The number box takes any value.
     integer : bool
         Whole numbers only (the function gets an ``int``).
     log : bool
         The slider moves in equal ratios (``min`` must be positive); grid
-        snapping uses ratios too.
+        snapping uses ratios too.  Use it for a range over more than a
+        decade or two, such as sizes from 1 byte to 64 KiB.
+
+    Examples
+    --------
+    >>> Range("qd", "QD", 1, 256, [1, 8], 1, integer=True).slider_step
+    5
+    >>> Range("qd", "QD", 1, 256, [1, 8], 1, integer=True, step=1)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: qd (QD): step 1 is below 1 % of the slider's span 255 ...
     """
 
     kind: ClassVar[str] = "range"
@@ -116,9 +148,49 @@ class Range:
             raise ValueError(f"{self.name}: grid must increase, got {grid!r}")
         if self.value not in grid:
             raise ValueError(f"{self.name}: value {self.value!r} is not on the grid {grid!r}")
-        if self.step is not None and not _number(f"{self.name}: step", self.step) > 0:
-            raise ValueError(f"{self.name}: step must be positive, got {self.step!r}")
         object.__setattr__(self, "grid", tuple(grid))
+        if self.step is not None:
+            self._check_step(_number(f"{self.name}: step", self.step))
+
+    @property
+    def span(self) -> float:
+        """The slider's span in its own unit: ``max - min``, or
+        ``log10(max / min)`` decades on a log slider."""
+        if self.log:
+            return math.log10(self.max) - math.log10(self.min)
+        return float(self.max - self.min)
+
+    def _check_step(self, step: float) -> None:
+        """``ValueError`` unless ``step`` moves the slider by 1 % to 100 %
+        of :attr:`span` (whole for a linear integer slider)."""
+        where = f"{self.name} ({self.label})"
+        span = f"{self.span:.4g}{' decades' if self.log else ''}"
+        bounds = f"range [{self.min!r}, {self.max!r}]"
+        least = self.span * MIN_STEP_FRACTION
+        if step < least * (1 - 1e-9):  # 1e-9: 0.01 over 0.01 to 1.01
+            raise ValueError(
+                f"{where}: step {self.step!r} is below 1 % of the slider's span "
+                f"{span} ({bounds}); use a step of at least {least:.4g}, "
+                "a log slider or a Select"
+            )
+        if step > self.span * (1 + 1e-9):
+            raise ValueError(
+                f"{where}: step {self.step!r} exceeds the slider's span {span} ({bounds})"
+            )
+        if self.integer and not self.log and step != int(step):
+            raise ValueError(f"{where}: step {self.step!r} must be a whole number (integer=True)")
+
+    @property
+    def slider_step(self) -> float | int:
+        """The slider's step in its own unit (see ``step``)."""
+        if self.step is not None:
+            return int(self.step) if self.integer and not self.log else self.step
+        raw = self.span * MIN_STEP_FRACTION
+        if self.log:
+            return float(f"{raw:.12g}")
+        if self.integer:
+            return max(1, int(_nice_step(raw)))
+        return _nice_step(raw)
 
     def coerce(self, value: Any) -> float | int:
         """``value`` as the function receives it, or ``ValueError``.
@@ -137,9 +209,6 @@ class Range:
 
     def to_json(self) -> dict:
         """The control as the page's JSON describes it."""
-        step = self.step
-        if step is None:
-            step = 1 if self.integer else _nice_step((self.max - self.min) / 200)
         return {
             "kind": self.kind,
             "name": self.name,
@@ -148,7 +217,7 @@ class Range:
             "max": self.max,
             "grid": list(self.grid),
             "value": self.value,
-            "step": step,
+            "step": self.slider_step,
             "integer": self.integer,
             "log": self.log,
         }

@@ -25,7 +25,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["figure_html", "iops_qd_layout", "iops_bound_trace"]
+__all__ = [
+    "figure_html",
+    "iops_qd_layout",
+    "iops_bound_trace",
+    "LEGEND_BELOW",
+    "legend_below",
+]
 
 #: Shown where the plot goes until ``live.js`` draws it (in a notebook it
 #: stays).
@@ -83,12 +89,15 @@ def figure_html(
     # "</" cannot end the script element early inside JSON strings.
     data = data.replace("</", "<\\/")
     controls = "".join(_control_html(fig_id, n, c) for n, c in enumerate(payload["controls"]))
+    # The plot's box is as tall as its layout asks (pixels; 420 by
+    # default): a taller drawing would spill over the controls.
+    height = payload.get("layout", {}).get("height", 420)
     text = f'<span class="qd-live-text">{html.escape(caption)}</span> ' if caption else ""
     return (
         f'<div class="qd-live-figure" id="{fig_id}" data-mode="static"'
         f' data-grid-points="{grid_size}" data-live="{html.escape(function)}">\n'
         f'<div class="qd-live-plot" id="{fig_id}-plot" style="width:100%;'
-        f'max-width:760px;height:420px">{PLACEHOLDER}</div>\n'
+        f'max-width:760px;height:{height:g}px">{PLACEHOLDER}</div>\n'
         f'<div class="qd-live-controls">{controls}</div>\n'
         f'<div class="qd-live-caption">{text}'
         '<span class="qd-live-status" role="status"></span></div>\n'
@@ -97,15 +106,50 @@ def figure_html(
     )
 
 
-def iops_qd_layout(max_qd: float, legend_x: float = 0.5) -> dict:
+#: A horizontal legend at the bottom of the figure, under the x axis: its
+#: entries wrap to the figure's width, and Plotly reserves its height in the
+#: bottom margin (``yref="container"``), so at no width, a phone's 390 px
+#: included, does it cover data (``browser_tests/test_legends.py``).
+LEGEND_BELOW: dict[str, Any] = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "font": {"size": 11},
+}
+
+
+def legend_below(layout: Mapping[str, Any]) -> dict:
+    """``layout`` (a Plotly layout) with :data:`LEGEND_BELOW` for its
+    legend and room for every x axis's tick labels and title above it
+    (``automargin``: without it the legend's reserved margin replaces
+    theirs).
+
+    >>> out = legend_below({"xaxis": {"title": {"text": "QD"}}})
+    >>> out["xaxis"]["automargin"], out["legend"]["orientation"]
+    (True, 'h')
+    """
+    out = {k: v for k, v in layout.items() if k != "legend"}
+    for key, axis in layout.items():
+        if key.startswith("xaxis"):
+            out[key] = {**axis, "automargin": True}
+    out.setdefault("xaxis", {"automargin": True})
+    out["legend"] = json.loads(json.dumps(LEGEND_BELOW))  # a fresh copy
+    return out
+
+
+def iops_qd_layout(max_qd: float) -> dict:
     """The Plotly layout shared by the book's IOPS-against-queue-depth
-    figures (y in thousand IOPS)."""
-    return {
-        "xaxis": {"title": {"text": "queue depth QD"}, "range": [0, max_qd]},
-        "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
-        "legend": {"x": legend_x, "y": 0.05, "font": {"size": 11}},
-        "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
-    }
+    figures (y in thousand IOPS), with the legend under the plot."""
+    return legend_below(
+        {
+            "xaxis": {"title": {"text": "queue depth QD"}, "range": [0, max_qd]},
+            "yaxis": {"title": {"text": "thousand IOPS"}, "rangemode": "tozero"},
+            "margin": {"t": 40, "r": 10, "b": 45, "l": 55},
+        }
+    )
 
 
 def iops_bound_trace(qds: list, iops: list, dash: str = "dash") -> dict:

@@ -192,12 +192,13 @@
         var hi = Math.log10(spec.max);
         slider.min = String(lo);
         slider.max = String(hi);
-        slider.step = String((hi - lo) / 400);
       } else {
         slider.min = String(spec.min);
         slider.max = String(spec.max);
-        slider.step = String(spec.step);
       }
+      // In the slider's own unit (decades on a log slider), at least 1 %
+      // of its span (figures/live/controls.py).
+      slider.step = String(spec.step);
       slider.addEventListener("input", function () {
         var v = +slider.value;
         if (spec.log) {
@@ -282,7 +283,9 @@
     var idx = [];
     var snapped = {};
     this.controls.forEach(function (c) {
-      var i = nearestIndex(c.spec, c.value);
+      // A control precomputed at its first view only stays there.
+      var i = c.spec.precomputed === false ? c.spec.grid.indexOf(c.spec.value) :
+        nearestIndex(c.spec, c.value);
       idx.push(i);
       snapped[c.spec.name] = c.spec.grid[i];
     });
