@@ -32,6 +32,7 @@ __all__ = [
     "flory_loopback",
     "iscsi_command",
     "IDLE_HOST",
+    "iscsi_messages",
     "iscsi_idle_path",
     "iscsi_idle_latency_s",
 ]
@@ -246,69 +247,37 @@ IDLE_HOST: dict[str, Any] = {
 }
 
 
-def _window_chain(size_bytes: int, session) -> tuple:
-    """One of the ``R`` chains a write whose R2T window slides falls into (see
-    :func:`iscsi_idle_path`): a command, then R2T and Data-Out in turn for bursts ``k``, ``k + R``,
-    ``k + 2R`` ..., then a response.  Needs no unsolicited data and ``R`` equal shares of equal
-    bursts, so that every chain is the same."""
+def iscsi_messages(op: str, size_bytes: int, session=None) -> tuple:
+    """One iSCSI command as the simulator's workload messages (``Workload.messages``): for each
+    message of :func:`models.iscsi.messages`, its direction, its ``send()`` sizes in bytes (one
+    call per PDU) and the message whose reading releases it.  MaxOutstandingR2T is a sliding
+    window: the R2T of burst ``j + R`` is released by the Data-Out of burst ``j``."""
     from models import iscsi
 
-    window = session.max_outstanding_r2t
-    if any(iscsi.unsolicited_bytes(size_bytes, session)):
-        raise ValueError(
-            "a sliding R2T window can be replayed only without unsolicited data "
-            "(InitialR2T=Yes and ImmediateData=No)"
-        )
-    pieces = iscsi.bursts(size_bytes, session)
-    if len(pieces) % window or len({n for _, n in pieces}) != 1:
-        raise ValueError(
-            f"size_bytes must be a multiple of MaxOutstandingR2T x MaxBurstLength "
-            f"({window} x {session.max_burst_length}) for equal chains, got {size_bytes!r}"
-        )
-    msgs = iscsi.messages("write", size_bytes, session)
-    cmd = msgs[0].writes
-    r2t = iscsi.Pdu("R2T").writes(session, False)
-    data = next(m.writes for m in msgs if m.after is not None and m.direction == "C>S")
-    legs: list[tuple] = [cmd]
-    for _ in range(len(pieces) // window):
-        legs += [r2t, data]
-    return (*legs, msgs[-1].writes)
+    return tuple((m.direction, m.writes, m.after) for m in iscsi.messages(op, size_bytes, session))
 
 
 def iscsi_idle_path(
     op: str, size_bytes: int, session, rtt_s: float, link_bps: float, **parts
 ) -> Scenario:
     """One iSCSI command on an idle path: hosts that cost nothing (:data:`IDLE_HOST`), a link of
-    ``link_bps`` bits per second with ``rtt_s / 2`` each way, one command's worth of operations.
-
-    A command whose messages form a chain (``models.iscsi.is_chain``) is one operation,
-    replayed leg by leg.  A write whose window of MaxOutstandingR2T ``R`` R2Ts slides is not a
-    chain, but it falls into ``R`` chains that share only the command and the response: the R2T of
-    burst ``j + R`` waits for the Data-Out of burst ``j`` and nothing else.  It is replayed as ``R``
-    operations in flight at once, one chain each; each carries its own
-    48-byte command and response, the only difference from the real exchange.  Measure it with
-    :func:`iscsi_idle_latency_s`.
+    ``link_bps`` bits per second with ``rtt_s / 2`` each way, and one operation, the command's
+    real exchange (:func:`iscsi_messages`) whatever the keys: immediate and unsolicited data,
+    a window of R2Ts that slides, a last burst shorter than the others, a write with no R2T.
+    Measure it with :func:`iscsi_idle_latency_s`.
     """
-    from models import iscsi
-
-    if iscsi.is_chain(op, size_bytes, session):
-        legs = tuple(leg.writes for leg in iscsi.exchange(op, size_bytes, session))
-        qd = 1
-    else:
-        legs = _window_chain(size_bytes, session)
-        qd = session.max_outstanding_r2t
     return Scenario(
-        workload={"legs": legs, "qd": qd},
+        workload={"messages": iscsi_messages(op, size_bytes, session), "qd": 1},
         client=IDLE_HOST,
         server=IDLE_HOST,
         link={"latency_s": rtt_s / 2, "bandwidth_bps": link_bps},
-        run={"ops": qd, "warmup_ops": 0},
+        run={"ops": 1, "warmup_ops": 0},
     ).replace(**parts)
 
 
 def iscsi_idle_latency_s(scenario: Scenario) -> float:
-    """The simulated latency of the command :func:`iscsi_idle_path` set up: the last of its first
-    ``qd`` operations (all issued at time 0) to complete, seconds."""
+    """The simulated latency of the command :func:`iscsi_idle_path` set up, seconds: the last of
+    its first ``qd`` operations (all issued at time 0) to complete."""
     qd = scenario.workload.qd
     r = simulate(scenario)
     return max(r.rtts_s[:qd])

@@ -8,8 +8,9 @@ Every field of every part is drawn from its ``Spec.sample``: a
 here, so a new field without a sample fails the property tests
 (``tests/test_sim_properties.py::test_every_field_has_a_strategy``).
 Two rules across fields are kept by drawing those fields together:
-a setup request and response are given together, and ``legs`` replaces
-the request and response writes.
+a setup request and response are given together, and ``legs`` or
+``messages`` (which replaces ``legs``) replaces the request and response
+writes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,23 @@ from models.sim.params import Between, OneOf, Spec
 _sizes = st.lists(st.integers(1, 4000), min_size=1, max_size=3).map(tuple)
 _leg = st.lists(st.integers(1, 3000), min_size=1, max_size=3).map(tuple)
 
+
+@st.composite
+def _messages(draw) -> tuple:
+    """An exchange of two to six messages, each released by an earlier
+    message of the other side (a client message may wait for nothing),
+    at least one from the server."""
+    out = [("C>S", draw(_leg), None)]
+    for _ in range(1, draw(st.integers(2, 6))):
+        side = draw(st.sampled_from(("C>S", "S>C")))
+        other = [j for j, m in enumerate(out) if m[0] != side]
+        options = other + ([None] if side == "C>S" else [])
+        out.append((side, draw(_leg), draw(st.sampled_from(options)) if options else None))
+    if all(m[0] == "C>S" for m in out):
+        out.append(("S>C", draw(_leg), len(out) - 1))
+    return tuple(out)
+
+
 #: Strategies named by a field's ``sample``.
 NAMED = {
     "sizes": _sizes,
@@ -32,6 +50,7 @@ NAMED = {
         st.just(()),
         st.lists(_leg, min_size=2, max_size=6).map(lambda legs: tuple(legs[: len(legs) // 2 * 2])),
     ),
+    "messages": st.one_of(st.just(()), st.just(()), _messages()),
     "setup": st.one_of(st.just(()), st.just((8,))),
     "bucket": st.one_of(st.none(), st.integers(1, 4)),  # frames, see below
     "tick_phase": st.one_of(st.none(), st.floats(0, 0.999)),  # of a tick
@@ -64,7 +83,9 @@ def scenarios(draw, **fixed) -> Scenario:
         wl["setup_request_writes"] = wl["setup_response_writes"] = (8,)
     else:
         wl["setup_request_writes"] = wl["setup_response_writes"] = ()
-    if wl["legs"]:  # legs replace request/response
+    if wl["messages"]:  # messages replace legs
+        wl["legs"] = ()
+    if wl["legs"] or wl["messages"]:  # they replace request/response
         wl["request_writes"], wl["response_writes"] = (48,), (48, 512)
     link = parts["link"]
     if link["bucket_bytes"] is not None:  # whole frames of this MTU

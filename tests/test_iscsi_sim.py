@@ -1,6 +1,7 @@
 """The iSCSI exchange replayed in the packet simulator: each command takes the derived number of
-round trips, nothing is lost, and on an idle path a write with a sliding R2T window takes the time
-the model gives."""
+round trips, nothing is lost, and on an idle path any write (a sliding R2T window, unsolicited
+data, a short last burst, no R2T at all), replayed as one operation of its messages, takes the
+time the model gives."""
 
 from __future__ import annotations
 
@@ -58,12 +59,17 @@ def test_a_window_is_refused_as_legs():
         presets.iscsi_command("write", 512 * KiB, s)
 
 
+#: Allowed relative difference from the model on an idle path: the target's pure ACK of the last
+#: Data-Out segment goes just ahead of the R2T it releases (0.72 us each at 1 Gb/s), about 1 % of
+#: a write's R2T rounds at a 0.1 ms round trip (models.validation.iscsi states the same).
+IDLE_TOLERANCE = 0.015
+
+
 @pytest.mark.parametrize("window", [2, 4, 16])
 @pytest.mark.parametrize("rtt_s", [1e-4, 1e-2])
 def test_simulated_window_takes_the_models_time(window, rtt_s):
-    """R chains, one per outstanding R2T, replay the sliding window; the last of them ends when the
-    model's command does (within 1 %: the simulator's ACKs share the reverse link, and its sender
-    packs queued writes into full segments)."""
+    """One operation of the real exchange, its R2T window sliding, ends when the model's command
+    does."""
     burst = 8 * KiB
     s = iscsi.Session(
         immediate_data=False,
@@ -74,21 +80,30 @@ def test_simulated_window_takes_the_models_time(window, rtt_s):
     size = 3 * window * burst
     assert not iscsi.is_chain("write", size, s)
     sc = presets.iscsi_idle_path("write", size, s, rtt_s, 1e9)
-    assert sc.workload.qd == window
+    assert sc.workload.qd == 1 and sc.workload.messages and not sc.workload.legs
     sim = presets.iscsi_idle_latency_s(sc)
     model = iscsi.command_latency_s("write", size, rtt_s, 1e9, s)
-    assert sim == pytest.approx(model, rel=0.01)
+    assert sim == pytest.approx(model, rel=IDLE_TOLERANCE)
 
 
-def test_idle_path_replays_only_equal_chains():
-    s = iscsi.Session(max_burst_length=8 * KiB, first_burst_length=8 * KiB, max_outstanding_r2t=2)
-    with pytest.raises(ValueError, match="unsolicited"):  # immediate data ride in the command
-        presets.iscsi_idle_path("write", 64 * KiB, s, 1e-3, 1e9)
+@pytest.mark.parametrize("initial_r2t", [True, False])
+@pytest.mark.parametrize("immediate_data", [True, False])
+@pytest.mark.parametrize("size", [3 * KiB, 8 * KiB + 100, 64 * KiB, 100 * KiB + 4])
+def test_idle_path_replays_every_setting(initial_r2t, immediate_data, size):
+    """Unsolicited data, a last burst shorter than the others, a write smaller than
+    FirstBurstLength: each one operation of its own exchange, at the model's time."""
     s = iscsi.Session(
-        immediate_data=False,
-        max_burst_length=8 * KiB,
-        first_burst_length=8 * KiB,
+        initial_r2t=initial_r2t,
+        immediate_data=immediate_data,
+        first_burst_length=16 * KiB,
+        max_burst_length=16 * KiB,
         max_outstanding_r2t=2,
     )
-    with pytest.raises(ValueError, match="multiple"):
-        presets.iscsi_idle_path("write", 24 * KiB, s, 1e-3, 1e9)
+    for rtt_s in (1e-4, 1e-2):
+        sc = presets.iscsi_idle_path("write", size, s, rtt_s, 1e9)
+        assert sc.workload.qd == 1 and sc.run.ops == 1
+        msgs = iscsi.messages("write", size, s)
+        assert sc.workload.messages == tuple((m.direction, m.writes, m.after) for m in msgs)
+        sim = presets.iscsi_idle_latency_s(sc)
+        model = iscsi.command_latency_s("write", size, rtt_s, 1e9, s)
+        assert sim == pytest.approx(model, rel=IDLE_TOLERANCE), (size, rtt_s)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from models.sim.kernels import get_profile
 from models.sim.packetdrill import (
     KNOWN_DISAGREEMENTS,
     SCRIPTS_DIR,
@@ -200,14 +201,32 @@ def test_mss_follows_the_syn_options():
     ) + (
         "+0 write(4, ..., 2000) = 2000\n+0 > . 1:1449(1448) ack 1\n+0 > P. 1449:2001(552) ack 1\n"
     )
-    out = run_script(parse_script(text, "mss.pkt"))
+    # (one MSS per buffer: no GSO, so the write leaves as two segments)
+    no_gso = get_profile("linux-6").configured(size_goal_bytes=1)
+    out = run_script(parse_script(text, "mss.pkt"), profile=no_gso)
     assert out.passed, out.mismatch
 
 
 def test_more_than_the_initial_cwnd_in_flight_is_reported():
+    # a profile without a congestion window (nor GSO): the runner's guard reports it
+    no_window = get_profile("linux-6").configured(congestion_control="none", size_goal_bytes=1)
     text = HANDSHAKE + "+0 write(4, ..., 11000) = 11000\n"
-    out = run_script(parse_script(text, "cwnd.pkt"))
+    out = run_script(parse_script(text, "cwnd.pkt"), profile=no_window)
     assert not out.passed and "congestion window" in out.mismatch.reason
+
+
+def test_the_initial_cwnd_holds_the_eleventh_segment():
+    # linux-6: 10 segments leave as one GSO packet, the 11th waits for an ACK
+    text = HANDSHAKE + (
+        "+0 write(4, ..., 11000) = 11000\n"
+        "+0 > . 1:10001(10000) ack 1\n"
+        "+.010 < . 1:1(0) ack 10001 win 500\n"
+        "+0 > P. 10001:11001(1000) ack 1\n"
+    )
+    out = run_script(parse_script(text, "cwnd.pkt"))
+    assert out.passed, out.mismatch
+    early = text.replace("+.010 < . 1:1(0) ack 10001", "+.010 < . 1:1(0) ack 5001")
+    assert not run_script(parse_script(early, "cwnd.pkt")).passed
 
 
 def test_the_profile_matters_linux_24_has_no_autocorking():
@@ -218,7 +237,9 @@ def test_the_profile_matters_linux_24_has_no_autocorking():
         "`sysctl -q net.ipv4.tcp_autocorking=1`", "`sysctl -q net.ipv4.tcp_autocorking=0`"
     )
     assert not run_script(parse_script(text, "a.pkt"), profile="linux-6").passed
-    out = run_script(parse_script(text, "a.pkt"), profile="linux-2.4")
+    # (2.4's initial window of 2 segments would hold the small writes too)
+    wide = get_profile("linux-2.4").configured(init_cwnd=10)
+    out = run_script(parse_script(text, "a.pkt"), profile=wide)
     assert not out.passed
     assert out.mismatch.simulated.startswith("P. 1801:1901(100)")  # not coalesced
 

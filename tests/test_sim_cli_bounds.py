@@ -26,6 +26,7 @@ BAD = {
     "fraction": ["1", "-0.1", "nan", "2"],
     "sizes": ["0", "a,b", f"48,{MAX_SEND_BYTES + 1}", "-3"],
     "legs": ["///", "48//48", "48", "x/y"],
+    "messages": ["///", "c:48/x:1@0", "s:48", "c:48/s:48@1", "c:48/c:48@0", "c:48"],
     "flag": ["maybe", "2"],
     "choice": ["no-such-value"],
 }

@@ -35,7 +35,10 @@ as alternating :class:`Leg` objects: the first ``"C>S"``, the last
 ``"S>C"``.  A simulator replays a chain by having the client write leg 0,
 the server write leg 1 once all of leg 0 has arrived, and so on; the
 command completes when the client has received the last leg.  A write
-whose R2T window slides is not a chain, and :func:`exchange` refuses it.
+whose R2T window slides is not a chain, and :func:`exchange` refuses it;
+the simulator replays any command as its messages instead
+(``models.sim.exchange``: each side writes what a message it has read
+releases; ``models.presets.iscsi_messages``).
 
 The protocol
 ------------

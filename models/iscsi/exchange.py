@@ -9,7 +9,8 @@ target sends up to ``R`` R2Ts as soon as it has the command, and one more each t
 13.17).  :func:`timeline` lays the messages on an idle full-duplex path, each direction one link that
 sends one message after another; :func:`command_latency_s` is when the last one arrives.  Where the
 messages form a chain, each waiting for the whole previous run of the other side,
-:func:`exchange` gives the same command as alternating *legs* (what the packet simulator replays).
+:func:`exchange` gives the same command as alternating *legs*.  The packet simulator replays either
+form: legs as a chain, messages as they release one another (``models.sim.exchange``).
 """
 
 from __future__ import annotations

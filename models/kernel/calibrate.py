@@ -21,6 +21,9 @@ simulator's :class:`~models.sim.scenario.Host`:
 ``path_s``
     start latency of each direction, split evenly between the sender's
     transmit and the receiver's receive path;
+``send_s``, ``gso_s``
+    CPU per ``send()`` call (``send_cpu_s``) and per GSO/TSO
+    super-packet (``gso_cpu_s``); 0 unless measured (below);
 
 fitted on a stated subset of the sweep (:data:`TRAIN`) and tested on the
 rest (:func:`split`).  The quantity fitted and tested is each run's
@@ -36,25 +39,43 @@ log-ratio of simulated to measured median, each row's term capped at 1
 so that a row the model cannot reach does not drag the others,
 restarted until it stops improving.
 
+**Measured costs are fixed, the rest is fitted inside its range.**
+What the host-cost microbenchmarks measure
+(``python -m models.measure costs``: the wake-up latency and the
+``send()`` costs) is passed as ``fixed`` to :func:`fit_costs` and not
+searched; every other cost is searched only inside its plausible range
+(:data:`RANGES`, each with its source), and a cost that ends at a bound
+is reported (:attr:`Fit.at_bound`): the data push it past what is
+plausible, so the model lacks something, and the number is not a
+measurement.  Without ``fixed`` every cost is fitted, as chapter 9 does
+for the bundled sweep (no microbenchmark ran with it).
+
 >>> c = HostCosts(op_s=5e-6, tx_s=6e-6, ack_s=1e-6, wake_s=1e-6,
 ...               path_s=2e-6)
 >>> c.scenario_options()["server"]["tx_latency_s"]
 1e-06
+>>> RANGES["wake_s"].lo_s <= START["wake_s"] <= RANGES["wake_s"].hi_s
+True
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from models import framing
+from models.sim.hostprofile import COST_RANGES, Range
 
 __all__ = [
     "HostCosts",
     "COSTS",
+    "EXTRA",
+    "RANGES",
+    "FIELDS",
     "TRAIN",
     "START",
     "split",
@@ -72,6 +93,34 @@ COSTS = ("op_s", "tx_s", "ack_s", "wake_s", "path_s")
 TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_max": 8}
 #: Where the search starts, in seconds (a few microseconds each).
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
+#: Costs that are only ever fixed (measured), never fitted: 0 unless given.
+EXTRA = ("send_s", "gso_s")
+#: The ``Host`` field each cost sets (``path_s`` sets half of each path latency).
+FIELDS = {
+    "op_s": "proc_s",
+    "tx_s": "tx_cpu_s",
+    "ack_s": "ack_cpu_s",
+    "wake_s": "wake_s",
+    "path_s": "tx_latency_s",
+    "send_s": "send_cpu_s",
+    "gso_s": "gso_cpu_s",
+}
+_US = (
+    "the loop's costs on a Linux host are microseconds: a message's work and a "
+    "segment's path through the stack (Butterfield 2017's stage times)"
+)
+#: Where the search may go, seconds: narrower than the profile's plausible
+#: ranges (:data:`models.sim.hostprofile.COST_RANGES`) at the bottom, where a
+#: cost of nanoseconds is a corner of the search, not a host.
+RANGES: dict[str, Range] = {
+    "op_s": Range(0.2e-6, 200e-6, _US),
+    "tx_s": Range(0.05e-6, COST_RANGES["tx_cpu_s"].hi_s, _US),
+    "ack_s": Range(0.05e-6, COST_RANGES["ack_cpu_s"].hi_s, _US),
+    "wake_s": COST_RANGES["wake_s"],
+    # a path's start on loopback or veth: from a tenth of a microsecond
+    # (a function call) to the NIC's interrupt moderation, each way
+    "path_s": Range(0.1e-6, 2 * COST_RANGES["tx_latency_s"].hi_s, _US),
+}
 _HEADER = 48  # bytes of the iSCSI-like response header
 
 
@@ -85,10 +134,11 @@ class HostCosts:
     ack_s: float
     wake_s: float
     path_s: float
+    send_s: float = 0.0
+    gso_s: float = 0.0
 
-    def scenario_options(self) -> dict:
-        """The ``client`` and ``server`` parts of a
-        :class:`~models.sim.scenario.Scenario` for these costs."""
+    def host_fields(self) -> dict:
+        """The ``Host`` fields these costs set, seconds (both ends)."""
         host = dict(
             proc_s=self.op_s,
             tx_cpu_s=self.tx_s,
@@ -98,11 +148,21 @@ class HostCosts:
             tx_latency_s=self.path_s / 2,
             rx_latency_s=self.path_s / 2,
         )
+        if self.send_s or self.gso_s:  # fields of the host cost model, 0 by default
+            host.update(send_cpu_s=self.send_s, gso_cpu_s=self.gso_s)
+        return host
+
+    def scenario_options(self) -> dict:
+        """The ``client`` and ``server`` parts of a
+        :class:`~models.sim.scenario.Scenario` for these costs."""
+        host = self.host_fields()
         return {"client": dict(host), "server": dict(host)}
 
     def as_us(self) -> dict:
-        """The costs in microseconds, by name."""
-        return {k: getattr(self, k) * 1e6 for k in COSTS}  # s -> us
+        """The costs in microseconds, by name (the measured-only ones
+        when they are set)."""
+        names = COSTS + tuple(k for k in EXTRA if getattr(self, k))
+        return {k: getattr(self, k) * 1e6 for k in names}  # s -> us
 
 
 def min_segments(sock_mode: str, iosize: int, mss: int) -> int | None:
@@ -165,26 +225,86 @@ def split(iscsi: pd.DataFrame, stalls: pd.Series) -> pd.DataFrame:
 @dataclasses.dataclass(frozen=True)
 class Fit:
     """The result of :func:`fit_costs`: the costs, the training rows'
-    log residuals (simulated / measured median), evaluations used."""
+    log residuals (simulated / measured median), evaluations used, the
+    loss; which costs were fixed (measured) and which fitted ones ended
+    at a bound of their range (``(name, "lower" or "upper")``)."""
 
     costs: HostCosts
     residuals: tuple
     evaluations: int
     loss: float
+    fixed: tuple = ()
+    at_bound: tuple = ()
+
+    @property
+    def fitted(self) -> tuple:
+        """The names of the costs the search set."""
+        return tuple(k for k in COSTS if k not in self.fixed)
 
 
-def fit_costs(rows: list, median_us, start: dict = START, max_evaluations: int = 600) -> Fit:
+#: A fitted cost within this fraction of its range's width (in
+#: logarithms) of a bound is reported as at that bound.
+AT_BOUND = 0.01
+
+
+def _check_fixed(fixed: Mapping[str, float]) -> dict[str, float]:
+    out = {}
+    for k, v in fixed.items():
+        if k not in COSTS + EXTRA:
+            raise ValueError(f"fixed: {k!r} is not a host cost; known: {', '.join(COSTS + EXTRA)}")
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ValueError(f"fixed: {k} must be a finite number of seconds >= 0, got {v!r}")
+        out[k] = float(v)
+    return out
+
+
+def fit_costs(
+    rows: list,
+    median_us,
+    start: Mapping[str, float] = START,
+    max_evaluations: int = 600,
+    fixed: Mapping[str, float] | None = None,
+    ranges: Mapping[str, Range] = RANGES,
+) -> Fit:
     """Fit :class:`HostCosts` to ``rows`` (records of the sweep):
     ``median_us(row, costs)`` is the simulated median operation time of
-    a row, microseconds.  Deterministic: a fixed start and Nelder-Mead in
-    the logarithms of the costs (SciPy), restarted from its result with a
-    narrower simplex until a restart no longer improves the loss."""
+    a row, microseconds.  The costs in ``fixed`` (seconds; measured) are
+    held; every other cost of :data:`COSTS` is searched inside its range
+    of ``ranges`` (seconds).  Deterministic: a fixed start and
+    Nelder-Mead in bounded coordinates (a logistic map onto the
+    logarithm of each range), restarted from its result with a narrower
+    simplex until a restart no longer improves the loss.
+
+    Raises
+    ------
+    ValueError
+        A fixed cost that is unknown or not a number of seconds >= 0, a
+        start outside its range, or no rows.
+    """
     from scipy.optimize import minimize
 
+    if not rows:
+        raise ValueError("rows: need at least one training row, got none")
+    held = _check_fixed(fixed or {})
+    free = [k for k in COSTS if k not in held]
+    bounds = {k: (math.log(ranges[k].lo_s), math.log(ranges[k].hi_s)) for k in free}
+    for k in free:
+        if not ranges[k].lo_s <= start[k] <= ranges[k].hi_s:
+            raise ValueError(
+                f"start: {k} must be in [{ranges[k].lo_s:g}, {ranges[k].hi_s:g}] s, "
+                f"got {start[k]!r}"
+            )
     measured = np.array([float(r["lat_p50_us"]) for r in rows])
 
+    def values(x) -> dict[str, float]:
+        out = {}
+        for k, v in zip(free, x):
+            lo, hi = bounds[k]
+            out[k] = math.exp(lo + (hi - lo) / (1.0 + math.exp(-float(v))))  # logistic
+        return out
+
     def costs_of(x) -> HostCosts:
-        return HostCosts(**{k: float(math.exp(v) * 1e-6) for k, v in zip(COSTS, x)})
+        return HostCosts(**{**held, **values(x)})
 
     def residuals(x) -> np.ndarray:
         c = costs_of(x)
@@ -194,12 +314,17 @@ def fit_costs(rows: list, median_us, start: dict = START, max_evaluations: int =
     def loss(x) -> float:
         return float(np.mean(np.minimum(residuals(x) ** 2, 1.0)))
 
-    x = np.log([start[k] * 1e6 for k in COSTS])  # s -> us, logs
+    def coordinate(k: str) -> float:
+        lo, hi = bounds[k]
+        u = min(max((math.log(start[k]) - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+        return math.log(u / (1 - u))  # the logistic map's inverse
+
+    x = np.array([coordinate(k) for k in free])
     evaluations, best, step = 0, math.inf, 0.7
-    while evaluations < max_evaluations:
-        # A simplex as wide as a factor 2 in each cost (the default one,
-        # 5 % of each coordinate, barely moves a cost that starts at
-        # 1 us, whose logarithm is 0), narrowed at each restart.
+    while free and evaluations < max_evaluations:
+        # A simplex about a factor 2 wide in each cost at the start (the
+        # default one, 5 % of each coordinate, barely moves a cost whose
+        # coordinate is near 0), narrowed at each restart.
         simplex = np.vstack([x] + [x + step * e for e in np.eye(len(x))])
         res = minimize(
             loss,
@@ -219,6 +344,22 @@ def fit_costs(rows: list, median_us, start: dict = START, max_evaluations: int =
         if not improved:
             break
         step = 0.3
+    if not free:
+        best, evaluations = loss(x), 1
+    got = values(x)
+    at_bound = []
+    for k in free:
+        lo, hi = bounds[k]
+        u = (math.log(got[k]) - lo) / (hi - lo)
+        if u <= AT_BOUND:
+            at_bound.append((k, "lower"))
+        elif u >= 1 - AT_BOUND:
+            at_bound.append((k, "upper"))
     return Fit(
-        costs=costs_of(x), residuals=tuple(residuals(x)), evaluations=evaluations, loss=best
+        costs=costs_of(x),
+        residuals=tuple(residuals(x)),
+        evaluations=evaluations,
+        loss=best,
+        fixed=tuple(held),
+        at_bound=tuple(at_bound),
     )

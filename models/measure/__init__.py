@@ -18,6 +18,10 @@ Modules
 * ``models.measure.cli`` and ``models.measure.cli_args`` -- the command line's parser, every flag
   with documented bounds and a one-line error.
 * ``models.measure.sysinfo`` -- kernel version, HZ, sysctls, MTU and offloads for the metadata.
+* ``models.measure.costs`` -- host-cost microbenchmarks (``csrc/qdcosts.c``: wake-up, ``send()``
+  and ``recv()`` CPU); ``models.measure.profile`` -- ``calibrate``: the microbenchmarks, a short
+  loopback sweep and a fit of the rest, written as a host profile
+  (:mod:`models.sim.hostprofile`).
 """
 
 from .netns import Link, LinkSpec

@@ -1,6 +1,7 @@
 """``python -m models.measure``: the kernel measurement harness's commands (``--help`` lists them).
 
-The commands are here (``info``, ``smoke``, ``run``, ``sweep``, ``cleanup``; ``analyze`` is
+The commands are here (``info``, ``smoke``, ``run``, ``sweep``, ``cleanup``, ``costs``,
+``calibrate``: :mod:`models.measure.costs` and :mod:`models.measure.profile`; ``analyze`` is
 :func:`models.measure.diagnose.main`); the parser, each flag's bounds and the checks of flag
 combinations are in :mod:`models.measure.cli`.  Exit status 0 on success, 1 when ``smoke`` finds the
 kernel misbehaving, 2 for a refused flag or a failed run (one ``error:`` line), 130 on Ctrl-C or
@@ -191,7 +192,34 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_costs(args: argparse.Namespace) -> int:
+    from .costs import format_costs, run_costs  # noqa: PLC0415 - keep `--help` fast
+
+    res = run_costs(quick=args.quick)
+    print(json.dumps(res, indent=2) if args.json else format_costs(res))
+    return 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from .costs import format_costs, run_costs  # noqa: PLC0415 - keep `--help` fast
+    from .profile import at_bound_lines, build_profile, sweep_rows  # noqa: PLC0415
+
+    costs = run_costs(quick=args.quick)
+    print(format_costs(costs), file=sys.stderr)
+    rows = sweep_rows(quick=args.quick)
+    profile = build_profile(costs, rows, max_evaluations=120 if args.quick else 300)
+    args.out.write_text(json.dumps(profile, indent=2) + "\n", encoding="utf-8")
+    for name, value in profile["host"].items():
+        print(f"{name} = {value * 1e6:.3f} us  ({profile['provenance'][name]})")  # s -> us
+    for line in at_bound_lines(profile):
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"host profile: {args.out} (python -m models.sim --host {args.out})")
+    return 0
+
+
 COMMANDS = {
+    "costs": _cmd_costs,
+    "calibrate": _cmd_calibrate,
     "info": _cmd_info,
     "smoke": _cmd_smoke,
     "run": _cmd_run,

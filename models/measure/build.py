@@ -1,6 +1,8 @@
-"""Compile the C client/server (``csrc/qdperf.c``) with the system C compiler, once per source version.
+"""Compile the C programs (``csrc/qdperf.c``, the client/server; ``csrc/qdcosts.c``, the host-cost
+microbenchmarks) with the system C compiler, once per source version.
 
-The binary is cached as ``qdperf-<sha256 prefix of source, compiler and flags>``, so editing the
+A binary is cached as ``qdperf-<sha256 prefix of source, compiler and flags>`` (``qdcosts-...``
+likewise), so editing the
 source or changing the compiler rebuilds it, and concurrent callers never see a half-written file
 (compile to a temporary name, then ``os.replace``).  Where, in order:
 
@@ -40,14 +42,21 @@ __all__ = [
     "check_own_binary",
     "compiler",
     "qdperf_binary",
+    "qdcosts_binary",
+    "COSTS_SOURCE",
     "source_sha256",
 ]
 
 #: The C source of the client and server.
 SOURCE = Path(__file__).resolve().parent / "csrc" / "qdperf.c"
 
+#: The C source of the host-cost microbenchmarks (``python -m models.measure costs``).
+COSTS_SOURCE = Path(__file__).resolve().parent / "csrc" / "qdcosts.c"
+
 #: Compiler flags: optimised, warnings as errors so a broken toolchain is noticed at once.
 CFLAGS = ("-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11")
+#: Extra flags per program, by binary prefix (the microbenchmarks run a second thread).
+_EXTRA_FLAGS = {"qdperf": (), "qdcosts": ("-pthread",)}
 
 #: Environment variable naming the build folder (the override).
 ENV = "QUEUE_DEPTH_MEASURE_BUILD"
@@ -175,12 +184,20 @@ def _compiler_version(cc: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cc
 
 
-def binary_name(cc: str) -> str:
-    """``qdperf-<16 hex digits>`` for this source, compiler (its version line) and flags."""
+def binary_name(cc: str, source: Path = SOURCE) -> str:
+    """``qdperf-<16 hex digits>`` (``qdcosts-...`` for :data:`COSTS_SOURCE`) for this source,
+    compiler (its version line) and flags."""
+    flags = CFLAGS + _EXTRA_FLAGS[source.stem]
     key = hashlib.sha256(
-        SOURCE.read_bytes() + _compiler_version(cc).encode() + " ".join(CFLAGS).encode()
+        source.read_bytes() + _compiler_version(cc).encode() + " ".join(flags).encode()
     )
-    return f"qdperf-{key.hexdigest()[:16]}"
+    return f"{source.stem}-{key.hexdigest()[:16]}"
+
+
+def qdcosts_binary(rebuild: bool = False) -> Path:
+    """Return the path of a compiled ``qdcosts`` (the microbenchmarks), found or built as
+    :func:`qdperf_binary` does (same folders, same checks, same errors)."""
+    return _binary(COSTS_SOURCE, rebuild)
 
 
 def qdperf_binary(rebuild: bool = False) -> Path:
@@ -198,10 +215,14 @@ def qdperf_binary(rebuild: bool = False) -> Path:
         ``$QUEUE_DEPTH_MEASURE_BUILD`` names a folder that is not private to this user
         (:class:`UnsafePath`).
     """
+    return _binary(SOURCE, rebuild)
+
+
+def _binary(source: Path, rebuild: bool) -> Path:
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (set CC, or install gcc: apt-get install gcc)")
-    name = binary_name(cc)
+    name = binary_name(cc, source)
     override = bool(os.environ.get(ENV))
     for folder in candidate_dirs():
         try:
@@ -214,11 +235,13 @@ def qdperf_binary(rebuild: bool = False) -> Path:
             if override:
                 raise UnsafePath(f"{ENV}: build folder {folder} is not writable")
             continue
-        return _cached_or_built(cc, folder, name, rebuild)
-    return _cached_or_built(cc, _session_folder(), name, rebuild)
+        return _cached_or_built(cc, folder, name, rebuild, source)
+    return _cached_or_built(cc, _session_folder(), name, rebuild, source)
 
 
-def _cached_or_built(cc: str, folder: Path, name: str, rebuild: bool) -> Path:
+def _cached_or_built(
+    cc: str, folder: Path, name: str, rebuild: bool, source: Path = SOURCE
+) -> Path:
     target = folder / name
     if not rebuild and os.path.lexists(target):
         try:
@@ -227,19 +250,20 @@ def _cached_or_built(cc: str, folder: Path, name: str, rebuild: bool) -> Path:
                 return target
         except UnsafePath:
             pass  # not ours, or writable by others: compiled again over it
-    return check_own_binary(_compile(cc, folder, name))
+    return check_own_binary(_compile(cc, folder, name, source))
 
 
-def _compile(cc: str, out_dir: Path, name: str) -> Path:
+def _compile(cc: str, out_dir: Path, name: str, source: Path = SOURCE) -> Path:
     target = out_dir / name
-    fd, tmp = tempfile.mkstemp(prefix=".qdperf-", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{source.stem}-", dir=out_dir)
     os.close(fd)
+    flags = [*CFLAGS, *_EXTRA_FLAGS[source.stem]]
     try:
         res = subprocess.run(
-            [cc, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120
+            [cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True, timeout=120
         )
         if res.returncode != 0:
-            raise BuildError(f"{cc} failed on {SOURCE}:\n{res.stderr.strip()}")
+            raise BuildError(f"{cc} failed on {source}:\n{res.stderr.strip()}")
         os.chmod(tmp, 0o755)
         # atomic: a concurrent caller sees the old file or the whole new one; a planted file or
         # link at the target is replaced, never followed

@@ -58,6 +58,8 @@ USAGE = """Command line of the kernel measurement harness.
     python -m models.measure sweep [--out DIR] [--prefix kernel6] [--quick] [--links ...]
     python -m models.measure analyze FILE.pcap [--server-port P] [--json]   # verdict, cause, fix
     python -m models.measure cleanup              # remove namespaces left by a killed harness (root)
+    python -m models.measure costs [--json] [--quick]      # wake-up, send() and recv() costs
+    python -m models.measure calibrate [--out FILE] [--quick]  # this machine's host profile
 
 Normal users get the host loopback; root also gets veth pairs between namespaces the harness creates and
 always deletes.  See ``python -m models.measure COMMAND --help``.
@@ -103,6 +105,11 @@ def _check_sweep(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         problem = _capture_problem()
         if problem:
             p.error(f"argument --pcap-dir: {problem}")
+
+
+def _check_calibrate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if not args.out.parent.is_dir():
+        p.error(f"argument --out: folder {args.out.parent} does not exist")
 
 
 def _run_parser(sub: Any) -> argparse.ArgumentParser:
@@ -292,6 +299,31 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "cleanup", help="remove namespaces left behind by a harness that was killed (root)"
     )
+    costs = sub.add_parser(
+        "costs",
+        help="microbenchmarks on the loopback: thread wake-up (pipe, futex), send() CPU for "
+        "48 B-64 KiB, recv() CPU per segment, with the machine's settings (a few seconds)",
+    )
+    costs.add_argument("--json", action="store_true", help="print everything as one JSON object")
+    costs.add_argument(
+        "--quick", action="store_true", help="fewer samples: under a second, noisier (tests)"
+    )
+    cal = sub.add_parser(
+        "calibrate",
+        help="costs + a short loopback sweep (8 runs) + a fit of what cannot be measured: "
+        "writes this machine's host profile for python -m models.sim --host FILE",
+    )
+    cal.add_argument(
+        "--out",
+        type=Path,
+        default=Path("_build/measure/host-profile.json"),
+        help="profile file to write, in an existing folder (default "
+        "_build/measure/host-profile.json)",
+    )
+    cal.add_argument(
+        "--quick", action="store_true", help="quick costs and 0.15 s windows (tests; noisier)"
+    )
+    cal.set_defaults(check=_check_calibrate)
     return p
 
 

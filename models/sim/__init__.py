@@ -20,7 +20,9 @@ Modules: :mod:`~models.sim.scenario` (the composed scenario),
 (profiles), :mod:`~models.sim.rules` (the TCP rules),
 :mod:`~models.sim.sender`, :mod:`~models.sim.receiver`,
 :mod:`~models.sim.endpoint`, :mod:`~models.sim.link` (one direction of
-the path), :mod:`~models.sim.app` (threads and their CPUs),
+the path), :mod:`~models.sim.app` (the threads),
+:mod:`~models.sim.exchange` (an operation's messages),
+:mod:`~models.sim.cpu` (the threads' CPUs),
 :mod:`~models.sim.events` (event loop), :mod:`~models.sim.fastforward`
 (fast-forward over exact repeats, and the state protocol every part
 offers it), :mod:`~models.sim.engine`, :mod:`~models.sim.result`,

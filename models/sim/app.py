@@ -1,5 +1,4 @@
-"""Application threads: the server's session thread and the initiator,
-and the CPUs they run on.
+"""Application threads: the server's session thread and the initiator.
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
 ``wake`` after data arrives in its socket (plus a random extra latency
@@ -7,30 +6,25 @@ if the host has one), spends ``wake_cpu`` on the wake-up itself, and
 then, busy, reads everything
 queued, processes each *complete* message in turn (``proc`` each; a
 message is complete when all its bytes arrived: the reader knows the
-message lengths), writes the next message of that operation at the end
-of the processing, and looks again; it goes idle only when no complete
+message lengths), writes the messages that one releases at the end of
+the processing, and looks again; it goes idle only when no complete
 message is left.  Messages handled per busy period are counted
 (``busy_counts``).
 
-An operation is an exchange of *legs* (:attr:`~models.sim.scenario.Workload.exchange`): leg
-0 from the client, leg 1 from the server, and so on; the last leg ends
-at the client, which completes the operation and issues the next, so
-exactly ``qd`` operations are always outstanding.  A read is two legs
-(request, response); an iSCSI write with R2T is four or more.
+An operation is an exchange of messages
+(:class:`models.sim.exchange.Exchange`, from
+:attr:`~models.sim.scenario.Workload.graph`): the client writes the
+messages that wait for nothing when it issues the operation, and each
+side, once it has read a message, writes every message that message
+releases (several at once if several are released).  The client
+completes the operation when it has read every message of the server's
+and issues the next, so exactly ``qd`` operations are always
+outstanding.  A read is a chain of two (request, response); an iSCSI
+write with R2T four or more, and with MaxOutstandingR2T a window that
+slides (:func:`models.iscsi.messages`).
 
-CPUs.  By default each host's thread has a CPU to itself and a stretch
-of work ends when it is done (:class:`OwnCpu`).  When both ends run on
-one machine (loopback, a veth pair: ``Link.shared_cpus``), their threads
-share that machine's CPUs (:class:`CpuPool`): a stretch of work starts
-on the CPU that is free first, no earlier than it is asked for, and runs
-to its end (no preemption).  The soft interrupts keep their own queues
-(:class:`models.sim.link.Channel`).
-
->>> pool = CpuPool(1)
->>> pool.run(0, 10), pool.run(4, 10), pool.run(30, 5)
-(10, 20, 35)
->>> OwnCpu().run(4, 10)
-14
+Each thread runs on a CPU of its own or shares a pool of them with the
+other host's (:mod:`models.sim.cpu`).
 """
 
 from __future__ import annotations
@@ -39,62 +33,23 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from models.sim.cpu import CpuPool, OwnCpu
+
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
+    from models.sim.exchange import Exchange
     from models.sim.fastforward import Shift, View
 
 __all__ = ["AppThread", "ServerThread", "ClientThread", "OwnCpu", "CpuPool"]
-
-
-class OwnCpu:
-    """A CPU of the thread's own: work runs at once."""
-
-    __slots__ = ()
-
-    def run(self, now: int, work: int) -> int:
-        """When ``work`` fs asked for at ``now`` ends."""
-        return now + work
-
-    def cycle_state(self, view: View) -> Hashable:
-        return None  # no state
-
-    def cycle_shift(self, shift: Shift) -> None:
-        """Nothing to move."""
-
-
-class CpuPool:
-    """``n`` CPUs shared by both hosts' threads, first come first
-    served, each stretch of work run to its end."""
-
-    __slots__ = ("n", "free_at")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.free_at = [0] * n  # fs: when each CPU is next free
-
-    def run(self, now: int, work: int) -> int:
-        free = self.free_at
-        i = min(range(self.n), key=free.__getitem__)
-        start = now if free[i] < now else free[i]
-        free[i] = start + work
-        return free[i]
-
-    def cycle_state(self, view: View) -> Hashable:
-        """How long each CPU is still busy (which CPU is which does not
-        matter)."""
-        return tuple(sorted(max(view.time(t), 0) for t in self.free_at))
-
-    def cycle_shift(self, shift: Shift) -> None:
-        self.free_at = [t + shift.dt for t in self.free_at]
 
 
 class AppThread:
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
-    are made one after another: a call that transmits segments returns
-    ``tx_cpu`` per segment later, and only then is the next call made.
+    are made one after another: a call that costs CPU (``take_thread_cpu``
+    of its sender) returns that much later, then the next call is made.
 
     Parameters
     ----------
@@ -106,7 +61,7 @@ class AppThread:
     wake : int
         Wake-up latency after idling, fs.
     tx_cpu : int
-        CPU per data segment this thread's own ``send()`` transmits, fs.
+        Nonzero if ``send()`` costs CPU (the sender's ``TxCosts``), fs.
     host : Host
         The scenario part (socket options of the writes).
     factor : callable or None
@@ -117,6 +72,8 @@ class AppThread:
         The next random extra wake-up latency, fs (``None``: none).
     cpu : OwnCpu or CpuPool, optional
         Where the thread's work runs.
+    exchange, setup : Exchange, and Exchange or None
+        One operation's messages; the setup's, before the loop (op -1).
     """
 
     def __init__(
@@ -131,8 +88,13 @@ class AppThread:
         wake_cpu: int = 0,
         wake_extra: Callable[[], int] | None = None,
         cpu=None,
+        *,
+        exchange: Exchange,
+        setup: Exchange | None = None,
     ) -> None:
         self.loop = loop
+        self.exchange = exchange
+        self.setup = setup
         self.ep = ep
         self.cpu = OwnCpu() if cpu is None else cpu
         self.own_cpu = cpu is None  # work ends when done (a shortcut)
@@ -150,8 +112,9 @@ class AppThread:
         self.quickack = host.quickack
         self.factor = factor
         self.peer: AppThread = None  # type: ignore[assignment]
-        # (end sequence, op, leg, processing fs) of incoming messages
+        # (end sequence, op, message, processing fs) of incoming messages
         self.expect: deque = deque()
+        self.got: dict = {}  # op -> bit mask of its messages read, ops under way
         self.busy = False
         self.waking = False
         self.busy_start = 0
@@ -218,7 +181,7 @@ class AppThread:
         """``sent`` data segments left in our own ``send()`` calls: their
         CPU, then the next call of the message or the next step."""
         self.thread_segments += sent
-        extra = sent * self.tx_cpu  # CPU of our own send() calls
+        extra = self.ep.sender.take_thread_cpu()  # CPU of our own send() calls
         if extra:
             self.cpu_fs += extra
             self.loop.schedule(
@@ -230,36 +193,71 @@ class AppThread:
     def _next_call(self, now: int, _arg: object) -> None:
         self._written(now, self._calls(now))
 
-    def finish(self, now: int, op: int, leg: int) -> int:
-        """Message ``leg`` of operation ``op`` is processed; returns the
-        data segments the thread's writes sent."""
+    def finish(self, now: int, op: int, msg: int) -> int:
+        """Message ``msg`` of operation ``op`` is processed: write what it
+        releases (and, if it was the side's last message of the operation,
+        what the end of the operation brings); returns the data segments
+        the thread's writes sent."""
+        ex = self.setup if op < 0 else self.exchange
+        assert ex is not None  # a setup message comes with a setup exchange
+        got = self.got.pop(op, None)
+        if got is None:  # the operation's first message this side reads
+            self.begin(op, msg, ex)
+            got = 0
+        side = self.ep.side
+        if got >> msg & 1 or ex.sides[msg] == side:
+            raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
+        got |= 1 << msg
+        proc = self.peer_proc(op)
+        items = [(ex.writes[j], op, j, proc) for j in ex.releases[msg]]
+        if got != ex.full[side]:
+            self.got[op] = got
+            return self.send_messages(now, items)
+        return self.complete(now, op, items)
+
+    def begin(self, op: int, msg: int, ex: Exchange) -> None:
+        """The first message of operation ``op`` this side reads (a check)."""
+
+    def complete(self, now: int, op: int, items: list) -> int:
+        """Every message of ``op`` this side reads is read: write ``items``
+        (what the last released) and what follows; data segments sent."""
+        return self.send_messages(now, items)
+
+    def peer_proc(self, op: int) -> int:
+        """The peer's processing time for a message of ``op``, fs."""
         raise NotImplementedError
 
-    def send_message(
-        self, now: int, writes: tuple, op: int, leg: int, peer_proc: int, at_once: bool = False
-    ) -> int:
-        """Write one message as ``send()`` calls; tell the peer where it
-        ends.  Returns the data segments sent now: with a transmit cost
-        the calls after one that transmits wait for its CPU
-        (``_written``), unless ``at_once``."""
+    def send_messages(self, now: int, items: list, at_once: bool = False) -> int:
+        """Write messages, ``(writes, op, message, peer's processing fs)``
+        each, as ``send()`` calls, in turn; tell the peer where each ends.
+        Returns the data segments sent now: with a transmit cost the calls
+        after one that transmits wait for its CPU (``_written``), unless
+        ``at_once``."""
+        if not items:
+            return 0
         tx = self.ep.sender
-        size = sum(writes)
-        self.peer.expect.append((tx.write_seq + self.unwritten + size, op, leg, peer_proc))
-        last = len(writes) - 1
-        more = self.msg_more
+        end = tx.write_seq + self.unwritten
+        for writes, op, msg, proc in items:
+            end += sum(writes)
+            self.peer.expect.append((end, op, msg, proc))
+        more, more_last = self.msg_more, self.msg_more_last
         if not self.cork and not self.writes and (at_once or not self.tx_cpu):
             # every call now, none pending: make them without queueing
             sent = 0
-            for i, size in enumerate(writes):
-                sent += tx.write(now, size, self.msg_more_last if i == last else more)
+            for writes, *_ in items:
+                last = len(writes) - 1
+                for i, size in enumerate(writes):
+                    sent += tx.write(now, size, more_last if i == last else more)
             return sent
-        calls = [("cork", True)] if self.cork else []
-        for i, size in enumerate(writes):
-            calls.append((size, self.msg_more_last if i == last else more))
-        if self.cork:
-            calls.append(("cork", False))
-        self.writes.extend(calls)
-        self.unwritten += sum(writes)
+        calls = self.writes
+        for writes, *_ in items:
+            if self.cork:
+                calls.append(("cork", True))
+            last = len(writes) - 1
+            calls.extend((size, more_last if i == last else more) for i, size in enumerate(writes))
+            if self.cork:
+                calls.append(("cork", False))
+            self.unwritten += sum(writes)
         return self._calls(now, at_once or not self.tx_cpu)
 
     def _calls(self, now: int, all_now: bool = False) -> int:
@@ -267,7 +265,7 @@ class AppThread:
         tx = self.ep.sender
         writes = self.writes
         sent = 0
-        while writes and (all_now or not sent):
+        while writes and (all_now or not (sent or tx.thread_cpu)):
             a, b = writes.popleft()
             if a == "cork":
                 sent += tx.set_cork(now, b)
@@ -299,13 +297,13 @@ class AppThread:
 
     @staticmethod
     def _item_state(item: tuple, view: View) -> tuple:
-        end, op, leg, proc = item
-        return view.seq(end), view.op(op) if op >= 0 else op, leg, proc
+        end, op, msg, proc = item
+        return view.seq(end), view.op(op) if op >= 0 else op, msg, proc
 
     @staticmethod
     def _item_moved(item: tuple, shift: Shift) -> tuple:
-        end, op, leg, proc = item
-        return end + shift.seq(), op + shift.ops if op >= 0 else op, leg, proc
+        end, op, msg, proc = item
+        return end + shift.seq(), op + shift.ops if op >= 0 else op, msg, proc
 
     def cycle_state(self, view: View) -> Hashable:
         return (
@@ -314,6 +312,7 @@ class AppThread:
             tuple(self._item_state(i, view) for i in self.expect),
             tuple(self.writes),
             self.unwritten,
+            tuple(sorted((view.op(op) if op >= 0 else op, m) for op, m in self.got.items())),
         )
 
     def cycle_signature(self, view: View) -> Hashable:
@@ -346,40 +345,42 @@ class AppThread:
         else:  # one period, still growing
             self.count = shift.grown("count")
         self.expect = deque(self._item_moved(i, shift) for i in self.expect)
+        d = shift.ops
+        self.got = {op + d if op >= 0 else op: m for op, m in self.got.items()}
 
 
 class ServerThread(AppThread):
     """The server: each message from the client is answered, after
-    ``proc``, by the operation's next leg."""
+    ``proc``, by the messages it releases (a chain: the next leg)."""
 
-    def __init__(self, *args, legs: tuple, setup_legs: tuple, client_proc: int, **kw) -> None:
+    def __init__(self, *args, client_proc: int, **kw) -> None:
         super().__init__(*args, **kw)
-        self.legs = legs
-        self.setup_legs = setup_legs
         self.client_proc = client_proc
         self.served = 0  # messages answered
-        self.next_op = -1 if setup_legs else 0
-        self.open_legs: dict = {}  # op -> next leg expected, multi-leg
+        self.next_op = -1 if self.setup else 0
 
-    def finish(self, now: int, op: int, leg: int) -> int:
-        legs = self.setup_legs if op < 0 else self.legs
-        if leg == 0:  # a new operation begins
-            if op != self.next_op:
-                raise AssertionError(f"server processed op {op}, expected op {self.next_op}")
-            self.next_op += 1
-        elif self.open_legs.pop(op, None) != leg:
-            raise AssertionError(f"server processed leg {leg} of op {op} out of turn")
-        if leg + 2 < len(legs):
-            self.open_legs[op] = leg + 2
+    def begin(self, op: int, msg: int, ex: Exchange) -> None:
+        """Operations begin in the order issued, each with the client's
+        first message."""
+        if op != self.next_op or msg != ex.roots[0]:
+            raise AssertionError(
+                f"server processed message {msg} of op {op} first, expected message "
+                f"{ex.roots[0]} of op {self.next_op}"
+            )
+        self.next_op += 1
+
+    def peer_proc(self, op: int) -> int:
+        return self.client_proc
+
+    def finish(self, now: int, op: int, msg: int) -> int:
         self.served += 1
-        return self.send_message(now, legs[leg + 1], op, leg + 1, self.client_proc)
+        return super().finish(now, op, msg)
 
     def cycle_counters(self) -> dict:
         return {**super().cycle_counters(), "served": self.served}
 
     def cycle_state(self, view: View) -> Hashable:
-        legs = tuple(sorted((view.op(op), leg) for op, leg in self.open_legs.items()))
-        return super().cycle_state(view), view.op(self.next_op), legs
+        return super().cycle_state(view), view.op(self.next_op)
 
     def cycle_signature(self, view: View) -> Hashable:
         return super().cycle_signature(view), view.op(self.next_op)
@@ -387,9 +388,7 @@ class ServerThread(AppThread):
     def cycle_shift(self, shift: Shift) -> None:
         super().cycle_shift(shift)
         shift.grow(self, "served")
-        d = shift.ops
-        self.next_op += d
-        self.open_legs = {op + d: leg for op, leg in self.open_legs.items()}
+        self.next_op += shift.ops
 
 
 class ClientThread(AppThread):
@@ -399,8 +398,6 @@ class ClientThread(AppThread):
         self,
         *args,
         qd: int,
-        legs: tuple,
-        setup_legs: tuple,
         server_proc: int,
         setup_server_proc: int,
         target: int,
@@ -408,8 +405,6 @@ class ClientThread(AppThread):
     ) -> None:
         super().__init__(*args, **kw)
         self.qd = qd
-        self.legs = legs
-        self.setup_legs = setup_legs
         self.server_proc = server_proc
         self.setup_server_proc = setup_server_proc
         self.target = target  # completions after which the run stops
@@ -422,34 +417,46 @@ class ClientThread(AppThread):
         self.rtts: list = []  # fs, per completion
 
     def start(self, now: int, _arg: object = None) -> None:
-        """At time 0: the setup exchange if any, else ``qd`` requests."""
-        if self.setup_legs:
-            sent = self.send_message(
-                now, self.setup_legs[0], -1, 0, self.setup_server_proc, at_once=True
-            )
+        """At time 0: the setup exchange if any, else ``qd`` operations."""
+        if self.setup is not None:
+            items = [
+                (self.setup.writes[j], -1, j, self.setup_server_proc) for j in self.setup.roots
+            ]
+            sent = self.send_messages(now, items, at_once=True)
         else:
             sent = sum(self._issue(now, True) for _ in range(self.qd))
         self.thread_segments += sent
+        self.ep.sender.take_thread_cpu()  # the start-up is not charged
 
-    def _issue(self, now: int, at_once: bool = False) -> int:
+    def _new_op(self, now: int) -> list:
+        """Issue an operation: the messages it starts with."""
         op = self.issued
         self.issued += 1
         self.issue_time[op] = now
-        return self.send_message(now, self.legs[0], op, 0, self.server_proc, at_once)
+        ex = self.exchange
+        return [(ex.writes[j], op, j, self.server_proc) for j in ex.roots]
 
-    def finish(self, now: int, op: int, leg: int) -> int:
-        legs = self.setup_legs if op < 0 else self.legs
-        if leg + 1 < len(legs):  # more legs: answer the server
-            return self.send_message(now, legs[leg + 1], op, leg + 1, self.server_proc)
-        if op < 0:  # the setup reply: start
-            return sum(self._issue(now) for _ in range(self.qd))
-        start = self.issue_time.pop(op, None)
-        if start is None:
+    def _issue(self, now: int, at_once: bool = False) -> int:
+        return self.send_messages(now, self._new_op(now), at_once)
+
+    def peer_proc(self, op: int) -> int:
+        return self.setup_server_proc if op < 0 else self.server_proc
+
+    def begin(self, op: int, msg: int, ex: Exchange) -> None:
+        """Only an operation in flight (or the setup) has messages."""
+        if op >= 0 and op not in self.issue_time:
             raise AssertionError(f"operation {op} completed twice")
+
+    def complete(self, now: int, op: int, items: list) -> int:
+        """The operation's last message from the server: it completes and
+        its successor keeps ``qd`` (after the setup: ``qd`` start)."""
+        if op < 0:  # the setup reply: start
+            return self.send_messages(now, items) + sum(self._issue(now) for _ in range(self.qd))
+        start = self.issue_time.pop(op)
         self.completed += 1
         self.done_time.append(now)
         self.rtts.append(now - start)
-        sent = self._issue(now)  # the successor keeps qd
+        sent = self.send_messages(now, items + self._new_op(now))  # the successor
         if self.completed >= self.target:
             self.loop.stop()
         elif self.pause_every:  # let the cycle detector look

@@ -9,7 +9,10 @@ parts' field names are unique and used as they are.
 
 Prints a short summary, the packet trace with ``--trace``, or one JSON
 object with ``--json``; ``--explain`` adds which limit binds and what would move it
-(:mod:`models.sim.explain`).  Bad parameters exit with status 2 and a
+(:mod:`models.sim.explain`).  ``--host FILE`` applies a host profile
+(:mod:`models.sim.hostprofile`, written by ``python -m models.measure
+calibrate``) to both ends; host options given on the command line
+override the profile's values.  Bad parameters exit with status 2 and a
 one-line message.
 """
 
@@ -21,7 +24,9 @@ import math
 import sys
 from typing import Any
 
+from models.sim import hostprofile
 from models.sim.engine import simulate
+from models.sim.exchange import parse_messages
 from models.sim.explain import explain, format_explanation
 from models.sim.params import Spec, parse_legs, parse_sizes
 from models.sim.scenario import PARTS, Scenario
@@ -81,7 +86,14 @@ def _converter(spec: Spec):
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 
-    conv = {"sizes": sizes, "legs": legs, "flag": _flag, "choice": str}.get(spec.kind, number)
+    def messages(text: str) -> tuple:
+        try:
+            return parse_messages(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    kinds = {"sizes": sizes, "legs": legs, "messages": messages, "flag": _flag, "choice": str}
+    conv = kinds.get(spec.kind, number)
     return optional(conv) if spec.optional else conv
 
 
@@ -120,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=spec.kind.upper(),
             help=f"{part}: {spec.help}{unit}{extra}; default {_show(default)}",
         )
+    p.add_argument(
+        "--host",
+        metavar="FILE",
+        default=None,
+        help="a host profile (JSON, from python -m models.measure calibrate) applied to both "
+        "client and server; --client-*/--server-* options given here override its values",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the summary"
@@ -140,13 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def scenario_from_args(ns: argparse.Namespace) -> Scenario:
-    """The scenario the parsed options describe."""
+    """The scenario the parsed options describe (on the ``--host``
+    profile's hosts when one is given; the options win)."""
     changes: dict = {}
     for part, name in option_names().values():
         value = getattr(ns, f"{part}.{name}")
         if value is not None:  # (every optional field defaults to None)
             changes.setdefault(part, {})[name] = value
-    return _DEFAULT.replace(**changes)
+    host = getattr(ns, "host", None)
+    base = _DEFAULT if host is None else Scenario(host=host)
+    return base.replace(**changes)
 
 
 def _finite(x: Any) -> Any | None:
@@ -174,9 +196,12 @@ def _main(argv=None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    profile = None if ns.host is None else hostprofile.load(ns.host)
     if ns.json:
         d = {k: _finite(v) for k, v in r.to_dict().items()}
         d["scenario"] = sc.to_dict()
+        if profile is not None:
+            d["host_profile"] = {"file": ns.host, "machine": profile.machine}
         if why is not None:
             d["explain"] = why
         if sc.run.trace:
@@ -191,6 +216,8 @@ def _main(argv=None) -> int:
             print(f"... ({len(r.trace) - len(lines)} more packets)")
         print()
     wl, k = sc.workload, sc.kernel
+    if profile is not None:
+        print(profile.describe())
     print(
         f"kernel {k.profile}, QD {wl.qd}, exchange "
         f"{_show(wl.exchange)}, MTU {sc.link.mtu}, "

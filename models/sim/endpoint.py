@@ -7,7 +7,11 @@ receiver, then the sender pushes again if the ACK advanced
 (``tcp_ack_snd_check``).  ``transmit`` is every segment's way out: it
 carries the current ACK (``tcp_event_ack_sent``), counts towards
 pingpong mode if it carries data (``tcp_event_data_sent``) and goes to
-this host's channel.
+this host's channel.  A super-packet (``transmit_gso``) counts once
+towards the ACK rule and leaves as MSS-sized segments.  Pushes that an
+ACK releases are paid by the soft interrupt that carried the ACK
+(``inbound``, the channel into this host: :meth:`Sender.charge_soft
+<models.sim.sender.Sender.charge_soft>`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
-from models.sim.sender import Sender
+from models.sim.sender import Sender, TxCosts
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -43,6 +47,15 @@ class Endpoint:
         TCP_NODELAY on this socket.
     channel : Channel
         The outgoing direction.
+    cc : object, optional
+        The congestion rule (:mod:`models.sim.rules.cc`; default none).
+    size_goal : int, optional
+        Bytes per send buffer (default: the MSS).
+    costs : TxCosts, optional
+        Transmit CPU (default: none).
+
+    ``inbound`` is the channel into this host (set by whoever wires the
+    peers; ``None``: released transmissions are counted, not queued).
     """
 
     __slots__ = (
@@ -55,9 +68,22 @@ class Endpoint:
         "app",
         "trace",
         "pure_acks",
+        "inbound",
     )
 
-    def __init__(self, side: int, loop, clock, profile, mss: int, nodelay: bool, channel) -> None:
+    def __init__(
+        self,
+        side: int,
+        loop,
+        clock,
+        profile,
+        mss: int,
+        nodelay: bool,
+        channel,
+        cc=None,
+        size_goal: int | None = None,
+        costs: TxCosts | None = None,
+    ) -> None:
         self.side = side
         self.loop = loop
         self.clock = clock
@@ -65,6 +91,7 @@ class Endpoint:
         self.app: Any = None  # the host's thread: on_data(now)
         self.trace: list | None = None  # (time, Segment) pairs, or None
         self.pure_acks = 0
+        self.inbound: Any = None  # the channel into this host
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.sender = Sender(
             self,
@@ -73,6 +100,9 @@ class Endpoint:
             profile.nagle(),
             profile.cork(),
             profile.probe(profile.hz, profile.rto_min_s),
+            cc,
+            size_goal,
+            TxCosts() if costs is None else costs,
         )
 
     def receive(self, now: int, seg: Segment) -> None:
@@ -90,6 +120,8 @@ class Endpoint:
             ack = self.receiver.ack
         if advanced and sender.queue:
             sender.push_pending(now)
+            if sender.soft_cpu:
+                sender.charge_soft(now)
         if ack.owed:  # tcp_ack_snd_check
             ack.check(now)
 
@@ -103,6 +135,17 @@ class Endpoint:
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))
+
+    def transmit_gso(self, now: int, seq: int, end: int, psh: bool, mss: int) -> None:
+        """Send ``[seq, end)`` as one super-packet: MSS-sized segments
+        carrying the ACK, PSH on the last (``tcp_gso_segment``)."""
+        rcv = self.receiver
+        ack = rcv.ack
+        ack.ack_sent(now)
+        ack.data_sent(now)
+        sent = self.channel.send_gso(now, Segment(self.side, seq, end, rcv.rcv_nxt, psh), mss)
+        if self.trace is not None:
+            self.trace.extend((now, seg) for seg in sent)
 
     def send_ack(self, now: int) -> None:
         """A pure ACK (``tcp_send_ack``)."""

@@ -17,11 +17,13 @@ from models.rng import PCG64
 from models.sim.app import ClientThread, CpuPool, ServerThread
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
+from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
 from models.sim.link import Channel
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
 from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
+from models.sim.sender import TxCosts
 
 __all__ = ["Simulation", "simulate", "run"]
 
@@ -51,10 +53,12 @@ class Simulation:
         self.c2s = _channel(loop, rate, c, s, link)
         self.s2c = _channel(loop, rate, s, c, link)
         mss = link.mss
-        self.client_ep = Endpoint(0, loop, self.clock, profile, mss, c.nodelay, self.c2s)
-        self.server_ep = Endpoint(1, loop, self.clock, profile, mss, s.nodelay, self.s2c)
+        self.client_ep = _endpoint(0, loop, self.clock, profile, mss, c, self.c2s)
+        self.server_ep = _endpoint(1, loop, self.clock, profile, mss, s, self.s2c)
         self.c2s.out = self.server_ep.receive
         self.s2c.out = self.client_ep.receive
+        self.client_ep.inbound = self.s2c  # its soft interrupt
+        self.server_ep.inbound = self.c2s
         factor = None
         if sc.run.jitter:
             spread = sc.run.jitter
@@ -72,20 +76,22 @@ class Simulation:
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
         wl = sc.workload
-        legs = wl.exchange
+        exchange = wl.graph
         setup = (
-            (wl.setup_request_writes, wl.setup_response_writes) if wl.setup_request_writes else ()
+            Exchange.chain((wl.setup_request_writes, wl.setup_response_writes))
+            if wl.setup_request_writes
+            else None
         )
         self.server = ServerThread(
             loop,
             self.server_ep,
             fs(s.proc_s),
             fs(s.wake_s),
-            fs(s.tx_cpu_s),
+            _tx_cost(s),
             s,
             factor,
-            legs=legs,
-            setup_legs=setup,
+            exchange=exchange,
+            setup=setup,
             client_proc=fs(c.proc_s),
             wake_cpu=fs(s.wake_cpu_s),
             wake_extra=wake_extra(s),
@@ -96,15 +102,15 @@ class Simulation:
             self.client_ep,
             fs(c.proc_s),
             fs(c.wake_s),
-            fs(c.tx_cpu_s),
+            _tx_cost(c),
             c,
             factor,
             wake_cpu=fs(c.wake_cpu_s),
             wake_extra=wake_extra(c),
             cpu=cpu,
             qd=wl.qd,
-            legs=legs,
-            setup_legs=setup,
+            exchange=exchange,
+            setup=setup,
             server_proc=fs(s.proc_s),
             setup_server_proc=fs(wl.setup_proc_s),
             target=sc.warmup + sc.run.ops,
@@ -173,7 +179,7 @@ class Simulation:
         assert all(a <= b for a, b in zip(cl.done_time, cl.done_time[1:])), "completion order"
         assert all(r >= 0 for r in cl.rtts), "a round trip ended before it began"
         assert not cl.done_time or cl.done_time[-1] <= self.loop.now
-        served = cl.completed * (len(self.scenario.workload.exchange) // 2)
+        served = cl.completed * cl.exchange.awaited()  # messages each completion needed
         assert self.server.served >= served, (self.server.served, served)
 
     def _check_jump(self) -> None:
@@ -320,15 +326,10 @@ class Simulation:
                 hold_max_s=fs_to_seconds(tx.hold_max),
             )
         hosts = {}
-        for name, th, ep, inbound, host in (
-            ("client", cl, self.client_ep, self.s2c, sc.client),
-            ("server", sv, self.server_ep, self.c2s, sc.server),
-        ):
-            # transmit CPU not spent inside the thread's own send() calls
-            # runs in soft interrupt (ACK-clocked, TX-completion pushes)
-            tx_cpu_fs = seconds_to_fs(host.tx_cpu_s)
-            other_tx = (ep.sender.data_segments - th.thread_segments) * (tx_cpu_fs)
-            soft = inbound.softirq_busy + other_tx
+        for name, th, inbound in (("client", cl, self.s2c), ("server", sv, self.c2s)):
+            # (transmit CPU not spent inside the thread's own send() calls,
+            # of ACK-clocked, TX-completion and timer pushes, is in it)
+            soft = inbound.softirq_busy
             hosts[name] = HostStats(
                 busy_counts=dict(sorted(th.busy_counts.items())),
                 open_busy=th.count if th.busy else 0,
@@ -369,6 +370,35 @@ class Simulation:
             fast_forward_off_reason=self.fast_forward_off_reason,
             trace=trace,
         )
+
+
+def _tx_cost(host) -> int:
+    """Whether ``host`` pays transmit CPU: nonzero fs if any of its
+    costs is (the thread then makes its ``send()`` calls one after
+    another, each after the CPU of the one before)."""
+    fs = seconds_to_fs
+    return fs(host.tx_cpu_s) + fs(host.send_cpu_s) + fs(host.gso_cpu_s)
+
+
+def _endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoint:
+    """One host's TCP endpoint: its socket options, the profile's
+    congestion rule, window and size goal, the host's transmit costs."""
+    fs = seconds_to_fs
+    costs = TxCosts(fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s))
+    ep = Endpoint(
+        side,
+        loop,
+        clock,
+        profile,
+        mss,
+        host.nodelay,
+        channel,
+        cc=profile.congestion(mss),
+        size_goal=profile.size_goal_bytes,
+        costs=costs,
+    )
+    ep.sender.snd_wnd = profile.rcv_wnd_max_bytes  # what the peer advertises
+    return ep
 
 
 def _channel(loop, rate: int, sender, receiver, link) -> Channel:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
 from heapq import heapify, heappop, heappush
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ def fs_to_seconds(fs: int) -> float:
 class EventLoop:
     """A heap of ``[time, order, handler, arg]`` entries run in order.
 
+    The simulator's own hot paths skip :meth:`schedule` (its check and
+    its call) when the time cannot be in the past: they push
+    ``[time, next(loop.ticket), handler, arg]`` onto ``loop.heap``
+    themselves, which is the same.
+
     Attributes
     ----------
     now : int
@@ -59,13 +65,18 @@ class EventLoop:
         Events run so far (cancelled ones are not counted).
     after_event : callable or None
         ``after_event(now)`` is called after every event (for checks).
+    heap : list
+        The entries (a heap; see above).
+    ticket : iterator
+        The order numbers, one per entry.
     """
 
-    __slots__ = ("_heap", "_order", "_dead", "now", "events", "_stopped", "after_event")
+    __slots__ = ("_heap", "heap", "ticket", "_dead", "now", "events", "_stopped", "after_event")
 
     def __init__(self) -> None:
         self._heap: list[list] = []
-        self._order = 0
+        self.heap = self._heap  # the same list, for the fast path
+        self.ticket = count(1)
         self._dead = 0
         self.now = 0
         self.events = 0
@@ -76,8 +87,7 @@ class EventLoop:
         """Run ``handler(time, arg)`` at ``time`` femtoseconds; a handle."""
         if time < self.now:
             raise ValueError(f"time {time} fs is before the current time {self.now} fs")
-        self._order += 1
-        entry = [time, self._order, handler, arg]
+        entry = [time, next(self.ticket), handler, arg]
         heappush(self._heap, entry)
         return entry
 
@@ -143,14 +153,13 @@ class EventLoop:
         n = self.events
         while heap:
             entry = pop(heap)
-            handler = entry[2]
+            t, _order, handler, arg = entry
             if handler is None:
                 self._dead -= 1
                 continue
             entry[2] = None  # a handle of a past event is inert
-            t = entry[0]
             self.now = t
-            handler(t, entry[3])
+            handler(t, arg)
             n += 1
             if self._stopped or n >= limit:
                 break

@@ -11,12 +11,16 @@ a kernel behaviour is one class in ``rules`` and one line here.
     loopback.c``), giving MSS 16384; no autocorking (added in 3.14); a
     timer fires on the tick it is due (Flory's 36.4 ms stall is shorter
     than 40 ms); an initial receive window of 5840 bytes, as Flory's
-    trace advertises.
+    trace advertises; ``ato`` fixed at 40 ms
+    (:class:`~models.sim.rules.ack.LinuxAck`); Reno from 2 segments; no GSO.
 ``linux-6``
     Today's defaults: ``tcp_autocorking=1``; loopback MTU 65536; HZ=250
     (Debian's and this machine's ``CONFIG_HZ``; pass ``hz=1000`` to
     compare); the 4.8+ timer wheel (:class:`~models.sim.rules.clock.WheelClock`)
-    and the srtt-based probe (:class:`~models.sim.rules.probe.SrttProbe`).
+    and the srtt-based probe (:class:`~models.sim.rules.probe.SrttProbe`);
+    the adaptive ``ato`` (:class:`~models.sim.rules.ack.AdaptiveAck`);
+    CUBIC's window from 10 segments (grown as Reno without loss); a
+    3 MiB receive window; no GSO unless ``size_goal`` is given.
 
 Timer details.  By default a scenario uses the *textbook* timers
 (:meth:`KernelProfile.configured` with ``kernel_timers=False``): a timer
@@ -39,9 +43,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from models.sim.events import FS
 from models.sim.rules import (
     FAMILIES,
     AckPolicy,
+    AdaptiveAck,
     Autocork,
     Cork,
     LinuxAck,
@@ -52,6 +58,7 @@ from models.sim.rules import (
     TickClock,
     WheelClock,
 )
+from models.sim.rules.cc import CONGESTION_CONTROLS, NoWindow
 
 __all__ = ["KernelProfile", "PROFILES", "get_profile", "register_profile"]
 
@@ -96,6 +103,27 @@ class KernelProfile:
         (``inet_csk_in_pingpong_mode``): 1 in 2.4 and today.
     nagle, ack, cork, probe, clock : type
         The class of each rule family (``models.sim.rules.FAMILIES``).
+    congestion_control : str
+        The congestion rule by name (:data:`~models.sim.rules.cc.
+        CONGESTION_CONTROLS`): ``"cubic"`` today (grown as Reno without
+        loss), ``"reno"`` in 2.4 (BIC and CUBIC came with 2.6).
+    init_cwnd : int
+        Initial congestion window, segments: ``TCP_INIT_CWND`` = 10
+        (``include/net/tcp.h``); 2 in late 2.4 (``tcp_init_cwnd`` before an
+        RTT sample).
+    rcv_wnd_max_bytes : int
+        The window the receiver advertises once autotuned, bytes: half of
+        ``tcp_rmem[2]`` (6 MiB today, 174760 bytes in 2.4), as
+        ``tcp_win_from_space`` gives.
+    size_goal_bytes : int or None
+        ``tcp_xmit_size_goal``: bytes per send buffer (``None``: one MSS,
+        no GSO/TSO; 65536 bytes with TSO or on loopback).
+    slow_start_after_idle : bool
+        ``net.ipv4.tcp_slow_start_after_idle`` (1 by default).
+    delack_cap_s : float
+        ``TCP_DELACK_MAX`` = ``HZ/5`` = 200 ms (``include/net/tcp.h``):
+        the most a delayed ACK waits in pingpong mode or after a pushed
+        segment; otherwise ``HZ/2`` (``tcp_send_delayed_ack``).
     """
 
     name: str
@@ -112,6 +140,12 @@ class KernelProfile:
     cork: type[Cork]
     probe: type[RtoMinProbe]
     clock: type[TickClock]
+    congestion_control: str = "cubic"
+    init_cwnd: int = 10
+    rcv_wnd_max_bytes: int = 3 * 1024 * 1024
+    size_goal_bytes: int | None = None
+    slow_start_after_idle: bool = True
+    delack_cap_s: float = 0.200
 
     def __post_init__(self) -> None:
         for family, base in FAMILIES.items():
@@ -121,6 +155,11 @@ class KernelProfile:
                     f"profile {self.name!r}: policy {family!r} must be a "
                     f"{base.__name__} class, got {cls!r}"
                 )
+        if self.congestion_control not in CONGESTION_CONTROLS:
+            raise ValueError(
+                f"profile {self.name!r}: congestion_control must be one of "
+                f"{sorted(CONGESTION_CONTROLS)}, got {self.congestion_control!r}"
+            )
         if not isinstance(self.hz, int) or self.hz < 1:
             raise ValueError(
                 f"profile {self.name!r}: hz must be a positive whole "
@@ -154,6 +193,16 @@ class KernelProfile:
         """Whether this profile's cork rule autocorks."""
         return self.cork.autocork
 
+    def congestion(self, mss: int) -> NoWindow:
+        """A new congestion rule object for a sender of ``mss`` bytes."""
+        cls = CONGESTION_CONTROLS[self.congestion_control]
+        if not cls.windowed:
+            return cls()
+        rto_min = round(self.rto_min_s * FS)  # s -> fs
+        return cls(  # type: ignore[call-arg]
+            self.init_cwnd, mss, None, self.slow_start_after_idle, rto_min
+        )
+
     def with_policies(self, **classes: Any) -> KernelProfile:
         """The same kernel with some rule classes swapped."""
         for family in classes:
@@ -167,14 +216,24 @@ class KernelProfile:
         return dataclasses.replace(self.with_policies(**classes), name=name)
 
     def configured(
-        self, hz: int | None = None, autocork: bool | None = None, kernel_timers: bool = True
+        self,
+        hz: int | None = None,
+        autocork: bool | None = None,
+        kernel_timers: bool = True,
+        **settings: Any,
     ) -> KernelProfile:
         """The profile with a scenario's kernel settings applied.
 
         ``kernel_timers=False`` swaps in the textbook clock and probe
         (:class:`~models.sim.rules.clock.TickClock`, :class:`~models.sim.rules.probe.RtoMinProbe`).
+        ``settings`` replace constants (``size_goal_bytes``,
+        ``congestion_control``, ``rcv_wnd_max_bytes``,
+        ``slow_start_after_idle``); ``None`` keeps the profile's.
         """
         p = self
+        given = {k: v for k, v in settings.items() if v is not None}
+        if given:
+            p = dataclasses.replace(p, **given)
         if hz is not None:
             p = dataclasses.replace(p, hz=hz)
         if autocork is not None and autocork != p.autocork:
@@ -200,6 +259,9 @@ PROFILES: dict[str, KernelProfile] = {
         cork=Cork,
         probe=RtoMinProbe,
         clock=TickClock,
+        congestion_control="reno",
+        init_cwnd=2,
+        rcv_wnd_max_bytes=174760 // 2,
     ),
     "linux-6": KernelProfile(
         name="linux-6",
@@ -212,7 +274,7 @@ PROFILES: dict[str, KernelProfile] = {
         loopback_mtu=65536,
         pingpong_threshold=1,
         nagle=MinshallNagle,
-        ack=LinuxAck,
+        ack=AdaptiveAck,
         cork=Autocork,
         probe=SrttProbe,
         clock=WheelClock,

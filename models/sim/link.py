@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from models import framing
@@ -123,6 +124,8 @@ class Channel:
         "softirq",
         "ack_softirq",
         "rx",
+        "per_wakeup",
+        "deliver",
         "gro",
         "out",
         "free_at",
@@ -167,6 +170,8 @@ class Channel:
         self.softirq = softirq
         self.ack_softirq = softirq if ack_softirq is None else ack_softirq
         self.rx = PerWakeup(rx_latency) if rx is None else rx
+        self.per_wakeup = type(self.rx) is PerWakeup  # seen() inline
+        self.deliver = self._deliver  # the bound method, made once
         self.gro = gro
         self.out: Callable[[int, Segment], None] = _unwired  # the receiver, set by the engine
         self.free_at = -1  # fs: transmit path done (-1: unused)
@@ -236,7 +241,14 @@ class Channel:
             q.append((done, length))
             self.nic_bytes += length
         free = self.softirq_free
-        seen = self.rx.seen(done + self.prop, free)
+        rx = self.rx
+        arrive = done + self.prop
+        if self.per_wakeup:  # PerWakeup.seen, inline
+            seen = rx.wake_end
+            if arrive >= seen:
+                seen = rx.wake_end = arrive + rx.latency
+        else:
+            seen = rx.seen(arrive, free)
         seg.t_tx = now
         seg.t_rx = seen
         cost = self.softirq if length else self.ack_softirq
@@ -256,12 +268,29 @@ class Channel:
             batch.append(seg)  # one event delivers both
             self.gro_open = False
         else:
-            self.batch = [seg]
+            batch = self.batch = [seg]
             self.batch_time = ready
-            self.batch_event = self.loop.schedule(ready, self._deliver, self.batch)
+            # (ready >= now: the loop's fast path, EventLoop)
+            loop = self.loop
+            event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
+            heappush(loop.heap, event)
             self.gro_open = self.gro and length > 0 and not seg.psh
             self.gro_size = length
         return done
+
+    def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
+        """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
+        segments of ``mss`` bytes, PSH on the last (``tcp_gso_segment``),
+        each a frame of its own; returns them."""
+        out = []
+        seq, end = seg.seq, seg.end
+        while seq < end:
+            nxt = seq + mss if end - seq > mss else end
+            part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end)
+            self.send(now, part)
+            out.append(part)
+            seq = nxt
+        return out
 
     def _gro_merge(self, batch: list[Segment], seg: Segment, seen: int) -> bool:
         """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last
@@ -296,6 +325,16 @@ class Channel:
         out = self.out
         for seg in batch:
             out(now, seg)
+
+    def charge(self, now: int, cost: int) -> None:
+        """The receiving host's soft interrupt spends ``cost`` fs more,
+        after the work queued on it (a push it released: the sending
+        half's CPU, :meth:`Sender.charge_soft
+        <models.sim.sender.Sender.charge_soft>`).  Deliveries already
+        scheduled keep their times; later frames wait for it."""
+        free = self.softirq_free
+        self.softirq_free = (free if free > now else now) + cost
+        self.softirq_busy += cost
 
     def tx_backlog(self, now: int) -> tuple:
         """Data frames still in the transmit path at ``now``: (count,

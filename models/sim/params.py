@@ -28,6 +28,8 @@ import difflib
 import math
 from typing import Any
 
+from models.sim.exchange import check_messages
+
 __all__ = [
     "Spec",
     "param",
@@ -73,6 +75,7 @@ KINDS = {
     "fraction": "a number in [0, 1)",
     "sizes": "send() sizes in bytes",
     "legs": "legs of send() sizes",
+    "messages": "messages of send() sizes, each released by a message of the other side",
     "flag": "True or False",
     "choice": "one of the listed values",
 }
@@ -241,6 +244,9 @@ class Spec:
             )
         inner = Spec("sizes", "bytes", "", low=1)
         return tuple(inner._check_sizes(f"{name}[{i}]", leg) for i, leg in enumerate(legs))
+
+    def _check_messages(self, name: str, value: Any) -> tuple:
+        return check_messages(name, value, Spec("sizes", "bytes", "", low=1)._check_sizes)
 
     def _check_flag(self, name: str, value: Any) -> bool:
         if not isinstance(value, bool):

@@ -4,6 +4,8 @@
 Each part is a small frozen record whose fields are declared once
 (:mod:`models.sim.params`: kind, unit, help, bounds, a range for the
 property tests); the composed scenario is :mod:`models.sim.scenario`.
+:class:`Host` lives in :mod:`models.sim.parts_host` and :class:`Kernel`
+in :mod:`models.sim.parts_kernel` (both importable from here).
 
 :class:`Workload`
     Queue depth and the ``send()`` calls of each message.
@@ -30,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 
 from models import framing
-from models.sim.kernels import PROFILES, KernelProfile, get_profile
+from models.sim.exchange import Exchange
 from models.sim.params import (
     MAX_BUCKET_BYTES,
     MAX_EVENTS,
@@ -41,6 +43,8 @@ from models.sim.params import (
     Part,
     param,
 )
+from models.sim.parts_host import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER, Host
+from models.sim.parts_kernel import Kernel
 
 __all__ = [
     "Workload",
@@ -63,8 +67,11 @@ class Workload(Part):
     """The closed loop: ``qd`` operations, each a request and a response.
 
     A message is written as one or more ``send()`` calls (their sizes).
-    ``legs`` generalises the request/response pair to an exchange of
-    several messages (an iSCSI write: command, R2T, data, response).
+    ``legs`` generalises the request/response pair to a chain of several
+    messages (an iSCSI write: command, R2T, data, response), and
+    ``messages`` to any exchange in which each message is released by one
+    of the other side (:mod:`models.sim.exchange`: a sliding window of
+    R2Ts).
     """
 
     part_name = "workload"
@@ -102,6 +109,15 @@ class Workload(Part):
         "e.g. 48/48/8192/48",
         sample="legs",
     )
+    messages: tuple = param(
+        (),
+        "messages",
+        "bytes",
+        "an exchange of messages instead: per message its side, send() sizes and the message "
+        "of the other side whose reading releases it, e.g. c:48/s:48@0/c:8192@1/s:48@2 "
+        "(models.sim.exchange)",
+        sample="messages",
+    )
     setup_request_writes: tuple = param(
         (),
         "sizes",
@@ -123,16 +139,34 @@ class Workload(Part):
                 f"{where}.setup_request_writes and "
                 f"{where}.setup_response_writes must be given together"
             )
-        if self.legs and (self.request_writes, self.response_writes) != ((48,), (48, 512)):
-            raise ValueError(
-                f"{where}.legs replaces request_writes and "
-                f"response_writes; leave those at their defaults"
-            )
+        for name in ("legs", "messages"):
+            if getattr(self, name) and (self.request_writes, self.response_writes) != (
+                (48,),
+                (48, 512),
+            ):
+                raise ValueError(
+                    f"{where}.{name} replaces request_writes and "
+                    f"response_writes; leave those at their defaults"
+                )
+        if self.legs and self.messages:
+            raise ValueError(f"{where}.messages replaces legs; give one of them")
 
     @property
     def exchange(self) -> tuple:
-        """The legs of one operation (``legs``, or request and response)."""
+        """The legs of one operation (``legs``, or request and response);
+        with ``messages``, two legs: all that the client writes in one
+        operation, then all that the server writes."""
+        if self.messages:
+            return self.graph.bytes_by_direction()
         return self.legs or (self.request_writes, self.response_writes)
+
+    @property
+    def graph(self) -> Exchange:
+        """One operation as messages that release one another
+        (:class:`models.sim.exchange.Exchange`; a chain for ``legs``)."""
+        if self.messages:
+            return Exchange(self.messages)
+        return Exchange.chain(self.legs or (self.request_writes, self.response_writes))
 
 
 @dataclasses.dataclass(**_kw)
@@ -199,225 +233,6 @@ class Link(Part):
     def mss(self) -> int:
         """Payload bytes per full segment (:func:`models.framing.mss`)."""
         return framing.mss(self.mtu)
-
-
-@dataclasses.dataclass(**_kw)
-class Host(Part):
-    """One host: its stage times (seconds) and socket options.
-
-    The letters are Butterfield (2017)'s, server / client:
-
-    ``proc_s``       SP / CP  processing time per message
-    ``wake_s``       SL / CL  thread wake-up latency when it was idle
-    ``tx_latency_s`` ST / CT  transmit-path start latency (idle NIC)
-    ``rx_latency_s`` SR / CR  receive-path start latency (idle)
-    ``softirq_s``    SI / CI  receive soft-interrupt CPU per segment
-    ``tx_cpu_s``     SK / CK  transmit CPU per data segment sent
-
-    The host cost model adds, each off by default: ``ack_cpu_s`` (soft
-    interrupt per pure ACK received), ``wake_cpu_s`` (thread CPU per
-    wake-up), ``wake_spread_s`` (a random extra wake-up latency),
-    ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
-    and the socket option ``quickack`` (``TCP_QUICKACK`` after every
-    read).
-    """
-
-    part_name = "host"
-    proc_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "processing time per message (SP, CP)",
-        sample=Between(1e-6, 100e-6),
-    )
-    wake_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "thread wake-up latency after idling (SL, CL)",
-        sample=Between(0, 100e-6),
-    )
-    tx_latency_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "transmit-path start latency (ST, CT)",
-        sample=Between(0, 100e-6),
-    )
-    rx_latency_s: float = param(
-        0.0, "seconds", "seconds", "receive-path start latency (SR, CR)", sample=Between(0, 100e-6)
-    )
-    softirq_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "receive soft-interrupt CPU per segment (SI, CI)",
-        sample=Between(0, 5e-6),
-    )
-    tx_cpu_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "transmit CPU per data segment (SK, CK)",
-        sample=Between(0, 5e-6),
-    )
-    ack_cpu_s: float | None = param(
-        None,
-        "seconds",
-        "seconds",
-        "receive soft-interrupt CPU per pure ACK (default: softirq_s)",
-        optional=True,
-        sample=OneOf(None, 0.0, 1e-6),
-    )
-    wake_cpu_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "thread CPU per wake-up, before it reads (context switch, recv() return)",
-        sample=Between(0, 5e-6),
-    )
-    wake_spread_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "random extra wake-up latency, uniform in [0, spread) per "
-        "wake-up (seeded; turns the fast-forward off)",
-        sample=OneOf(0.0, 20e-6),
-    )
-    rx_usecs: float | None = param(
-        None,
-        "seconds",
-        "seconds",
-        "receive interrupt moderation: at most one interrupt per "
-        "holdoff, NAPI polls while frames arrive (default: off, one start "
-        "latency per idle period)",
-        optional=True,
-        sample=OneOf(None, 0.0, 50e-6),
-    )
-    gro: bool = param(
-        False,
-        "flag",
-        "",
-        "GRO: merge back-to-back data segments one poll takes",
-        sample=OneOf(False, True),
-    )
-    nodelay: bool = param(False, "flag", "", "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
-    msg_more: bool = param(
-        False,
-        "flag",
-        "",
-        "MSG_MORE on every send() of a message but its last",
-        sample=OneOf(False, True),
-    )
-    msg_more_last: bool = param(
-        False,
-        "flag",
-        "",
-        "MSG_MORE on the last send() too (misuse: held until the probe timer)",
-        sample=OneOf(False, True),
-    )
-    cork: bool = param(
-        False,
-        "flag",
-        "",
-        "TCP_CORK set before each message, cleared after",
-        sample=OneOf(False, True),
-    )
-    flush_on_idle: bool = param(
-        False,
-        "flag",
-        "",
-        "push held data out before the thread sleeps (SCST usermode)",
-        sample=OneOf(False, True),
-    )
-    quickack: bool = param(
-        False,
-        "flag",
-        "",
-        "TCP_QUICKACK set after every read (it does not persist: the kernel may delay ACKs again)",
-        sample=OneOf(False, True),
-    )
-
-
-#: The server of Butterfield (2017) for a 512-byte read at QD 1 on 1 Gb/s, in seconds: the CPU per
-#: operation ``SI + SP + SK`` (as ``proc_s``) and the wake-up ``SL``, with the four path latencies
-#: sharing ``(C2 - C1) - (S2 - S1) - (W1 + W2)`` evenly (the hosts' clocks were not synchronized).
-#: ``tests/test_presets.py`` derives each value from ``data/butterfield2017_rtt_breakdown.csv``.
-BUTTERFIELD_SERVER = Host(
-    proc_s=15.9e-6, wake_s=16.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
-)
-#: The initiator of Butterfield (2017), seconds: ``CI + CP + CK`` and ``CL``; with both hosts, a
-#: response in one segment and TCP_NODELAY, the QD-1 round trip is the source's RTT (tested).
-BUTTERFIELD_CLIENT = Host(
-    proc_s=8.6e-6, wake_s=23.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
-)
-
-
-@dataclasses.dataclass(**_kw)
-class Kernel(Part):
-    """Which kernel's TCP rules, and its timer details."""
-
-    part_name = "kernel"
-    profile: str = param(
-        "linux-6",
-        "choice",
-        "",
-        "kernel profile (models.sim.kernels)",
-        choices=PROFILES,  # the live registry
-        sample=OneOf(*PROFILES),
-    )
-    hz: int | None = param(
-        None,
-        "count",
-        "ticks per second",
-        "timer ticks per second (default: the profile's CONFIG_HZ)",
-        optional=True,
-        low=1,
-        high=10_000,
-        sample=OneOf(100, 250, 300, 1000),
-    )
-    kernel_timers: bool = param(
-        False,
-        "flag",
-        "",
-        "the profile's measured timer details (wheel round-up, "
-        "srtt-based probe); off: the textbook 40 ms and 200 ms",
-        sample=OneOf(False, True),
-    )
-    autocork: bool | None = param(
-        None,
-        "flag",
-        "",
-        "tcp_autocorking (default: the profile's)",
-        optional=True,
-        sample=OneOf(None, False, True),
-    )
-    tick_phase_s: float | None = param(
-        None,
-        "seconds",
-        "seconds",
-        "where in its tick the run starts, in [0, 1/hz) (default: drawn from the seed)",
-        optional=True,
-        sample="tick_phase",
-    )
-
-    def _check_together(self, where: str) -> None:
-        tick = 1.0 / self.hz_value
-        if self.tick_phase_s is not None and not self.tick_phase_s < tick:
-            raise ValueError(
-                f"{where}.tick_phase_s must be in [0, {tick:g}) seconds, got {self.tick_phase_s!r}"
-            )
-
-    @property
-    def hz_value(self) -> int:
-        """``hz``, or the profile's."""
-        return self.hz or get_profile(self.profile).hz
-
-    def resolve(self) -> KernelProfile:
-        """The profile with ``hz``, ``autocork`` and the timers applied."""
-        return get_profile(self.profile).configured(
-            hz=self.hz, autocork=self.autocork, kernel_timers=self.kernel_timers
-        )
 
 
 @dataclasses.dataclass(**_kw)

@@ -17,6 +17,12 @@ Ethernet at MTU 1500 with his measured stage times
 >>> sc = Scenario(workload={"qd": 4})
 >>> sc.workload.qd, sc.server.proc_s, sc.link.mss
 (4, 1.59e-05, 1448)
+
+``host=`` applies a host profile (:mod:`models.sim.hostprofile`: a
+profile, its JSON object or the path of its file) to both ends first;
+``client=``/``server=`` given as dicts change the result (explicit
+values win), a ``Host`` given whole replaces it.
+
 >>> Scenario(qd=4)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -31,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from models import framing
+from models.sim import hostprofile
 from models.sim.kernels import KernelProfile
 from models.sim.params import Part, check_names
 from models.sim.parts import (
@@ -77,11 +84,12 @@ _DEFAULTS: dict[str, Part] = {
 PartLike = Part | Mapping[str, Any]
 
 
-def _part(name: str, value: Any) -> Any:
-    """The part called ``name`` from a part or a mapping of changes."""
+def _part(name: str, value: Any, base: Part | None = None) -> Any:
+    """The part called ``name`` from a part or a mapping of changes (to
+    ``base``, else the default part)."""
     kind = PARTS[name]
     if isinstance(value, Mapping):
-        return _DEFAULTS[name].replace(_as=name, **value)
+        return (_DEFAULTS[name] if base is None else base).replace(_as=name, **value)
     if not isinstance(value, kind):
         raise ValueError(
             f"{name} must be a {kind.__name__} or a dict of changes to it, got {value!r}"
@@ -92,7 +100,8 @@ def _part(name: str, value: Any) -> Any:
 @dataclasses.dataclass(frozen=True, init=False)
 class Scenario:
     """One simulated connection: six parts, each a record or a dict of
-    changes to the default part (keyword arguments only)."""
+    changes to the default part (keyword arguments only); ``host`` a
+    host profile (or its path) applied to both ends under them."""
 
     workload: Workload
     link: Link
@@ -110,6 +119,7 @@ class Scenario:
         server: PartLike = _DEFAULTS["server"],
         kernel: PartLike = _DEFAULTS["kernel"],
         run: PartLike = _DEFAULTS["run"],
+        host: Any = None,
         **unknown: Any,
     ) -> None:
         if args:
@@ -126,8 +136,15 @@ class Scenario:
         given = dict(
             workload=workload, link=link, client=client, server=server, kernel=kernel, run=run
         )
+        bases: dict[str, Part] = {}
+        if host is not None:
+            profile = hostprofile.load(host)
+            for side in hostprofile.SIDES:
+                bases[side] = _DEFAULTS[side].replace(_as=side, **profile.side(side))
+                if given[side] is _DEFAULTS[side]:
+                    given[side] = bases[side]
         for name, value in given.items():
-            object.__setattr__(self, name, _part(name, value))
+            object.__setattr__(self, name, _part(name, value, bases.get(name)))
 
     # -- building ---------------------------------------------------------
 

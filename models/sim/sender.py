@@ -2,15 +2,21 @@
 transmits.  Sequence numbers are relative: the first byte is 1.
 
 * ``write``: bytes append to the unsent tail buffer while it holds less
-  than one MSS; a buffer that fills while it heads the queue leaves at
-  once, without PSH (``net/ipv4/tcp.c``, ``tcp_sendmsg_locked``;
+  than ``size_goal`` bytes (``tcp_xmit_size_goal``: a whole number of
+  MSS, up to the GSO/TSO limit; one MSS without GSO); a buffer that fills
+  while it heads the queue leaves at once, without PSH
+  (``net/ipv4/tcp.c``, ``tcp_sendmsg_locked``, ``tcp_send_mss``;
   ``net/ipv4/tcp_output.c``, ``tcp_push_one``).  At the end of the call
   the cork rule decides (``net/ipv4/tcp.c``, ``tcp_push``).
 * ``push`` (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``): every buffer
-  but the last leaves; the last one, if partial, waits when corked, or
-  in Nagle mode when the Nagle rule holds it (``tcp_nagle_test``).
-  Windows never bind here (the flights are far below cwnd and rwnd);
-  ``push`` is where a limit would go.
+  but the last leaves; the last one's partial tail (its bytes beyond the
+  last whole MSS) waits when corked, or in Nagle mode when the Nagle rule
+  holds it (``tcp_nagle_test``; for a buffer of several MSS the full part
+  leaves, ``tcp_mss_split_point``).  The congestion rule
+  (:mod:`models.sim.rules.cc`) may cut a buffer or stop the push: the
+  congestion window, the peer's window ``snd_wnd``, pacing.
+* A buffer leaves as one GSO/TSO super-packet: MSS-sized segments on the
+  wire, PSH on the last (``tcp_gso_segment``).
 * Held data with nothing in flight arms the probe timer; when it fires
   the head buffer leaves whatever Nagle or cork say
   (``include/net/tcp.h``, ``tcp_check_probe_timer``;
@@ -22,25 +28,48 @@ transmits.  Sequence numbers are relative: the first byte is 1.
 How long each segment's first byte waited between the ``send()`` that
 wrote it and its transmission is summed (``hold_fs``) and its maximum
 kept (``hold_max``): Butterfield (2017)'s ``SN`` (``CN`` at the client)
-when the queue was empty before, plus ``SW`` behind earlier data.
+when the queue was empty before, plus ``SW`` behind earlier data (the
+segments of a super-packet count with the wait of its first byte).
+
+Transmit CPU (:class:`TxCosts`): ``send_fs`` per ``send()`` call,
+``gso_fs`` per buffer sent and ``seg_fs`` per wire segment.  What a
+``send()`` call transmits is the calling thread's (``thread_cpu``, taken
+by the thread with :meth:`Sender.take_thread_cpu`); what leaves outside
+one (an ACK's push, a TX completion, the probe or pacing timer, a flush)
+is paid by the soft interrupt that releases it: :meth:`Sender.charge_soft`
+adds it to the receive soft-interrupt queue of this host
+(``ep.inbound``), after the work already queued there.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
+from models.sim.rules.cc import NoWindow
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["Sender", "NAGLE", "NODELAY", "CORK", "PUSH"]
+__all__ = ["Sender", "TxCosts", "NAGLE", "NODELAY", "CORK", "PUSH"]
 
 # Push modes (the kernel's ``nonagle`` argument).
 NAGLE, NODELAY, CORK, PUSH = 0, 1, 2, 3
+
+
+class TxCosts(NamedTuple):
+    """Transmit CPU of one host, femtoseconds: per ``send()`` call, per
+    buffer (GSO/TSO super-packet) and per MSS-sized wire segment."""
+
+    send_fs: int = 0
+    gso_fs: int = 0
+    seg_fs: int = 0
+
+
+_FREE = TxCosts()
 
 
 class _Skb:
@@ -57,11 +86,14 @@ class _Skb:
 
 
 class Sender:
-    """Send queue, Nagle, cork and probe timer of one endpoint.
+    """Send queue, Nagle, cork, probe timer and windows of one endpoint.
 
     ``ep`` (the endpoint) transmits: ``ep.transmit(now, seq, end, psh)``
-    and ``ep.tx_backlog(now)``; ``nagle``, ``cork`` and ``probe`` are
-    rule objects (:mod:`models.sim.rules`).
+    per wire segment, and may have ``inbound`` (the channel into this
+    host, whose soft interrupt pays released transmissions); ``nagle``,
+    ``cork``, ``probe`` and ``cc`` are rule objects
+    (:mod:`models.sim.rules`); ``size_goal`` is the buffer size in bytes
+    (default: the MSS); ``costs`` the transmit CPU (:class:`TxCosts`).
     """
 
     __slots__ = (
@@ -70,48 +102,83 @@ class Sender:
         "clock",
         "channel",
         "mss",
+        "goal",
         "mode",
         "corked",
         "nagle",
         "cork",
         "probe",
+        "cc",
+        "windowed",
+        "send_fs",
+        "gso_fs",
+        "seg_fs",
+        "paid",
         "write_seq",
         "snd_nxt",
         "snd_una",
         "snd_sml",
+        "snd_wnd",
         "queue",
         "probe_timer",
         "data_segments",
+        "buffers",
         "probes",
         "hold_fs",
         "hold_max",
         "in_send",
         "sent_in_call",
+        "thread_cpu",
+        "soft_cpu",
+        "soft_cpu_fs",
     )
 
-    def __init__(self, ep, mss: int, nodelay: bool, nagle, cork, probe) -> None:
+    def __init__(
+        self,
+        ep,
+        mss: int,
+        nodelay: bool,
+        nagle,
+        cork,
+        probe,
+        cc=None,
+        size_goal: int | None = None,
+        costs: TxCosts = _FREE,
+    ) -> None:
         self.ep = ep
         self.loop = ep.loop
         self.clock = ep.clock
         self.channel = ep.channel  # this host's outgoing Channel
         self.mss = mss
+        # tcp_xmit_size_goal: whole MSS, at least one
+        self.goal = max(mss, (size_goal or mss) // mss * mss)
         self.mode = NODELAY if nodelay else NAGLE
         self.corked = False  # TCP_CORK set now
         self.nagle = nagle
         self.cork = cork
         self.probe = probe
+        self.cc = NoWindow() if cc is None else cc
+        self.cc.bind(self)
+        self.windowed = self.cc.windowed
+        self.send_fs, self.gso_fs, self.seg_fs = costs
+        self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
         self.write_seq = 1  # next byte the application writes
         self.snd_nxt = 1  # next byte to send
         self.snd_una = 1  # oldest unacknowledged byte
         self.snd_sml = 1  # end of the last small segment sent
+        self.snd_wnd = 1 << 62  # the peer's advertised window, bytes
         self.queue: deque = deque()
         self.probe_timer = Timer(self.loop, self._on_probe)
         self.data_segments = 0
+        self.buffers = 0  # buffers (super-packets) sent
         self.probes = 0
         self.hold_fs = 0  # fs each segment's first byte waited,
         self.hold_max = 0  # summed, and the longest wait
         self.in_send = False
         self.sent_in_call = 0  # data segments sent inside send()
+        self.thread_cpu = 0  # fs of send() CPU not yet taken by the thread
+        self.soft_cpu = 0  # fs of released transmissions not yet charged
+        self.soft_cpu_fs = 0  # fs charged to the soft interrupt, in all
 
     def socket_mode(self) -> int:
         """The socket's ``nonagle``: cork while TCP_CORK is set."""
@@ -122,25 +189,29 @@ class Sender:
         returns the data segments it transmitted."""
         self.in_send = True
         self.sent_in_call = 0
-        mss = self.mss
+        if self.send_fs:
+            self.thread_cpu += self.send_fs
+        goal = self.goal
         q = self.queue
         remaining = nbytes
         while remaining:
             room = 0
             if q:
                 tail = q[-1]
-                room = mss - tail.end + tail.start
+                room = goal - tail.end + tail.start
             if room > 0:  # coalesce into the tail
                 copy = remaining if remaining < room else room
                 tail.end += copy
-            else:  # a new buffer
-                copy = remaining if remaining < mss else mss
+            else:  # a new buffer (tcp_skb_entail)
+                if self.windowed:
+                    self.cc.queued(self, now)
+                copy = remaining if remaining < goal else goal
                 seq = self.write_seq
                 tail = _Skb(seq, seq + copy, now)
                 q.append(tail)
             self.write_seq += copy
             remaining -= copy
-            if (copy == room or copy == mss) and q[0] is tail:
+            if (copy == room or copy == goal) and q[0] is tail:
                 self.push(now, PUSH)  # full head: tcp_push_one
         if q:  # tcp_push
             tail = q[-1]
@@ -151,6 +222,23 @@ class Sender:
                 self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
+
+    def take_thread_cpu(self) -> int:
+        """The transmit CPU of the thread's calls since the last take, fs."""
+        cpu = self.thread_cpu
+        self.thread_cpu = 0
+        return cpu
+
+    def charge_soft(self, now: int) -> None:
+        """Charge what left outside a ``send()`` to this host's soft
+        interrupt (``ep.inbound``), after the work queued there."""
+        cpu = self.soft_cpu
+        if cpu:
+            self.soft_cpu = 0
+            self.soft_cpu_fs += cpu
+            inbound = getattr(self.ep, "inbound", None)
+            if inbound is not None:
+                inbound.charge(now, cpu)
 
     def set_cork(self, now: int, on: bool) -> int:
         """``setsockopt(TCP_CORK)``; clearing it pushes (with
@@ -167,6 +255,7 @@ class Sender:
         """Send everything unsent (TCP_NODELAY toggled on and off)."""
         if self.queue:
             self.push(now, PUSH)
+            self.charge_soft(now)
 
     def push_pending(self, now: int) -> None:
         """Push in the socket's mode (an ACK, a TX completion)."""
@@ -174,41 +263,78 @@ class Sender:
             self.push(now, CORK if self.corked else self.mode)
 
     def push(self, now: int, mode: int) -> None:
-        """``tcp_write_xmit``: send what Nagle and cork allow."""
+        """``tcp_write_xmit``: send what Nagle, cork and the windows allow."""
         q = self.queue
+        mss = self.mss
+        windowed = self.windowed
+        sent = limited = False
         while q:
             skb = q[0]
-            if mode != PUSH and len(q) == 1 and skb.end - skb.start < self.mss:  # tcp_nagle_test
-                if mode == CORK:
+            n = skb.end - skb.start
+            if mode != PUSH and len(q) == 1 and n % mss:  # tcp_nagle_test
+                if mode == CORK or (
+                    mode == NAGLE and self.snd_una != self.snd_nxt and self.nagle.holds(self)
+                ):
+                    if n < mss:
+                        break
+                    n -= n % mss  # tcp_mss_split_point: the full part
+            if windowed:
+                allowed = self.cc.limit(self, now, skb.start, n)
+                if not allowed:
+                    limited = self.cc.cwnd_full()
                     break
-                if mode == NAGLE and self.snd_una != self.snd_nxt and self.nagle.holds(self):
-                    break
-            q.popleft()
-            self._send(now, skb)
+                sent = True
+                n = allowed
+            if n == skb.end - skb.start:
+                q.popleft()
+                self._send(now, skb.start, skb.end, skb.psh, skb.t_write)
+            else:  # tso_fragment: the head part leaves
+                start = skb.start
+                skb.start = start + n
+                self._send(now, start, start + n, False, skb.t_write)
+        if windowed and (sent or limited):
+            self.cc.pushed(self, limited)
         if (
             q and self.snd_una == self.snd_nxt and self.probe_timer.entry is None
         ):  # tcp_check_probe_timer
             self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
 
-    def _send(self, now: int, skb: _Skb) -> None:
-        end = skb.end
+    def _send(self, now: int, start: int, end: int, psh: bool, t_write: int) -> None:
+        mss = self.mss
+        n = end - start
         self.snd_nxt = end
-        if end - skb.start < self.mss:  # tcp_minshall_update
-            self.snd_sml = end
+        if n <= mss:
+            nsegs = 1
+            if n < mss:  # tcp_minshall_update
+                self.snd_sml = end
+        else:
+            nsegs = -(-n // mss)
+            if n < nsegs * mss:
+                self.snd_sml = end
         timer = self.probe_timer
         if timer.entry is not None:
             timer.cancel()  # the RTO timer takes over
-        self.data_segments += 1
-        held = now - skb.t_write
-        self.hold_fs += held
-        if held > self.hold_max:
-            self.hold_max = held
-        probe = self.probe
-        if probe.samples:
-            probe.sent(end, now)
+        self.data_segments += nsegs
+        self.buffers += 1
+        held = now - t_write
+        if held:
+            self.hold_fs += held * nsegs
+            if held > self.hold_max:
+                self.hold_max = held
+        if self.probe.samples:
+            self.probe.sent(end, now)
         if self.in_send:
-            self.sent_in_call += 1
-        self.ep.transmit(now, skb.start, end, skb.psh)
+            self.sent_in_call += nsegs
+            if self.paid:
+                self.thread_cpu += self.gso_fs + nsegs * self.seg_fs
+        elif self.paid:
+            self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
+        if self.windowed:
+            self.cc.sent(self, now, start, end, nsegs)
+        if nsegs == 1:
+            self.ep.transmit(now, start, end, psh)
+        else:  # GSO/TSO: MSS-sized segments, PSH on the last
+            self.ep.transmit_gso(now, start, end, psh, mss)
 
     def on_ack(self, now: int, ack: int) -> bool:
         """A cumulative ACK arrived; whether it advanced ``snd_una``."""
@@ -219,21 +345,31 @@ class Sender:
         self.snd_una = ack
         if self.probe.samples:
             self.probe.acked(ack, now)
+        if self.windowed:
+            self.cc.acked(now, ack)
         return True
 
     def _on_probe(self, now: int, _arg: object) -> None:
-        """``tcp_write_wakeup``: send the head buffer."""
+        """``tcp_write_wakeup``: send the head buffer (at most one MSS)."""
         self.clock.fired()
-        if self.queue:
-            skb = self.queue.popleft()
-            skb.psh = True
+        q = self.queue
+        if q:
+            skb = q[0]
             self.probes += 1
-            self._send(now, skb)
+            if skb.end - skb.start > self.mss:
+                start = skb.start
+                skb.start = start + self.mss
+                self._send(now, start, start + self.mss, True, skb.t_write)
+            else:
+                q.popleft()
+                self._send(now, skb.start, skb.end, True, skb.t_write)
+            self.charge_soft(now)
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
-    #: Meaningful only inside a ``send()`` call.
-    cycle_transient = ("in_send", "sent_in_call")
+    #: Meaningful only inside a ``send()`` call or until the CPU is
+    #: taken (at the same instant).
+    cycle_transient = ("in_send", "sent_in_call", "thread_cpu", "soft_cpu")
 
     @property
     def cycle_stream(self) -> int:
@@ -246,11 +382,14 @@ class Sender:
             "cork": self.cork,
             "probe": self.probe,
             "probe_timer": self.probe_timer,
+            "cc": self.cc,
         }
 
     def cycle_counters(self) -> dict:
         return {
             "data_segments": self.data_segments,
+            "buffers": self.buffers,
+            "soft_cpu_fs": self.soft_cpu_fs,
             "probes": self.probes,
             "hold_fs": self.hold_fs,
         }
@@ -266,6 +405,7 @@ class Sender:
             self.mode,
             self.corked,
             self.hold_max,
+            self.snd_wnd,
         )
 
     def cycle_signature(self, view: View) -> Hashable:

@@ -21,6 +21,10 @@ _TS_OPTION_BYTES = 12
 _MSS_DEFAULT = 536
 #: ``TCP_INIT_CWND``: Linux's initial congestion window, segments.
 _INIT_CWND = 10
+#: The size goal on tun, bytes: ``GSO_LEGACY_MAX_SIZE`` (65536) less one
+#: and ``MAX_TCP_HEADER`` (about 320 bytes on x86-64), as
+#: ``tcp_xmit_size_goal`` computes it before rounding down to whole MSS.
+_GSO_GOAL_BYTES = 65536 - 1 - 320
 #: A transmit path that completes at once (tun): a rate so high that any
 #: frame's wire time rounds to 0 fs, bits per second.
 _INSTANT_BPS = 10**24
@@ -150,6 +154,14 @@ class _Tap(Channel):
         done = super().send(now, seg)
         self.on_send(done, seg)
         return done
+
+    def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
+        """tun takes a GSO packet whole; a ``tbf`` qdisc cuts one larger
+        than its burst into segments (``tbf_segment``)."""
+        if self.bucket is None:
+            self.send(now, seg)
+            return [seg]
+        return super().send_gso(now, seg, mss)
 
 
 def _seconds(fs: int) -> float:

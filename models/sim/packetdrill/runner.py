@@ -61,12 +61,16 @@ than those above (``SO_REUSEADDR`` is accepted and does nothing;
 half the initial receive window, where the window test of
 ``__tcp_ack_snd_check`` holds as the simulator assumes), and shell
 commands other than ``sysctl -q net.ipv4.tcp_autocorking=0|1`` and a
-``tbf`` qdisc on ``tun0`` (both before the connection).  A run fails, with
-the cause named, when the simulator sends beyond the peer's advertised
-window or puts more than ten segments in flight (Linux's initial
-congestion window): it models neither.  Segments are MSS-sized (no
-GSO/TSO): packetdrill's tun device accepts GSO packets, so a script that
-expects a write of several MSS to leave at once as one packet cannot pass.
+``tbf`` qdisc on ``tun0`` (both before the connection).  The endpoint
+uses the profile's congestion control (CUBIC's window from 10 segments on
+``linux-6``), the peer's advertised window (``snd_wnd``, from each inbound
+segment) and GSO: tun accepts a super-packet of up to ``size_goal`` bytes
+(64 KiB less headers, at most half the peer's window) whole, and a
+``tbf`` qdisc cuts it into MSS-sized segments.  TSO autosizing
+(``tcp_tso_autosize``: smaller super-packets at low pacing rates) and
+``tcp_tso_should_defer`` are not modelled.  A run still fails, with the
+cause named, if the simulator sends beyond the peer's window or puts
+more than ten packets in flight with a profile that has no window.
 
 >>> from models.sim.packetdrill.parser import parse_script
 >>> text = '''
@@ -129,8 +133,10 @@ __all__ = [
 
 from models.sim.packetdrill.outcome import (
     _FS_PER_US,
+    _GSO_GOAL_BYTES,
     _INIT_CWND,
     _INSTANT_BPS,
+    _MSS_DEFAULT,
     _TS_OPTION_BYTES,
     DEFAULT_TOLERANCE_PERCENT,
     DEFAULT_TOLERANCE_USECS,
@@ -196,7 +202,7 @@ class _Run(_Segments, _Syscalls):
                     "(it does not model the window)",
                 )
             )
-        if self.flight_segments() > _INIT_CWND:
+        if not tx.cc.windowed and self.flight_segments() > _INIT_CWND:
             raise _Failed(
                 Mismatch(
                     self.line,
@@ -240,9 +246,30 @@ class _Run(_Segments, _Syscalls):
         tap = _Tap(self.loop, rate, 0, 0, 0, 0, bucket)
         tap.on_send = self.on_send
         tap.out = lambda now, seg: None  # the peer is the script
-        ep = Endpoint(1, self.loop, self.clock, profile, mss, self.nodelay, tap)
+        # tun offers GSO: tcp_xmit_size_goal, bounded to half the peer's
+        # window (tcp_bound_to_half_wnd)
+        wnd = self.snd_wnd
+        goal = _GSO_GOAL_BYTES
+        if wnd:
+            half = wnd // 2 if wnd > _MSS_DEFAULT else wnd
+            goal = min(goal, half)
+        ep = Endpoint(
+            1,
+            self.loop,
+            self.clock,
+            profile,
+            mss,
+            self.nodelay,
+            tap,
+            cc=profile.congestion(mss),
+            size_goal=profile.size_goal_bytes or goal,
+        )
         ep.app = _App()
+        ep.sender.snd_wnd = wnd
         self.ep = ep
+        cc = ep.sender.cc
+        if cc.windowed:  # the handshake's RTT sample
+            cc.srtt_us = max(1, (now - self.syn_time) // _FS_PER_US) << 3
         if self.cork:
             ep.sender.set_cork(now, True)
         probe = ep.sender.probe

@@ -101,6 +101,7 @@ class _Segments(_State):
             )
         if win is not None:
             self.snd_wnd = self.scaled(win)
+        tx.snd_wnd = self.snd_wnd  # the window the peer advertises
         seg = Segment(0, ev.start, ev.end, ack, "P" in ev.flags)
         seg.t_tx = seg.t_rx = now
         ep.receive(now, seg)

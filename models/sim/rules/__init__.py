@@ -9,11 +9,16 @@ family      classes                          module
 ==========  ===============================  ==========
 ``nagle``   ``MinshallNagle``,               ``nagle``
             ``ClassicNagle``
-``ack``     ``LinuxAck``, ``ImmediateAck``   ``ack``
+``ack``     ``LinuxAck``, ``AdaptiveAck``,   ``ack``
+            ``ImmediateAck``
 ``cork``    ``Cork``, ``Autocork``           ``cork``
 ``probe``   ``RtoMinProbe``, ``SrttProbe``   ``probe``
 ``clock``   ``TickClock``, ``WheelClock``    ``clock``
 ==========  ===============================  ==========
+
+The congestion rule (module ``cc``: ``NoWindow``, ``Reno``, ``Bbr``)
+is chosen by name (``Kernel.congestion_control``, the profile's
+``congestion_control``).
 
 The receive path (module ``rx``: ``PerWakeup``,
 ``InterruptModeration``) is a host part rather than a kernel rule:
@@ -25,7 +30,7 @@ the file and the function, e.g. (``net/ipv4/tcp_input.c``,
 fast-forward (:mod:`models.sim.fastforward`), after its rule.
 """
 
-from models.sim.rules.ack import AckPolicy, ImmediateAck, LinuxAck
+from models.sim.rules.ack import AckPolicy, AdaptiveAck, ImmediateAck, LinuxAck
 from models.sim.rules.clock import TickClock, WheelClock
 from models.sim.rules.cork import Autocork, Cork
 from models.sim.rules.nagle import ClassicNagle, MinshallNagle, NaglePolicy
@@ -49,6 +54,7 @@ __all__ = [
     "AckPolicy",
     "LinuxAck",
     "ImmediateAck",
+    "AdaptiveAck",
     "Cork",
     "Autocork",
     "RtoMinProbe",

@@ -9,7 +9,11 @@ for more bytes, an ACK (``MSG_MORE`` holds only until the next push;
 ``TCP_CORK`` holds until it is cleared) or the probe timer.
 
 Since Linux 3.14 ``tcp_autocorking`` may skip the push altogether and
-send at the next TX completion instead (``tcp_should_autocork``).
+send at the next TX completion instead (``tcp_should_autocork``): only
+while the tail buffer is shorter than ``size_goal`` and an earlier packet
+of the socket is still in this host (qdisc or driver).  The release runs
+in the TX-completion soft interrupt (``tcp_wfree``, ``tcp_tsq_handler``),
+which pays its transmit CPU.
 """
 
 from __future__ import annotations
@@ -56,13 +60,15 @@ class Cork:
 
 # rule: autocork
 class Autocork(Cork):
-    """``tcp_should_autocork``: skip the push while the tail is partial,
-    data is in flight, and this host's earlier frames still hold more
+    """``tcp_should_autocork``: skip the push while the tail is shorter
+    than ``size_goal``, data is in flight (``!tcp_rtx_queue_empty``), and
+    this host's earlier frames still hold more
     memory in the transmit path than the tail (``sk_wmem_alloc >
     skb->truesize``, each skb counted as its payload plus
     ``SKB_OVERHEAD_BYTES``, plus the socket's own reference).  The
     next TX completion pushes in the socket's mode (``tcp_tsq_handler``
-    calls ``tcp_write_xmit`` with ``tp->nonagle``).
+    calls ``tcp_write_xmit`` with ``tp->nonagle``), its CPU charged to
+    the soft interrupt (``sender.charge_soft``).
     """
 
     autocork = True
@@ -74,7 +80,7 @@ class Autocork(Cork):
 
     def defer(self, sender, now: int, tail_bytes: int) -> bool:
         if (
-            tail_bytes >= sender.mss
+            tail_bytes >= sender.goal
             or sender.snd_una == sender.snd_nxt
             or sender.channel.free_at <= now
         ):  # nothing queued
@@ -95,6 +101,7 @@ class Autocork(Cork):
         if self.throttled:
             self.throttled = False
             sender.push_pending(now)
+            sender.charge_soft(now)
 
     # end rule: autocork
 

@@ -1,0 +1,283 @@
+"""Host-cost microbenchmarks: ``python -m models.measure costs [--json] [--quick]``.
+
+The C program ``csrc/qdcosts.c`` (compiled by :mod:`models.measure.build`) measures, on the host
+loopback and without privileges:
+
+* the **wake-up latency** of a thread blocked in ``read()`` on a pipe and in ``FUTEX_WAIT``,
+  placed by the scheduler, and over a pipe to a thread pinned to another CPU
+  (``pipe_cross``: that CPU went idle meanwhile, as a QD-1 loop's CPUs do): the waker stamps
+  the time and wakes it, the woken thread reads the clock (lmbench's pipe method, McVoy and
+  Staelin 1996, timed one way); median and 90th percentile, microseconds;
+* the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
+  socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
+  call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
+  the receiver's data segments per call (``tcpi_data_segs_in``);
+* the **receive cost per segment**: CPU of ``recv()`` of 512-byte segments already queued.
+
+Each number is a median over repeated batches (robust to the preemptions of a loaded machine).
+The send costs are then split (:func:`send_model`) by least squares into a cost per call, per
+segment and per byte::
+
+    cpu(call) = per_call + per_segment * segments_per_call + per_byte * bytes
+
+On loopback a segment is one buffer (``skb``) and the receiver's protocol processing runs in the
+sender's soft interrupt, so ``per_segment`` is a segment's cost end to end.
+:mod:`models.sim.hostprofile` maps these onto the simulator's ``Host`` fields.  The run also
+records the machine's settings (:func:`settings`): kernel, ``CONFIG_HZ``, CPUs, congestion control,
+autocorking, whether interrupt time is accounted apart from tasks, and the load.
+
+A full run takes a few seconds; ``quick=True`` well under one (for tests; its numbers are noisier).
+
+>>> round(percentile([1.0, 2.0, 3.0, 4.0], 50), 2)
+2.5
+>>> m = send_model([(0.7, 0.0, 48), (3.0, 1.0, 512), (3.4, 1.0, 4096), (12.0, 2.0, 65536)])
+>>> m["per_call_us"] > 0 and m["per_segment_us"] > 0
+True
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import math
+import platform
+import statistics
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import build, sysinfo
+
+__all__ = [
+    "QUICK",
+    "FULL",
+    "percentile",
+    "send_model",
+    "settings",
+    "run_costs",
+    "summarise",
+    "format_costs",
+]
+
+#: Options of a full run: wake-up samples per method, repeats per send size, the waker's mean
+#: gap (microseconds) and the hard time limit (seconds).
+FULL = {"samples": 2000, "repeats": 40, "gap_us": 100.0, "time_limit_s": 60.0}
+#: Options of a quick run (tests): under a second on an idle machine.
+QUICK = {"samples": 150, "repeats": 8, "gap_us": 40.0, "time_limit_s": 20.0}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values``, linear between order statistics."""
+    if not values:
+        raise ValueError("values: need at least one value, got none")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be in [0, 100], got {q!r}")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting for a small square system."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12:
+            raise ValueError(
+                "send sizes: the per-call, per-segment and per-byte costs cannot be told apart"
+            )
+        m[c], m[p] = m[p], m[c]
+        for r in range(c + 1, n):
+            f = m[r][c] / m[c][c]
+            for k in range(c, n + 1):
+                m[r][k] -= f * m[c][k]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][k] * x[k] for k in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def send_model(points: list[tuple[float, float, int]]) -> dict[str, float]:
+    """Least-squares split of ``send()`` costs into per call, per segment and per byte.
+
+    Parameters
+    ----------
+    points
+        ``(cpu_us_per_call, segments_per_call, bytes_per_call)`` per measured size (at least 3,
+        with segments and bytes not proportional).
+
+    Returns
+    -------
+    dict
+        ``per_call_us``, ``per_segment_us`` (microseconds), ``per_byte_ns`` (nanoseconds) and
+        ``max_residual_us`` (the largest misfit of a point, microseconds).
+    """
+    if len(points) < 3:
+        raise ValueError(f"points: need at least 3 sizes, got {len(points)}")
+    rows = [[1.0, float(s), float(n)] for _, s, n in points]
+    y = [float(c) for c, _, _ in points]
+    ata = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    aty = [sum(r[i] * v for r, v in zip(rows, y)) for i in range(3)]
+    a, b, beta = _solve(ata, aty)
+    resid = [abs(a + b * r[1] + beta * r[2] - v) for r, v in zip(rows, y)]
+    return {
+        "per_call_us": a,
+        "per_segment_us": b,
+        "per_byte_ns": beta * 1e3,  # us per byte -> ns per byte
+        "max_residual_us": max(resid),
+    }
+
+
+def _kernel_config(option: str) -> str | None:
+    """The value of ``CONFIG_<option>`` in the running kernel's config, or ``None``."""
+    texts: list[str] = []
+    cfg = Path("/proc/config.gz")
+    try:
+        texts.append(gzip.decompress(cfg.read_bytes()).decode("utf-8", "replace"))
+    except OSError:
+        pass
+    try:
+        texts.append(Path(f"/boot/config-{platform.release()}").read_text(errors="replace"))
+    except OSError:
+        pass
+    for text in texts:
+        for line in text.splitlines():
+            if line.startswith(f"CONFIG_{option}="):
+                return line.split("=", 1)[1]
+            if line == f"# CONFIG_{option} is not set":
+                return "n"
+    return None
+
+
+def settings() -> dict[str, Any]:
+    """The machine's settings recorded with the costs: kernel (release, HZ, CPUs), congestion
+    control, autocorking, interrupt-time accounting, load averages and the date (UTC)."""
+    sysctls = sysinfo.tcp_sysctls()
+    irq = _kernel_config("IRQ_TIME_ACCOUNTING")
+    return {
+        "kernel": sysinfo.kernel_info(),
+        "congestion_control": sysctls.get("net.ipv4.tcp_congestion_control"),
+        "autocorking": sysctls.get("net.ipv4.tcp_autocorking"),
+        "default_qdisc": sysctls.get("net.core.default_qdisc"),
+        # with IRQ time accounting, soft-interrupt time is not charged to the thread's CPU clock
+        "irq_time_accounting": None if irq is None else irq == "y",
+        "load": sysinfo.load_average(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _median(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else math.nan
+
+
+def summarise(raw: dict[str, Any]) -> dict[str, Any]:
+    """Robust statistics of the C program's raw samples (see the module docstring)."""
+    wake = {
+        name: {
+            "median_us": _median(raw["wake"][f"{name}_us"]),
+            "p90_us": percentile(raw["wake"][f"{name}_us"], 90),
+            "samples": len(raw["wake"][f"{name}_us"]),
+        }
+        for name in ("pipe", "futex", "pipe_cross")
+        if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
+    }
+    send = [
+        {
+            "bytes": s["bytes"],
+            "msg_more": s["msg_more"],
+            "cpu_us": _median(s["cpu_us_per_call"]),
+            "wall_us": _median(s["wall_us_per_call"]),
+            "segments_per_call": _median(s["segments_per_call"]),
+            "repeats": len(s["cpu_us_per_call"]),
+            "discarded": s["discarded"],
+        }
+        for s in raw["send"]
+    ]
+    model = send_model([(s["cpu_us"], s["segments_per_call"], s["bytes"]) for s in send])
+    r = raw["recv"]
+    return {
+        "wake": wake,
+        "send": send,
+        "send_model": model,
+        "recv": {
+            "bytes_per_segment": r["bytes_per_segment"],
+            "cpu_us_per_segment": _median(r["cpu_us_per_segment"]),
+            "wall_us_per_call": _median(r["wall_us_per_call"]),
+            "segments_per_batch": _median(r["segments"]),
+        },
+        "mss_bytes": raw["mss_bytes"],
+        "options": {k: raw[k] for k in ("samples", "repeats", "gap_us")},
+        "elapsed_s": raw["elapsed_s"],
+    }
+
+
+def run_costs(quick: bool = False) -> dict[str, Any]:
+    """Run the microbenchmarks and return ``{"settings": ..., "costs": ...}`` (see above).
+
+    Raises
+    ------
+    models.measure.build.BuildError
+        No C compiler, or the program failed (its message is included).
+    """
+    opts = QUICK if quick else FULL
+    binary = build.qdcosts_binary()
+    before = settings()
+    res = subprocess.run(
+        [
+            str(binary),
+            f"--samples={opts['samples']}",
+            f"--repeats={opts['repeats']}",
+            f"--gap-us={opts['gap_us']}",
+            f"--time-limit={opts['time_limit_s']}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=float(opts["time_limit_s"]) + 10,
+    )
+    try:
+        raw = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        raise build.BuildError(
+            f"qdcosts exited with status {res.returncode}: {res.stderr.strip() or res.stdout[:200]}"
+        ) from None
+    if "error" in raw:
+        raise build.BuildError(f"qdcosts: {raw['error']}")
+    before["load_after"] = sysinfo.load_average()
+    before["quick"] = quick
+    return {"settings": before, "costs": summarise(raw)}
+
+
+def format_costs(result: dict[str, Any]) -> str:
+    """The costs as a few lines of text (microseconds)."""
+    st, c = result["settings"], result["costs"]
+    k = st["kernel"]
+    lines = [
+        f"kernel {k['release']}, HZ {k['config_hz']}, {k['cpus']} CPUs, "
+        f"cc {st['congestion_control']}, autocorking {st['autocorking']}, "
+        f"load {st['load']} -> {st['load_after']}",
+    ]
+    for name, w in c["wake"].items():
+        lines.append(
+            f"wake-up ({name}): median {w['median_us']:.2f} us, p90 {w['p90_us']:.2f} us "
+            f"({w['samples']} samples)"
+        )
+    for s in c["send"]:
+        more = " MSG_MORE" if s["msg_more"] else ""
+        lines.append(
+            f"send() {s['bytes']} B{more}: CPU {s['cpu_us']:.2f} us per call, "
+            f"{s['segments_per_call']:.2f} segments per call"
+        )
+    m = c["send_model"]
+    lines.append(
+        f"send() split: {m['per_call_us']:.2f} us per call + {m['per_segment_us']:.2f} us per "
+        f"segment + {m['per_byte_ns']:.3f} ns per byte (worst misfit {m['max_residual_us']:.2f} us)"
+    )
+    r = c["recv"]
+    lines.append(
+        f"recv(): CPU {r['cpu_us_per_segment']:.2f} us per {r['bytes_per_segment']} B segment"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,398 @@
+/*
+ * qdcosts: microbenchmarks of the host costs the simulator's Host part names (Queue Depth book).
+ *
+ *   qdcosts [--samples N] [--repeats R] [--gap-us G] [--time-limit S]
+ *
+ * Prints ONE JSON object of raw samples; the Python side (models/measure/costs.py) computes the
+ * medians and percentiles, so the statistics live in one place.
+ *
+ *   wake.pipe, wake.futex  wake-up latency of a thread blocked in read() on a pipe, or in
+ *                          FUTEX_WAIT, microseconds, where the scheduler places the threads;
+ *   wake.pipe_cross        the same over a pipe with the sleeper pinned to another CPU than
+ *                          the waker's (empty when fewer than two CPUs may be used): the
+ *                          wake-up of a thread on a CPU that went idle.  Each: the waker
+ *                          sleeps a short gap (G us, varied),
+ *                          reads CLOCK_MONOTONIC, writes the time into the pipe (or a shared word,
+ *                          then FUTEX_WAKE); the woken thread reads the clock at once.  N samples.
+ *                          The method is lmbench's pipe ping-pong (McVoy and Staelin 1996) with a
+ *                          timestamp, so the one-way latency is measured, not a round trip.
+ *   send[]                 per size (48, 512, 4096, 65536 bytes): R repeats of a batch of send()
+ *                          calls (as many as fit in 32 KiB, at least one) on a connected loopback
+ *                          TCP socket with TCP_NODELAY, timed with the thread's CPU clock
+ *                          (CLOCK_THREAD_CPUTIME_ID) and the wall clock, per call, microseconds;
+ *                          the receiver is drained (same thread, not timed) between batches, so no
+ *                          call blocks; a batch where a call would block (EAGAIN, short write) is
+ *                          discarded and counted.  The peer's data segments in (tcpi_data_segs_in)
+ *                          give the segments per call.
+ *   recv                   R repeats: 64 segments of 512 bytes are sent with TCP_NODELAY and
+ *                          arrive; then they are read back with one recv() of 512 bytes each,
+ *                          timed as above; per segment (tcpi_data_segs_in) and per call.
+ *
+ * Every run is bounded by --time-limit (seconds; alarm) and uses only 127.0.0.1.
+ * Units: *_us are microseconds; sizes in bytes.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/futex.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SAMPLES 20000
+#define MAX_REPEATS 1000
+#define BATCH_BYTES 32768 /* bytes sent per timed batch, at most (one call at least) */
+#define RECV_SEGMENTS 64  /* segments per receive batch */
+#define RECV_BYTES 512    /* bytes per receive segment */
+#define BIG 65536         /* bytes: largest send size */
+
+/* bytes per send() call, and its flags: the last, 48 bytes with MSG_MORE, is a call whose bytes
+ * join a held buffer (no segment leaves), so the cost of a call alone is pinned down. */
+static const int SIZES[] = {48, 512, 4096, 65536, 48};
+static const int FLAGS[] = {0, 0, 0, 0, MSG_MORE};
+#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+
+static void fail(const char *what) {
+    printf("{\"tool\": \"qdcosts\", \"error\": \"%s: %s\"}\n", what, strerror(errno));
+    fflush(stdout);
+    exit(2);
+}
+
+static double clock_us(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3; /* s, ns -> us */
+}
+
+static void sleep_us(double us) {
+    struct timespec ts = {(time_t)(us / 1e6), (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3)};
+    nanosleep(&ts, NULL); /* us -> s + ns */
+}
+
+/* A fixed-seed linear congruential generator: the gaps vary, the run repeats. */
+static uint32_t lcg = 12345u;
+static double next_unit(void) {
+    lcg = lcg * 1664525u + 1013904223u;
+    return (double)(lcg >> 8) / (double)(1u << 24);
+}
+
+/* ------------------------------------------------------------------ wake-ups */
+
+struct wake {
+    int n;
+    double gap_us;
+    int pipe_fd[2];
+    _Atomic uint32_t word; /* futex word: the sample number posted */
+    _Atomic double posted_us;
+    _Atomic int acked; /* samples the sleeper has recorded */
+    double *lat_us;
+    int use_futex;
+    int cpu; /* the sleeper's CPU, or -1 for anywhere */
+};
+
+/* Pin the calling thread to one CPU; 0 on success. */
+static int pin_to(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val) {
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
+}
+
+static void *sleeper(void *arg) {
+    struct wake *w = arg;
+    if (w->cpu >= 0 && pin_to(w->cpu) != 0) fail("pin sleeper");
+    for (int i = 0; i < w->n; i++) {
+        double t0;
+        if (w->use_futex) {
+            uint32_t want = (uint32_t)i + 1u;
+            while (atomic_load(&w->word) != want) futex(&w->word, FUTEX_WAIT_PRIVATE, want - 1u);
+            double t1 = clock_us(CLOCK_MONOTONIC);
+            t0 = atomic_load(&w->posted_us);
+            w->lat_us[i] = t1 - t0;
+        } else {
+            if (read(w->pipe_fd[0], &t0, sizeof t0) != (ssize_t)sizeof t0) fail("pipe read");
+            w->lat_us[i] = clock_us(CLOCK_MONOTONIC) - t0;
+        }
+        atomic_store(&w->acked, i + 1);
+    }
+    return NULL;
+}
+
+static void measure_wake(int n, double gap_us, int use_futex, int cpu, double *out) {
+    struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .use_futex = use_futex, .cpu = cpu};
+    atomic_store(&w.word, 0u);
+    atomic_store(&w.acked, 0);
+    if (!use_futex && pipe(w.pipe_fd) != 0) fail("pipe");
+    pthread_t th;
+    if (pthread_create(&th, NULL, sleeper, &w) != 0) fail("pthread_create");
+    for (int i = 0; i < n; i++) {
+        /* a gap long enough for the sleeper to block again, varied so no timer aliases */
+        sleep_us(gap_us * (0.5 + next_unit()));
+        while (atomic_load(&w.acked) < i) sched_yield(); /* the sleeper took the last one */
+        double t0 = clock_us(CLOCK_MONOTONIC);
+        if (use_futex) {
+            atomic_store(&w.posted_us, t0);
+            atomic_store(&w.word, (uint32_t)i + 1u);
+            futex(&w.word, FUTEX_WAKE_PRIVATE, 1);
+        } else if (write(w.pipe_fd[1], &t0, sizeof t0) != (ssize_t)sizeof t0) {
+            fail("pipe write");
+        }
+    }
+    pthread_join(th, NULL);
+    if (!use_futex) {
+        close(w.pipe_fd[0]);
+        close(w.pipe_fd[1]);
+    }
+}
+
+/* ------------------------------------------------------------------ sockets */
+
+static void connected_pair(int *snd, int *rcv) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    if (ls < 0) fail("socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) != 0) fail("bind");
+    if (listen(ls, 1) != 0) fail("listen");
+    if (getsockname(ls, (struct sockaddr *)&a, &len) != 0) fail("getsockname");
+    *snd = socket(AF_INET, SOCK_STREAM, 0);
+    if (*snd < 0) fail("socket");
+    if (connect(*snd, (struct sockaddr *)&a, sizeof a) != 0) fail("connect");
+    *rcv = accept(ls, NULL, NULL);
+    if (*rcv < 0) fail("accept");
+    close(ls);
+    int one = 1;
+    if (setsockopt(*snd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("TCP_NODELAY");
+    if (setsockopt(*rcv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("TCP_NODELAY");
+}
+
+static unsigned data_segs_in(int fd) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) fail("TCP_INFO");
+    return ti.tcpi_data_segs_in;
+}
+
+static int mss_of(int fd) {
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) != 0) fail("TCP_MAXSEG");
+    return mss;
+}
+
+/* Read everything the peer has sent so far (``want`` bytes), untimed. */
+static void drain(int fd, char *buf, long want) {
+    while (want > 0) {
+        ssize_t r = recv(fd, buf, BIG, 0);
+        if (r <= 0) fail("drain");
+        want -= r;
+    }
+}
+
+/* Wait until ``want`` bytes are readable on fd (loopback delivers within the send; a bound anyway). */
+static void await_bytes(int fd, long want) {
+    for (int i = 0; i < 100000; i++) {
+        int avail = 0;
+        if (ioctl(fd, FIONREAD, &avail) != 0) fail("FIONREAD");
+        if (avail >= want) return;
+        sched_yield();
+    }
+    errno = ETIMEDOUT;
+    fail("await_bytes");
+}
+
+struct batch {
+    double cpu_us, wall_us; /* per call */
+    double segments;        /* peer's data segments in, per call */
+    int ok;
+};
+
+static struct batch send_batch(int snd, int rcv, int size, int flags, char *buf) {
+    int calls = BATCH_BYTES / size > 0 ? BATCH_BYTES / size : 1;
+    unsigned seg0 = data_segs_in(rcv);
+    struct batch b = {0, 0, 0, 1};
+    long sent = 0;
+    double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID), w0 = clock_us(CLOCK_MONOTONIC);
+    for (int i = 0; i < calls; i++) {
+        ssize_t r = send(snd, buf, (size_t)size, MSG_DONTWAIT | flags);
+        if (r > 0) sent += r;
+        if (r != size) {
+            b.ok = 0;
+            break;
+        }
+    }
+    double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID), w1 = clock_us(CLOCK_MONOTONIC);
+    if (flags & MSG_MORE) { /* push what is held: an empty-flag send of nothing does not, so uncork */
+        int zero = 0, one = 1;
+        setsockopt(snd, IPPROTO_TCP, TCP_CORK, &one, sizeof one);
+        setsockopt(snd, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
+    }
+    drain(rcv, buf, sent);
+    b.cpu_us = (c1 - c0) / calls;
+    b.wall_us = (w1 - w0) / calls;
+    b.segments = (double)(data_segs_in(rcv) - seg0) / calls;
+    return b;
+}
+
+static struct batch recv_batch(int snd, int rcv, char *buf) {
+    unsigned seg0 = data_segs_in(rcv);
+    for (int i = 0; i < RECV_SEGMENTS; i++)
+        if (send(snd, buf, RECV_BYTES, 0) != RECV_BYTES) fail("send");
+    await_bytes(rcv, (long)RECV_SEGMENTS * RECV_BYTES);
+    unsigned segs = data_segs_in(rcv) - seg0;
+    struct batch b = {0, 0, 0, 1};
+    int calls = 0;
+    long got = 0;
+    double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID), w0 = clock_us(CLOCK_MONOTONIC);
+    while (got < (long)RECV_SEGMENTS * RECV_BYTES) {
+        ssize_t r = recv(rcv, buf, RECV_BYTES, 0);
+        if (r <= 0) fail("recv");
+        got += r;
+        calls++;
+    }
+    double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID), w1 = clock_us(CLOCK_MONOTONIC);
+    b.segments = segs > 0 ? (double)segs : 1.0;
+    b.cpu_us = (c1 - c0) / b.segments; /* per segment */
+    b.wall_us = (w1 - w0) / calls;     /* per call */
+    return b;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_array(const char *name, const double *x, int n) {
+    printf("\"%s\": [", name);
+    for (int i = 0; i < n; i++) printf("%s%.4f", i ? ", " : "", x[i]);
+    printf("]");
+}
+
+int main(int argc, char **argv) {
+    int samples = 2000, repeats = 40;
+    double gap_us = 100.0, limit_s = 30.0;
+    static const struct option longs[] = {{"samples", required_argument, 0, 'n'},
+                                          {"repeats", required_argument, 0, 'r'},
+                                          {"gap-us", required_argument, 0, 'g'},
+                                          {"time-limit", required_argument, 0, 't'},
+                                          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (c) {
+        case 'n': samples = atoi(optarg); break;
+        case 'r': repeats = atoi(optarg); break;
+        case 'g': gap_us = atof(optarg); break;
+        case 't': limit_s = atof(optarg); break;
+        default: errno = EINVAL; fail("usage: qdcosts [--samples N] [--repeats R] [--gap-us G] [--time-limit S]");
+        }
+    }
+    if (samples < 1 || samples > MAX_SAMPLES || repeats < 1 || repeats > MAX_REPEATS ||
+        !(gap_us >= 1.0 && gap_us <= 10000.0) || !(limit_s > 0 && limit_s <= 600)) {
+        errno = EINVAL;
+        fail("samples 1..20000, repeats 1..1000, gap-us 1..10000, time-limit (0, 600]");
+    }
+    alarm((unsigned)(limit_s + 0.999)); /* hard bound: SIGALRM ends the process */
+
+    double *pipe_us = calloc((size_t)samples, sizeof(double));
+    double *futex_us = calloc((size_t)samples, sizeof(double));
+    double *cross_us = calloc((size_t)samples, sizeof(double));
+    double *cpu = calloc((size_t)repeats, sizeof(double));
+    double *wall = calloc((size_t)repeats, sizeof(double));
+    double *segs = calloc((size_t)repeats, sizeof(double));
+    char *buf = calloc(1, BIG);
+    if (!pipe_us || !futex_us || !cross_us || !cpu || !wall || !segs || !buf) fail("calloc");
+
+    double t0 = clock_us(CLOCK_MONOTONIC);
+    measure_wake(samples, gap_us, 0, -1, pipe_us);
+    measure_wake(samples, gap_us, 1, -1, futex_us);
+    /* two CPUs this process may use: the waker on the first, the sleeper on the second */
+    int n_cross = 0;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
+        int first = -1, second = -1;
+        for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
+            if (CPU_ISSET(c, &allowed)) {
+                if (first < 0)
+                    first = c;
+                else
+                    second = c;
+            }
+        if (pin_to(first) == 0) {
+            measure_wake(samples, gap_us, 0, second, cross_us);
+            n_cross = samples;
+            pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
+        }
+    }
+    double t_wake = clock_us(CLOCK_MONOTONIC) - t0;
+
+    int snd, rcv;
+    connected_pair(&snd, &rcv);
+    printf("{\"tool\": \"qdcosts\", \"version\": 1, \"samples\": %d, \"repeats\": %d, "
+           "\"gap_us\": %.1f, \"mss_bytes\": %d, \"wake\": {",
+           samples, repeats, gap_us, mss_of(snd));
+    print_array("pipe_us", pipe_us, samples);
+    printf(", ");
+    print_array("futex_us", futex_us, samples);
+    printf(", ");
+    print_array("pipe_cross_us", cross_us, n_cross);
+    printf("}, \"send\": [");
+    for (int s = 0; s < NSIZES; s++) {
+        int n = 0, discarded = 0;
+        for (int w = 0; w < 3; w++) send_batch(snd, rcv, SIZES[s], FLAGS[s], buf); /* warm-up */
+        while (n < repeats && discarded < 10 * repeats) {
+            struct batch b = send_batch(snd, rcv, SIZES[s], FLAGS[s], buf);
+            if (!b.ok) {
+                discarded++;
+                continue;
+            }
+            cpu[n] = b.cpu_us;
+            wall[n] = b.wall_us;
+            segs[n] = b.segments;
+            n++;
+        }
+        int calls = BATCH_BYTES / SIZES[s] > 0 ? BATCH_BYTES / SIZES[s] : 1;
+        printf("%s{\"bytes\": %d, \"msg_more\": %s, \"calls_per_batch\": %d, \"discarded\": %d, ",
+               s ? ", " : "", SIZES[s], FLAGS[s] ? "true" : "false", calls, discarded);
+        print_array("cpu_us_per_call", cpu, n);
+        printf(", ");
+        print_array("wall_us_per_call", wall, n);
+        printf(", ");
+        print_array("segments_per_call", segs, n);
+        printf("}");
+    }
+    printf("], \"recv\": {\"bytes_per_segment\": %d, \"segments_per_batch\": %d, ", RECV_BYTES,
+           RECV_SEGMENTS);
+    for (int w = 0; w < 3; w++) recv_batch(snd, rcv, buf); /* warm-up */
+    for (int i = 0; i < repeats; i++) {
+        struct batch b = recv_batch(snd, rcv, buf);
+        cpu[i] = b.cpu_us;
+        wall[i] = b.wall_us;
+        segs[i] = b.segments;
+    }
+    print_array("cpu_us_per_segment", cpu, repeats);
+    printf(", ");
+    print_array("wall_us_per_call", wall, repeats);
+    printf(", ");
+    print_array("segments", segs, repeats);
+    printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
+           (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
+    fflush(stdout);
+    close(snd);
+    close(rcv);
+    return 0;
+}

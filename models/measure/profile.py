@@ -1,0 +1,203 @@
+"""``python -m models.measure calibrate``: this machine's host profile.
+
+Three steps, each bounded:
+
+1. the host-cost microbenchmarks (:func:`models.measure.costs.run_costs`): wake-up latency,
+   ``send()`` CPU per call and per segment, ``recv()`` CPU per segment;
+2. a short kernel sweep (:data:`RUNS`): the iSCSI-like loop on the host loopback, servers with
+   ``TCP_NODELAY`` (header and data as two segments) and with ``MSG_MORE`` on the header (one
+   segment), QD 1 and 8, 512 B and 4 KiB responses (eight runs; chapter 9's training modes: a
+   Nagle server's delayed-ACK stalls say nothing about the host's costs);
+3. a fit (:func:`models.kernel.calibrate.fit_costs`) of only what the microbenchmarks cannot
+   measure (the work per message, the per-segment cost beyond the measured one, a pure ACK's
+   cost and the path latency), each inside its range, to the median operation times of the runs
+   without a delayed-ACK stall.  The measured costs are held: the wake-up (pipe median, the
+   sleeper on another CPU), the ``send()`` call and the super-packet
+   (:mod:`models.sim.hostprofile` says why each maps where it does); the work per message is
+   searched no lower than the measured ``recv()`` cost of a segment, since every message is
+   read.  A fitted cost that ends at a bound is reported.
+
+The result is a host profile (:mod:`models.sim.hostprofile`, JSON) with the machine's kernel,
+HZ, congestion control and the date, for ``python -m models.sim --host FILE`` and
+``Scenario(host=...)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from models.sim import hostprofile
+
+__all__ = ["RUNS", "QUICK_WINDOW_S", "WINDOW_S", "measured_costs", "sweep_rows", "build_profile"]
+
+#: The sweep's runs: (server socket mode, QD, payload bytes), on the host loopback.
+RUNS = tuple(
+    (mode, qd, size) for mode in ("nodelay", "more") for qd in (1, 8) for size in (512, 4096)
+)
+#: Measurement window per run, seconds (and with ``--quick``).
+WINDOW_S = 0.6
+QUICK_WINDOW_S = 0.15
+_WARMUP_S = 0.2  # seconds excluded from each run's statistics
+_QUICK_WARMUP_S = 0.05
+
+
+def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
+    """The fixed costs (seconds, :data:`models.kernel.calibrate.COSTS` names) from a
+    :func:`models.measure.costs.summarise` result, and the floor of the work per message."""
+    m = costs["send_model"]
+    wake = costs["wake"].get("pipe_cross") or costs["wake"]["pipe"]  # another CPU, if there is one
+    return {
+        "wake_s": wake["median_us"] * 1e-6,  # us -> s
+        "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
+        "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
+        "op_floor_s": costs["recv"]["cpu_us_per_segment"] * 1e-6,  # us -> s
+    }
+
+
+def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
+    """Run :data:`RUNS` on the host loopback; the ``iscsi_loop`` rows (one per run)."""
+    from .netns import Link, LinkSpec  # noqa: PLC0415 - the harness only when measuring
+    from .runner import RunSpec, run_one  # noqa: PLC0415
+    from .tables import rows_for  # noqa: PLC0415
+
+    window = QUICK_WINDOW_S if quick else WINDOW_S
+    warm = _QUICK_WARMUP_S if quick else _WARMUP_S
+    rows: list[dict[str, Any]] = []
+    with Link(LinkSpec("loopback")) as link:
+        for mode, qd, size in RUNS:
+            spec = RunSpec(
+                "iscsi", mode, qd, size, duration_s=window, warmup_s=warm, capture=False
+            )
+            rows += rows_for("iscsi_loop", run_one(spec, link), link)
+    return rows
+
+
+def _simulated_median(hz: int) -> Callable[[Mapping[str, Any], Any], float]:
+    from models.kernel.runs import row_scenario, simulate_summary  # noqa: PLC0415
+
+    def median_us(row: Mapping[str, Any], costs: Any) -> float:
+        sc = row_scenario("iscsi_loop", row, costs, hz)
+        return float(simulate_summary.__wrapped__(sc).p50_us)
+
+    return median_us
+
+
+def _provenance(name: str, fit: Any, how: dict[str, str]) -> str:
+    if name in how:
+        return how[name]
+    bound = dict(fit.at_bound).get(name)
+    return "fitted" + (f", at the {bound} bound of its range" if bound else "")
+
+
+def build_profile(
+    costs_result: Mapping[str, Any],
+    rows: list[dict[str, Any]],
+    median_us: Callable[[Mapping[str, Any], Any], float] | None = None,
+    max_evaluations: int = 300,
+) -> dict[str, Any]:
+    """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
+
+    Parameters
+    ----------
+    costs_result
+        :func:`models.measure.costs.run_costs`'s result (``settings`` and ``costs``).
+    rows
+        ``iscsi_loop`` rows (:func:`sweep_rows`); those with a delayed-ACK stall are not fitted.
+    median_us
+        ``median_us(row, costs)``, the model's median operation time of a row, microseconds
+        (default: the simulator's, at the machine's HZ).
+    max_evaluations
+        Bound on the fit's simulations of the training rows.
+
+    Raises
+    ------
+    ValueError
+        No row without a stall to fit, or a profile value outside its range.
+    """
+    from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
+    from models.kernel.runs import STALL_SHARE_PCT  # noqa: PLC0415
+
+    st, c = costs_result["settings"], costs_result["costs"]
+    hz = st["kernel"]["config_hz"] or 250  # ticks per second; 250 if the config is unreadable
+    train = [r for r in rows if float(r["stalled_pct"]) < STALL_SHARE_PCT]
+    if not train:
+        raise ValueError("rows: every run stalled; nothing to fit the host costs to")
+    fixed = measured_costs(c)
+    floor = fixed.pop("op_floor_s")
+    ranges = dict(calibrate.RANGES)
+    op = ranges["op_s"]
+    ranges["op_s"] = dataclasses.replace(
+        op, lo_s=min(max(op.lo_s, floor), op.hi_s), source=op.source + "; no lower than recv()"
+    )
+    start = {k: min(max(v, ranges[k].lo_s), ranges[k].hi_s) for k, v in calibrate.START.items()}
+    fit = calibrate.fit_costs(
+        train,
+        median_us or _simulated_median(int(hz)),
+        start=start,
+        max_evaluations=max_evaluations,
+        fixed=fixed,
+        ranges=ranges,
+    )
+    fields = fit.costs.host_fields()
+    how = {
+        "wake_s": "measured: median pipe wake-up of a thread on another CPU "
+        "(python -m models.measure costs)",
+        "send_cpu_s": "measured: send() CPU per call, least squares over five sizes",
+        "gso_cpu_s": "measured: send() CPU per loopback segment (one super-packet, both stacks)",
+        "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
+    }
+    names = {v: k for k, v in calibrate.FIELDS.items()}
+    provenance = {f: how.get(f) or _provenance(names.get(f, "path_s"), fit, how) for f in fields}
+    rows_out = [
+        {
+            "sock_mode": r["sock_mode"],
+            "qd": r["qd"],
+            "iosize_bytes": r["iosize_bytes"],
+            "measured_p50_us": float(r["lat_p50_us"]),
+            "model_p50_us": float(r["lat_p50_us"]) * math.exp(res),
+        }
+        for r, res in zip(train, fit.residuals)
+    ]
+    k = st["kernel"]
+    d = {
+        "schema": hostprofile.SCHEMA,
+        "version": hostprofile.VERSION,
+        "machine": {
+            "kernel": k["release"],
+            "config_hz": k["config_hz"],
+            "cpus": k["cpus"],
+            "machine": k["machine"],
+            "congestion_control": st["congestion_control"] or "unknown",
+            "autocorking": st["autocorking"],
+            "date": st["date"],
+            "load": st["load"],
+        },
+        "host": fields,
+        "provenance": provenance,
+        "measured": c,
+        "fit": {
+            "fixed": list(fit.fixed),
+            "fitted": list(fit.fitted),
+            "at_bound": [list(b) for b in fit.at_bound],
+            "ranges_s": {n: [ranges[n].lo_s, ranges[n].hi_s] for n in fit.fitted},
+            "loss": fit.loss,
+            "evaluations": fit.evaluations,
+            "training_rows": rows_out,
+            "stalled_rows": len(rows) - len(train),
+        },
+        "settings": st,
+    }
+    hostprofile.validate(d)  # a value outside its plausible range is an error, not a profile
+    return d
+
+
+def at_bound_lines(profile: Mapping[str, Any]) -> list[str]:
+    """One line per fitted cost that ended at a bound of its range."""
+    return [
+        f"{name} ended at the {side} bound of its range "
+        f"[{profile['fit']['ranges_s'][name][0]:g}, {profile['fit']['ranges_s'][name][1]:g}] s"
+        for name, side in profile["fit"]["at_bound"]
+    ]

@@ -1,0 +1,322 @@
+"""A host profile: one machine's measured and fitted costs, as the simulator's ``Host`` fields.
+
+``python -m models.measure calibrate`` writes one (JSON); ``Scenario(host=PROFILE_OR_PATH)`` and
+``python -m models.sim --host FILE`` apply it to both ends of the connection (one machine, one
+program), under any host fields given explicitly, which win.  Standard library only (it runs in
+the browser too).
+
+Schema, version 1 (a JSON object)::
+
+    {
+      "schema": "queue-depth-host-profile",
+      "version": 1,
+      "machine": {                      # required: where the costs hold
+        "kernel": "6.18.44-...",        #   release (uname -r)
+        "config_hz": 250,               #   CONFIG_HZ, or null if unreadable
+        "cpus": 2,                      #   optional
+        "congestion_control": "bbr",    #   net.ipv4.tcp_congestion_control
+        "date": "2026-11-25T12:00:00+00:00"
+      },
+      "host": {"wake_s": 3e-06, ...},   # required: Host fields, seconds, both ends
+      "server": {...}, "client": {...}, # optional: per-side values over "host"
+      "provenance": {"wake_s": "measured: ...", ...},  # optional: how each value was found
+      "measured": {...}, "fit": {...}, "settings": {...}  # optional records, never applied
+    }
+
+Only the cost fields of :data:`COST_RANGES` may be set, each a number of seconds inside its
+documented plausible range (checked when a profile loads; a value outside is an error naming
+the field, its range and the value).  The ranges are deliberately wide: they reject a unit
+mistake (microseconds typed as seconds) or a fit gone to a corner, not an unusual machine.
+
+How ``python -m models.measure costs`` maps onto the fields (on the host loopback):
+
+``wake_s``
+    the median wake-up latency of a thread blocked in ``read()`` on a pipe, pinned to another
+    CPU than the waker's (``pipe_cross``; the one placed by the scheduler when the machine has
+    one CPU): a thread blocked in ``recv()`` is woken the same way, from a wait queue by the
+    code that queued the data, and the two ends of a loop run on two CPUs, the sleeper's gone
+    idle; the same-CPU and futex wake-ups are recorded too;
+``send_cpu_s``
+    the per-call part of ``send()``'s CPU time (least squares over 48 B to 64 KiB, and a 48 B
+    ``MSG_MORE`` call that sends no segment);
+``gso_cpu_s``
+    the per-segment part: on loopback one super-packet is one segment, and the receiving
+    stack's processing runs in the sender's soft interrupt, so this is a super-packet's cost
+    end to end;
+``tx_cpu_s``
+    not measured (on loopback it cannot be told from ``gso_cpu_s``); fitted by ``calibrate``.
+
+The per-byte part of ``send()`` (copying) has no ``Host`` field; the profile records it under
+``measured``, with the rest of the microbenchmarks' numbers.
+
+>>> p = validate({"schema": SCHEMA, "version": 1,
+...               "machine": {"kernel": "6.1", "config_hz": 250,
+...                           "congestion_control": "cubic",
+...                           "date": "2026-01-01"},
+...               "host": {"wake_s": 5e-6, "send_cpu_s": 1e-6}})
+>>> p.side("server")["wake_s"]
+5e-06
+>>> validate({**p.to_dict(), "host": {"wake_s": 5.0}})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ValueError: host profile: host.wake_s must be in [5e-07, 0.0002] seconds (...), got 5.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCHEMA",
+    "VERSION",
+    "Range",
+    "COST_RANGES",
+    "HostProfile",
+    "validate",
+    "load",
+    "shipped",
+    "SHIPPED",
+    "SIDES",
+]
+
+#: The value of the ``schema`` key.
+SCHEMA = "queue-depth-host-profile"
+#: The schema version this module reads and writes.
+VERSION = 1
+#: The profile the book ships: ``data/hosts/<SHIPPED>.json``, of the machine that measured the
+#: bundled kernel dataset (``kernel6_*``); its provenance is in ``data/hosts/README.md``.
+SHIPPED = "kernel6"
+#: The two ends a profile applies to.
+SIDES = ("server", "client")
+_TOP = {"schema", "version", "machine", "host", "server", "client", "provenance"}
+_RECORDS = {"measured", "fit", "settings", "notes"}
+_MACHINE_REQUIRED = ("kernel", "config_hz", "congestion_control", "date")
+_MACHINE_OPTIONAL = ("cpus", "machine", "load", "autocorking")
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """A plausible range of one cost, seconds, and where it comes from."""
+
+    lo_s: float
+    hi_s: float
+    source: str
+
+    def check(self, where: str, value: Any) -> float:
+        """``value`` as a float if it is a finite number in ``[lo_s, hi_s]``; else ValueError."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"host profile: {where} must be a number of seconds, got {value!r}")
+        v = float(value)
+        if not (math.isfinite(v) and self.lo_s <= v <= self.hi_s):
+            raise ValueError(
+                f"host profile: {where} must be in [{self.lo_s:g}, {self.hi_s:g}] seconds "
+                f"({self.source}), got {value!r}"
+            )
+        return v
+
+
+_SYSCALL = (
+    "a system call's entry and exit alone take a fraction of a microsecond "
+    "(Soares and Stumm 2010); tens of microseconds on old or virtualised hosts"
+)
+#: The costs a profile may set (``Host`` fields), with their plausible ranges in seconds.
+COST_RANGES: dict[str, Range] = {
+    "wake_s": Range(
+        0.5e-6,
+        200e-6,
+        "a context switch costs a few microseconds (McVoy and Staelin 1996; Li, Ding and "
+        "Shen 2007); waking an idle virtual CPU adds tens of microseconds (Butterfield 2017's "
+        "wake-ups; this machine's p90)",
+    ),
+    "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
+    "send_cpu_s": Range(0.05e-6, 50e-6, _SYSCALL),
+    "gso_cpu_s": Range(0.0, 50e-6, "one buffer through the TCP/IP stack: " + _SYSCALL),
+    "tx_cpu_s": Range(0.0, 20e-6, "per-segment work below TCP (Butterfield 2017's SK)"),
+    "softirq_s": Range(0.0, 20e-6, "receive processing per segment (Butterfield 2017's SI)"),
+    "ack_cpu_s": Range(0.0, 20e-6, "receive processing of a pure ACK, at most a segment's"),
+    "proc_s": Range(
+        0.0, 1e-3, "an application's work per message, from none to a millisecond (a disk I/O)"
+    ),
+    "tx_latency_s": Range(
+        0.0, 500e-6, "transmit start: zero on loopback, interrupt moderation on a NIC (Intel 2007)"
+    ),
+    "rx_latency_s": Range(
+        0.0, 500e-6, "receive start: zero on loopback, interrupt moderation on a NIC (Intel 2007)"
+    ),
+}
+
+
+def _costs(where: str, d: Any) -> dict[str, float]:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"host profile: {where} must be an object of costs, got {d!r}")
+    out = {}
+    for name, value in d.items():
+        rng = COST_RANGES.get(name)
+        if rng is None:
+            raise ValueError(
+                f"host profile: {where}.{name} is not a cost a profile may set; "
+                f"known: {', '.join(sorted(COST_RANGES))}"
+            )
+        out[name] = rng.check(f"{where}.{name}", value)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class HostProfile:
+    """A validated host profile (:func:`validate`): the machine, the costs of each side
+    (seconds, by ``Host`` field), how each was found, and the free-form records."""
+
+    machine: dict
+    host: dict
+    server: dict
+    client: dict
+    provenance: dict
+    records: dict
+
+    def side(self, name: str) -> dict[str, float]:
+        """The ``Host`` field values for ``"server"`` or ``"client"`` (``host`` under the side's own)."""
+        if name not in SIDES:
+            raise ValueError(f"side must be 'server' or 'client', got {name!r}")
+        return {**self.host, **getattr(self, name)}
+
+    def to_dict(self) -> dict:
+        """The JSON object this profile was read from (normalised)."""
+        d: dict[str, Any] = {
+            "schema": SCHEMA,
+            "version": VERSION,
+            "machine": dict(self.machine),
+            "host": dict(self.host),
+        }
+        for key in ("server", "client", "provenance"):
+            if getattr(self, key):
+                d[key] = dict(getattr(self, key))
+        d.update(self.records)
+        return d
+
+    def dumps(self) -> str:
+        """The profile as indented JSON text."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+    def describe(self) -> str:
+        """One line: the machine and its costs in microseconds."""
+        m = self.machine
+        costs = ", ".join(f"{k} {v * 1e6:.2f} us" for k, v in self.host.items())  # s -> us
+        return (
+            f"host profile of kernel {m['kernel']} (HZ {m['config_hz']}, "
+            f"{m['congestion_control']}, {m['date']}): {costs}"
+        )
+
+
+def validate(d: Any) -> HostProfile:
+    """Check a profile's JSON object (the module docstring's schema) and return it.
+
+    Raises
+    ------
+    ValueError
+        Naming the bad key or field, what it must be, and the value given.
+    """
+    if not isinstance(d, Mapping):
+        raise ValueError(f"host profile: must be a JSON object, got {type(d).__name__}")
+    if d.get("schema") != SCHEMA:
+        raise ValueError(f"host profile: schema must be {SCHEMA!r}, got {d.get('schema')!r}")
+    if d.get("version") != VERSION:
+        raise ValueError(
+            f"host profile: version must be {VERSION} (this reader's), got {d.get('version')!r}"
+        )
+    unknown = set(d) - _TOP - _RECORDS
+    if unknown:
+        raise ValueError(
+            f"host profile: unknown key {sorted(unknown)[0]!r}; known: "
+            f"{', '.join(sorted(_TOP | _RECORDS))}"
+        )
+    machine = d.get("machine")
+    if not isinstance(machine, Mapping):
+        raise ValueError(f"host profile: machine must be an object, got {machine!r}")
+    for key in _MACHINE_REQUIRED:
+        if key not in machine:
+            raise ValueError(f"host profile: machine.{key} is missing")
+    for key in machine:
+        if key not in _MACHINE_REQUIRED + _MACHINE_OPTIONAL:
+            raise ValueError(
+                f"host profile: machine.{key} is not a machine field; known: "
+                f"{', '.join(_MACHINE_REQUIRED + _MACHINE_OPTIONAL)}"
+            )
+    hz = machine["config_hz"]
+    if hz is not None and (
+        isinstance(hz, bool) or not isinstance(hz, int) or not 10 <= hz <= 10000
+    ):
+        raise ValueError(f"host profile: machine.config_hz must be null or 10..10000, got {hz!r}")
+    for key in ("kernel", "date"):
+        if not isinstance(machine[key], str) or not machine[key]:
+            raise ValueError(
+                f"host profile: machine.{key} must be a non-empty string, got {machine[key]!r}"
+            )
+    if "host" not in d:
+        raise ValueError("host profile: host (the costs, seconds) is missing")
+    host = _costs("host", d["host"])
+    sides = {s: _costs(s, d.get(s, {})) for s in SIDES}
+    prov = d.get("provenance", {})
+    if not isinstance(prov, Mapping) or not all(isinstance(v, str) for v in prov.values()):
+        raise ValueError(f"host profile: provenance must map fields to text, got {prov!r}")
+    return HostProfile(
+        machine=dict(machine),
+        host=host,
+        server=sides["server"],
+        client=sides["client"],
+        provenance=dict(prov),
+        records={k: d[k] for k in sorted(_RECORDS) if k in d},
+    )
+
+
+def load(source: HostProfile | Mapping | str | os.PathLike) -> HostProfile:
+    """A :class:`HostProfile` from itself, a JSON object, or the path of a JSON file.
+
+    Raises
+    ------
+    ValueError
+        The file is missing or not JSON, or the profile fails :func:`validate` (the message names
+        the file).
+    """
+    if isinstance(source, HostProfile):
+        return source
+    if isinstance(source, Mapping):
+        return validate(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(
+            f"host must be a host profile, its JSON object or the path of its file, got {source!r}"
+        )
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"host profile {path}: cannot read it ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"host profile {path}: not JSON ({exc})") from None
+    try:
+        return validate(data)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (in {path})") from None
+
+
+def shipped(name: str = SHIPPED) -> HostProfile:
+    """The host profile the book ships, ``data/hosts/<name>.json`` (the checkout's, or the copy
+    installed with the package).
+
+    Raises
+    ------
+    ValueError
+        No such profile (the message names the file), or it fails :func:`validate`.
+    """
+    from models._paths import bundled_data_dir  # noqa: PLC0415 - only when asked for
+
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"name must be letters, digits, - or _, got {name!r}")
+    return load(bundled_data_dir() / "hosts" / f"{name}.json")

@@ -1,0 +1,194 @@
+"""The :class:`Host` part of a scenario: one side's stage times, host
+costs and socket options, and Butterfield (2017)'s two hosts
+(:data:`BUTTERFIELD_SERVER`, :data:`BUTTERFIELD_CLIENT`).
+
+Re-exported by :mod:`models.sim.parts` and :mod:`models.sim.scenario`.
+
+>>> Host().send_cpu_s, Host().gso_cpu_s
+(0.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from models.sim.params import Between, OneOf, Part, param
+
+__all__ = ["Host", "BUTTERFIELD_SERVER", "BUTTERFIELD_CLIENT"]
+
+_kw = dict(frozen=True, kw_only=True)
+
+
+@dataclasses.dataclass(**_kw)
+class Host(Part):
+    """One host: its stage times (seconds) and socket options.
+
+    The letters are Butterfield (2017)'s, server / client:
+
+    ``proc_s``       SP / CP  processing time per message
+    ``wake_s``       SL / CL  thread wake-up latency when it was idle
+    ``tx_latency_s`` ST / CT  transmit-path start latency (idle NIC)
+    ``rx_latency_s`` SR / CR  receive-path start latency (idle)
+    ``softirq_s``    SI / CI  receive soft-interrupt CPU per segment
+    ``tx_cpu_s``     SK / CK  transmit CPU per data segment sent
+
+    Transmit CPU has three terms, each paid by whoever transmits (the
+    thread inside its ``send()``, or the soft interrupt or timer that
+    releases held data): ``send_cpu_s`` per ``send()`` call (the system
+    call and the copy loop, ``tcp_sendmsg_locked``), ``gso_cpu_s`` per
+    GSO/TSO super-packet (an skb of up to the kernel's ``size_goal``
+    bytes, ``tcp_write_xmit`` down to the driver) and ``tx_cpu_s`` per
+    MSS-sized segment on the wire (the segmentation).  The first two are
+    0 by default.
+
+    The host cost model adds, each off by default: ``ack_cpu_s`` (soft
+    interrupt per pure ACK received), ``wake_cpu_s`` (thread CPU per
+    wake-up), ``wake_spread_s`` (a random extra wake-up latency),
+    ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
+    and the socket option ``quickack`` (``TCP_QUICKACK`` after every
+    read).
+    """
+
+    part_name = "host"
+    proc_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "processing time per message (SP, CP)",
+        sample=Between(1e-6, 100e-6),
+    )
+    wake_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "thread wake-up latency after idling (SL, CL)",
+        sample=Between(0, 100e-6),
+    )
+    tx_latency_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit-path start latency (ST, CT)",
+        sample=Between(0, 100e-6),
+    )
+    rx_latency_s: float = param(
+        0.0, "seconds", "seconds", "receive-path start latency (SR, CR)", sample=Between(0, 100e-6)
+    )
+    softirq_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "receive soft-interrupt CPU per segment (SI, CI)",
+        sample=Between(0, 5e-6),
+    )
+    tx_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit CPU per data segment (SK, CK)",
+        sample=Between(0, 5e-6),
+    )
+    send_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit CPU per send() call, whether or not it transmits",
+        sample=OneOf(0.0, 1e-6),
+    )
+    gso_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "transmit CPU per GSO/TSO super-packet (an skb of up to the kernel's size_goal bytes)",
+        sample=OneOf(0.0, 2e-6),
+    )
+    ack_cpu_s: float | None = param(
+        None,
+        "seconds",
+        "seconds",
+        "receive soft-interrupt CPU per pure ACK (default: softirq_s)",
+        optional=True,
+        sample=OneOf(None, 0.0, 1e-6),
+    )
+    wake_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "thread CPU per wake-up, before it reads (context switch, recv() return)",
+        sample=Between(0, 5e-6),
+    )
+    wake_spread_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "random extra wake-up latency, uniform in [0, spread) per "
+        "wake-up (seeded; turns the fast-forward off)",
+        sample=OneOf(0.0, 20e-6),
+    )
+    rx_usecs: float | None = param(
+        None,
+        "seconds",
+        "seconds",
+        "receive interrupt moderation: at most one interrupt per "
+        "holdoff, NAPI polls while frames arrive (default: off, one start "
+        "latency per idle period)",
+        optional=True,
+        sample=OneOf(None, 0.0, 50e-6),
+    )
+    gro: bool = param(
+        False,
+        "flag",
+        "",
+        "GRO: merge back-to-back data segments one poll takes",
+        sample=OneOf(False, True),
+    )
+    nodelay: bool = param(False, "flag", "", "TCP_NODELAY: Nagle off", sample=OneOf(False, True))
+    msg_more: bool = param(
+        False,
+        "flag",
+        "",
+        "MSG_MORE on every send() of a message but its last",
+        sample=OneOf(False, True),
+    )
+    msg_more_last: bool = param(
+        False,
+        "flag",
+        "",
+        "MSG_MORE on the last send() too (misuse: held until the probe timer)",
+        sample=OneOf(False, True),
+    )
+    cork: bool = param(
+        False,
+        "flag",
+        "",
+        "TCP_CORK set before each message, cleared after",
+        sample=OneOf(False, True),
+    )
+    flush_on_idle: bool = param(
+        False,
+        "flag",
+        "",
+        "push held data out before the thread sleeps (SCST usermode)",
+        sample=OneOf(False, True),
+    )
+    quickack: bool = param(
+        False,
+        "flag",
+        "",
+        "TCP_QUICKACK set after every read (it does not persist: the kernel may delay ACKs again)",
+        sample=OneOf(False, True),
+    )
+
+
+#: The server of Butterfield (2017) for a 512-byte read at QD 1 on 1 Gb/s, in seconds: the CPU per
+#: operation ``SI + SP + SK`` (as ``proc_s``) and the wake-up ``SL``, with the four path latencies
+#: sharing ``(C2 - C1) - (S2 - S1) - (W1 + W2)`` evenly (the hosts' clocks were not synchronized).
+#: ``tests/test_presets.py`` derives each value from ``data/butterfield2017_rtt_breakdown.csv``.
+BUTTERFIELD_SERVER = Host(
+    proc_s=15.9e-6, wake_s=16.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
+)
+#: The initiator of Butterfield (2017), seconds: ``CI + CP + CK`` and ``CL``; with both hosts, a
+#: response in one segment and TCP_NODELAY, the QD-1 round trip is the source's RTT (tested).
+BUTTERFIELD_CLIENT = Host(
+    proc_s=8.6e-6, wake_s=23.7e-6, tx_latency_s=51.125e-6, rx_latency_s=51.125e-6
+)

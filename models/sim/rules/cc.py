@@ -1,0 +1,415 @@
+"""How much the sender may put in flight: congestion window, receive
+window and pacing.  (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``,
+``tcp_cwnd_test``, ``tcp_snd_wnd_test``, ``tcp_mss_split_point``,
+``tcp_cwnd_validate``, ``tcp_pacing_check``,
+``tcp_update_skb_after_send``; ``net/ipv4/tcp_cong.c``,
+``tcp_slow_start``, ``tcp_cong_avoid_ai``, ``tcp_reno_cong_avoid``;
+``net/ipv4/tcp_input.c``, ``tcp_rtt_estimator``,
+``tcp_slow_start_after_idle_check``, ``tcp_cwnd_restart``;
+``net/ipv4/tcp_bbr.c``, ``bbr_init_pacing_rate_from_rtt``)
+
+The sender asks its congestion rule, for the buffer at the head of its
+queue, how many of its bytes may leave now (:meth:`NoWindow.limit`):
+
+* :class:`NoWindow` (``"none"``): everything, as the simulator did
+  before windows were modelled.
+* :class:`Reno` (``"reno"``, and ``"cubic"``: without loss CUBIC grows
+  as Reno's slow start does): at most ``cwnd - packets_in_flight``
+  segments and no byte beyond ``snd_una + snd_wnd`` (the window the
+  peer advertises).  ``cwnd`` starts at the profile's initial window (10
+  segments today) and grows by the packets each ACK acknowledges, in
+  slow start, while the socket is *cwnd-limited* (``tcp_is_cwnd_limited``:
+  the last flight used the window, or in slow start ``cwnd < 2 x
+  max_packets_out``); above ``ssthresh`` by one segment per window
+  (``tcp_cong_avoid_ai``).  No loss is modelled, so ``ssthresh`` stays
+  infinite unless a restart sets it.  With
+  ``tcp_slow_start_after_idle`` a socket that sent nothing for an RTO
+  with nothing in flight restarts from ``min(cwnd, initial window)``,
+  halving once per RTO of idleness (``tcp_cwnd_restart``), when it
+  queues new data.  (RFC 2861's decay of an application-limited window,
+  ``tcp_cwnd_application_limited``, is not modelled: an unused window
+  stays.)
+* :class:`Bbr` (``"bbr"``): Reno's window plus pacing: after each
+  buffer the next may leave only ``len / pacing_rate`` later, with
+  ``pacing_rate = gain x cwnd x mss / srtt`` (``srtt``: 1 ms before the
+  first sample) and ``gain`` bbr's startup gain ``2/ln 2`` (about 2.885).
+  Simplifications: bbr's bandwidth filter, its gain cycle and its own
+  cwnd are not modelled (its cwnd is Reno's here); pacing begins after 10
+  data segments and forgives up to half a buffer's time after idleness,
+  as ``tcp_update_skb_after_send`` does.  A paced push resumes on a timer
+  (the TSQ/pacing hrtimer), whose release is CPU of the soft interrupt.
+
+srtt is Linux's estimator (``tcp_rtt_estimator``: ``7/8 srtt + 1/8
+sample``, whole microseconds, from the oldest segment each ACK covers; no
+retransmission, so every sample is valid).  The RTO used for idleness is
+``srtt + TCP_RTO_MIN`` (Linux: ``srtt + max(4 x mdev, rto_min)``, which
+is the same while the RTT varies little).
+
+>>> r = Reno(init_cwnd=10, mss=1000, ssthresh=None)
+>>> r.cwnd, r.packets_out
+(10, 0)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from models.sim.events import FS, Timer
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
+
+__all__ = ["NoWindow", "Reno", "Bbr", "CONGESTION_CONTROLS", "BBR_HIGH_GAIN"]
+
+_US = 10**9  # femtoseconds per microsecond
+#: bbr's startup gain, ``2/ln 2`` as ``BBR_UNIT * 2885 / 1000 + 1``
+#: (``net/ipv4/tcp_bbr.c``, ``bbr_high_gain``), in thousandths.
+BBR_HIGH_GAIN = 2885
+#: Bytes of windows far beyond any simulated flight (no limit), bytes.
+_UNLIMITED = 1 << 62
+
+
+# rule: no-window
+class NoWindow:
+    """No window and no pacing: every queued byte may leave.
+
+    Interface (the sender calls): ``limit(sender, now, start, n)`` bytes
+    of the head buffer ``[start, start + n)`` that may leave now (0:
+    stop); ``sent(sender, now, start, end, nsegs)`` after a buffer left;
+    ``pushed(sender, cwnd_limited)`` at the end of a push that sent or
+    was stopped by the window (``cwnd_full()``: by the congestion
+    window); ``acked(now, ack)`` when ``snd_una`` advanced;
+    ``queued(sender, now)`` when a ``send()`` queues a new buffer;
+    ``bind(sender)`` once, when the sender is built.
+    ``srtt_us`` is 0 (no estimate).
+    """
+
+    windowed = False
+    __slots__ = ()
+    srtt_us = 0
+
+    def limit(self, sender, now: int, start: int, n: int) -> int:
+        return n
+
+    def bind(self, sender) -> None:
+        """Nothing to attach."""
+
+    def cwnd_full(self) -> bool:
+        """Whether the congestion window is used up."""
+        return False
+
+    def sent(self, sender, now: int, start: int, end: int, nsegs: int) -> None:
+        """Nothing to count."""
+
+    def pushed(self, sender, cwnd_limited: bool) -> None:
+        """Nothing to validate."""
+
+    def acked(self, now: int, ack: int) -> None:
+        """Nothing to grow."""
+
+    def queued(self, sender, now: int) -> None:
+        """Nothing to restart."""
+
+    # end rule: no-window
+
+    def cycle_state(self, view: View) -> Hashable:
+        return None  # no state of its own
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing to move."""
+
+
+# rule: reno
+class Reno(NoWindow):
+    """Slow start and congestion avoidance without loss, the receive
+    window, slow start after idle (see the module)."""
+
+    windowed = True
+    __slots__ = (
+        "init_cwnd",
+        "mss",
+        "cwnd",
+        "cnt",
+        "ssthresh",
+        "rtx",
+        "packets_out",
+        "max_packets_out",
+        "max_packets_seq",
+        "cwnd_limited",
+        "srtt_us",
+        "lsndtime",
+        "restart_after_idle",
+        "rto_min",
+        "growth",
+        "sender",
+    )
+
+    def __init__(
+        self,
+        init_cwnd: int,
+        mss: int,
+        ssthresh: int | None,
+        restart_after_idle: bool = True,
+        rto_min: int = FS // 5,
+    ) -> None:
+        self.init_cwnd = init_cwnd
+        self.mss = mss
+        self.cwnd = init_cwnd  # segments
+        self.cnt = 0  # tp->snd_cwnd_cnt
+        self.ssthresh = _UNLIMITED if ssthresh is None else ssthresh
+        self.rtx: deque = deque()  # (end seq, sent fs, segments) in flight
+        self.packets_out = 0
+        self.max_packets_out = 0
+        self.max_packets_seq = 1
+        self.cwnd_limited = False
+        self.srtt_us = 0  # 8 x srtt in microseconds, as tp->srtt_us
+        self.lsndtime = -1  # fs: last data sent
+        self.restart_after_idle = restart_after_idle
+        self.rto_min = rto_min  # fs
+        self.growth = 0  # segments added to cwnd (a statistic)
+        self.sender = None
+
+    def bind(self, sender) -> None:
+        """Remember the sender (its ``snd_una`` for the state)."""
+        self.sender = sender
+
+    def cwnd_full(self) -> bool:
+        return self.packets_out >= self.cwnd
+
+    def limit(self, sender, now: int, start: int, n: int) -> int:
+        quota = self.cwnd - self.packets_out  # tcp_cwnd_test
+        if quota <= 0:
+            return 0
+        mss = self.mss
+        room = sender.snd_una + sender.snd_wnd - start  # tcp_snd_wnd_test
+        first = n if n < mss else mss
+        if room < first:
+            return 0
+        cap = quota * mss  # tcp_mss_split_point
+        if cap < n:
+            n = cap
+        return room if room < n else n
+
+    def sent(self, sender, now: int, start: int, end: int, nsegs: int) -> None:
+        self.rtx.append((end, now, nsegs))
+        self.packets_out += nsegs
+        self.lsndtime = now  # tcp_event_data_sent
+
+    def pushed(self, sender, cwnd_limited: bool) -> None:
+        """``tcp_cwnd_validate``."""
+        out = self.packets_out
+        if (
+            sender.snd_una >= self.max_packets_seq
+            or cwnd_limited
+            or (not self.cwnd_limited and out > self.max_packets_out)
+        ):
+            self.max_packets_out = out
+            self.max_packets_seq = sender.snd_nxt
+            self.cwnd_limited = cwnd_limited
+
+    def acked(self, now: int, ack: int) -> None:
+        rtx = self.rtx
+        acked = 0
+        first = -1
+        while rtx and rtx[0][0] <= ack:
+            _end, t, k = rtx.popleft()
+            if first < 0:
+                first = t
+            acked += k
+        if not acked:
+            return
+        self.packets_out -= acked
+        m = (now - first) // _US  # fs -> whole microseconds
+        if m < 1:
+            m = 1
+        s = self.srtt_us  # tcp_rtt_estimator: 8 x srtt
+        self.srtt_us = m << 3 if not s else s + m - (s >> 3)
+        if not self._is_cwnd_limited():
+            return
+        cwnd = self.cwnd
+        if cwnd < self.ssthresh:  # tcp_slow_start
+            grown = cwnd + acked
+            if grown > self.ssthresh:
+                grown = self.ssthresh
+            acked -= grown - cwnd
+            self.growth += grown - cwnd
+            cwnd = self.cwnd = grown
+            if not acked:
+                return
+        self.cnt += acked  # tcp_cong_avoid_ai
+        if self.cnt >= cwnd:
+            delta = self.cnt // cwnd
+            self.cnt -= delta * cwnd
+            self.cwnd += delta
+            self.growth += delta
+
+    def _is_cwnd_limited(self) -> bool:
+        """``tcp_is_cwnd_limited``."""
+        if self.cwnd_limited:
+            return True
+        if self.cwnd < self.ssthresh:
+            return self.cwnd < 2 * self.max_packets_out
+        return False
+
+    def rto(self) -> int:
+        """The RTO for idleness, fs: ``srtt + TCP_RTO_MIN``."""
+        return (self.srtt_us >> 3) * _US + self.rto_min  # us -> fs
+
+    def queued(self, sender, now: int) -> None:
+        """``tcp_slow_start_after_idle_check`` (from ``tcp_skb_entail``)."""
+        if (
+            not self.restart_after_idle
+            or self.packets_out
+            or self.lsndtime < 0
+        ):
+            return
+        delta = now - self.lsndtime
+        rto = self.rto()
+        if delta <= rto:
+            return
+        cwnd = self.cwnd  # tcp_cwnd_restart
+        restart = self.init_cwnd if self.init_cwnd < cwnd else cwnd
+        delta -= rto
+        while delta > 0 and cwnd > restart:
+            cwnd >>= 1
+            delta -= rto
+        self.cwnd = cwnd if cwnd > restart else restart
+
+    # end rule: reno
+
+    def cycle_counters(self) -> dict:
+        return {"growth": self.growth}
+
+    def cycle_state(self, view: View) -> Hashable:
+        """The window, the segments in flight (relative), srtt and how
+        long ago data last left (any age beyond the RTO compares the
+        same)."""
+        seq = view.seq
+        una = self.sender.snd_una if self.sender is not None else 0
+        age: int | str | None = None
+        if self.lsndtime >= 0:
+            age = view.now - self.lsndtime
+            if self.restart_after_idle and age > self.rto():
+                age = "idle"
+        # tcp_cwnd_validate's record matters only while it could grow
+        # cwnd: not cwnd-limited and 2 x max_packets_out <= cwnd, no ACK
+        # grows it, and any later record that could (more than cwnd/2
+        # out, or a limited push) overwrites every such record alike.
+        record: tuple | str = "low"
+        if self.cwnd_limited or 2 * self.max_packets_out > self.cwnd:
+            mseq = self.max_packets_seq
+            record = (
+                self.max_packets_out,
+                seq(mseq) if mseq > una else None,
+                self.cwnd_limited,
+            )
+        return (
+            self.cwnd,
+            self.cnt,
+            self.ssthresh,
+            tuple((seq(e), view.time(t), k) for e, t, k in self.rtx),
+            record,
+            self.srtt_us,
+            age,
+        )
+
+    def cycle_signature(self, view: View) -> Hashable:
+        return self.cwnd, self.packets_out
+
+    def cycle_shift(self, shift: Shift) -> None:
+        shift.grow(self)
+        d, dt = shift.seq(), shift.dt
+        self.rtx = deque((e + d, t + dt, k) for e, t, k in self.rtx)
+        self.max_packets_seq += d
+        if self.lsndtime >= 0:
+            self.lsndtime += dt
+
+
+# rule: bbr
+class Bbr(Reno):
+    """Reno's window plus pacing at ``gain x cwnd x mss / srtt`` (see the
+    module); bbr sets ``cong_control``, so no restart after idle."""
+
+    __slots__ = ("gain", "wstamp", "segs_out", "timer")
+
+    def __init__(
+        self,
+        init_cwnd: int,
+        mss: int,
+        ssthresh: int | None,
+        restart_after_idle: bool = True,
+        rto_min: int = FS // 5,
+        gain: int = BBR_HIGH_GAIN,
+    ) -> None:
+        super().__init__(init_cwnd, mss, ssthresh, False, rto_min)
+        self.gain = gain  # thousandths
+        self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
+        self.segs_out = 0  # tp->data_segs_out
+        self.timer: Timer | None = None  # the pacing timer (bound later)
+
+    def bind(self, sender) -> None:
+        """Attach the pacing timer to ``sender``'s loop."""
+        self.sender = sender
+        self.timer = Timer(sender.loop, self._on_pace)
+
+    def rate(self) -> int:
+        """Pacing rate, bytes per second."""
+        srtt_us = (self.srtt_us >> 3) or 1000  # 1 ms before a sample
+        # cwnd x mss bytes per srtt_us microseconds, times gain/1000
+        return max(1, self.gain * self.cwnd * self.mss * 1000 // srtt_us)
+
+    def limit(self, sender, now: int, start: int, n: int) -> int:
+        if self.wstamp > now:  # tcp_pacing_check
+            t = self.timer
+            if t is not None and t.entry is None:
+                t.arm(self.wstamp)
+            return 0
+        return super().limit(sender, now, start, n)
+
+    def sent(self, sender, now: int, start: int, end: int, nsegs: int) -> None:
+        nbytes = end - start
+        super().sent(sender, now, start, end, nsegs)
+        prior = self.wstamp
+        if prior < now:
+            self.wstamp = now
+        self.segs_out += nsegs
+        if self.segs_out >= 10:  # tcp_update_skb_after_send
+            len_fs = nbytes * FS // self.rate()  # bytes at bytes/s -> fs
+            credit = self.wstamp - prior
+            len_fs -= min(len_fs // 2, credit)
+            self.wstamp += len_fs
+
+    def _on_pace(self, now: int, _arg: object) -> None:
+        sender = self.sender
+        if sender is not None and sender.queue:
+            sender.push_pending(now)
+            sender.charge_soft(now)
+
+    # end rule: bbr
+
+    def cycle_parts(self) -> dict:
+        return {} if self.timer is None else {"timer": self.timer}
+
+    def cycle_state(self, view: View) -> Hashable:
+        # (a past departure still sets the credit of the next one)
+        return (
+            Reno.cycle_state(self, view),
+            self.wstamp - view.now,
+            min(self.segs_out, 10),
+        )
+
+    def cycle_shift(self, shift: Shift) -> None:
+        super().cycle_shift(shift)
+        self.wstamp += shift.dt  # (segs_out matters only below 10)
+
+
+#: The congestion controls a scenario may name (``Kernel.congestion_control``).
+CONGESTION_CONTROLS: dict[str, type[NoWindow]] = {
+    "none": NoWindow,
+    "reno": Reno,
+    "cubic": Reno,
+    "bbr": Bbr,
+}

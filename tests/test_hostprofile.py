@@ -1,0 +1,168 @@
+"""Host profiles (models.sim.hostprofile): the schema's checks, Scenario(host=...) and
+``python -m models.sim --host FILE`` (the profile changes the result; command-line options win)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from models.sim import hostprofile as hp
+from models.sim.cli import main as sim_main
+from models.sim.engine import simulate
+from models.sim.scenario import Scenario
+
+
+def _profile(**host) -> dict:
+    return {
+        "schema": hp.SCHEMA,
+        "version": hp.VERSION,
+        "machine": {
+            "kernel": "6.1.0-test",
+            "config_hz": 250,
+            "congestion_control": "cubic",
+            "date": "2026-01-01T00:00:00+00:00",
+        },
+        "host": host or {"wake_s": 30e-6, "proc_s": 5e-6, "send_cpu_s": 2e-6},
+    }
+
+
+def test_a_valid_profile_loads_and_gives_both_sides():
+    d = _profile()
+    d["server"] = {"proc_s": 9e-6}
+    p = hp.validate(d)
+    assert p.side("server") == {"wake_s": 30e-6, "proc_s": 9e-6, "send_cpu_s": 2e-6}
+    assert p.side("client")["proc_s"] == 5e-6
+    assert hp.validate(p.to_dict()) == p  # round trip
+    with pytest.raises(ValueError, match="side must be"):
+        p.side("middle")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"version": 2}, r"version must be 1 \(this reader's\), got 2"),
+        ({"schema": "other"}, "schema must be 'queue-depth-host-profile'"),
+        ({"colour": "blue"}, "unknown key 'colour'"),
+        ({"host": {"nodelay": True}}, "host.nodelay is not a cost a profile may set"),
+        ({"host": {"wake_s": 3.0}}, r"host.wake_s must be in \[5e-07, 0.0002\] seconds .*got 3.0"),
+        ({"host": {"proc_s": -1e-6}}, r"host.proc_s must be in \[0, 0.001\]"),
+        ({"host": {"send_cpu_s": "1us"}}, "host.send_cpu_s must be a number of seconds"),
+        ({"host": {"tx_cpu_s": float("nan")}}, "host.tx_cpu_s must be in"),
+        ({"client": {"gso_cpu_s": 1.0}}, r"client.gso_cpu_s must be in \[0, 5e-05\]"),
+        ({"provenance": {"wake_s": 3}}, "provenance must map fields to text"),
+    ],
+)
+def test_bad_profiles_name_the_field_range_and_value(change, message):
+    with pytest.raises(ValueError, match=message):
+        hp.validate({**_profile(), **change})
+
+
+def test_machine_fields_are_checked():
+    d = _profile()
+    del d["machine"]["config_hz"]
+    with pytest.raises(ValueError, match=r"machine.config_hz is missing"):
+        hp.validate(d)
+    d = _profile()
+    d["machine"]["config_hz"] = 7
+    with pytest.raises(ValueError, match=r"machine.config_hz must be null or 10..10000, got 7"):
+        hp.validate(d)
+    d = _profile()
+    d["machine"]["owner"] = "me"
+    with pytest.raises(ValueError, match="machine.owner is not a machine field"):
+        hp.validate(d)
+
+
+def test_every_range_holds_its_lower_bound_and_states_a_source():
+    for name, r in hp.COST_RANGES.items():
+        assert 0 <= r.lo_s < r.hi_s <= 1e-3, name
+        assert r.source, name
+        assert name in Scenario().server.specs()  # a Host field
+
+
+def test_load_from_a_file_names_the_file(tmp_path):
+    good = tmp_path / "p.json"
+    good.write_text(json.dumps(_profile()))
+    assert hp.load(good).host["wake_s"] == 30e-6
+    assert hp.load(str(good)) == hp.load(good)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**_profile(), "version": 0}))
+    with pytest.raises(ValueError, match=r"version must be 1.*in .*bad.json"):
+        hp.load(bad)
+    (tmp_path / "text.json").write_text("not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        hp.load(tmp_path / "text.json")
+    with pytest.raises(ValueError, match="cannot read it"):
+        hp.load(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="host must be a host profile"):
+        hp.load(42)
+
+
+def test_scenario_host_applies_the_profile_under_explicit_values():
+    d = _profile()
+    sc = Scenario(host=d, server={"wake_s": 7e-6})
+    assert sc.client.wake_s == 30e-6 and sc.server.wake_s == 7e-6  # explicit wins
+    assert sc.server.proc_s == 5e-6 and sc.client.send_cpu_s == 2e-6
+    # fields the profile does not set keep the default hosts' values
+    assert sc.server.tx_cpu_s == Scenario().server.tx_cpu_s
+    # a Host given whole replaces the profile's for that side
+    whole = Scenario().client.replace(proc_s=1e-6)
+    assert Scenario(host=d, client=whole).client == whole
+    # the profile's hosts survive replace()
+    assert sc.replace(workload={"qd": 2}).client.wake_s == 30e-6
+
+
+def test_the_profile_changes_the_simulated_result():
+    fast = _profile(wake_s=1e-6, proc_s=1e-6)
+    slow = _profile(wake_s=150e-6, proc_s=300e-6)
+    base = dict(server={"nodelay": True}, run={"ops": 200})
+    a = simulate(Scenario(host=fast, **base))
+    b = simulate(Scenario(host=slow, **base))
+    assert b.rtt_percentile_s(50) > a.rtt_percentile_s(50) + 2 * (150e-6 + 300e-6) * 0.9
+
+
+def _run_cli(capsys, *argv) -> dict:
+    assert sim_main([*argv, "--json", "--server-nodelay", "true", "--ops", "200"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_host_loads_the_profile_and_options_override_it(tmp_path, capsys):
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps(_profile(wake_s=150e-6, proc_s=300e-6)))
+    plain = _run_cli(capsys)
+    with_host = _run_cli(capsys, "--host", str(path))
+    assert with_host["scenario"]["server"]["proc_s"] == 300e-6
+    assert with_host["scenario"]["client"]["wake_s"] == 150e-6
+    assert with_host["host_profile"]["machine"]["kernel"] == "6.1.0-test"
+    assert with_host["rtt_mean_s"] > plain["rtt_mean_s"] + 300e-6
+    override = _run_cli(capsys, "--host", str(path), "--server-proc-s", "2e-6")
+    assert override["scenario"]["server"]["proc_s"] == 2e-6  # the option wins
+    assert override["scenario"]["client"]["proc_s"] == 300e-6  # the profile elsewhere
+    assert override["rtt_mean_s"] < with_host["rtt_mean_s"]
+    explained = _run_cli(capsys, "--host", str(path), "--explain")
+    assert explained["scenario"]["server"]["proc_s"] == 300e-6 and "explain" in explained
+
+
+def test_cli_host_errors_are_one_line(tmp_path, capsys):
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps(_profile(wake_s=1.0)))
+    assert sim_main(["--host", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: host profile: host.wake_s must be in") and "\n" not in err
+
+
+def test_the_shipped_profile_is_of_the_kernel_datasets_machine():
+    from models.data.descriptor import read_descriptor
+
+    p = hp.shipped()
+    meta = read_descriptor("kernel6_iscsi_loop")[0]["measurement"]["kernel"]
+    # the same kernel version (a later build of the same image), HZ and CPU count
+    assert p.machine["kernel"].split("-")[0] == meta["release"].split("-")[0]
+    assert p.machine["config_hz"] == meta["config_hz"]
+    assert p.machine["cpus"] == meta["cpus"]
+    for side in hp.SIDES:  # every cost the simulator's host needs, each inside its range
+        assert {"wake_s", "proc_s", "send_cpu_s", "gso_cpu_s", "tx_cpu_s"} <= set(p.side(side))
+    assert p.provenance["wake_s"].startswith("measured")
+    assert Scenario(host=p).server.wake_s == p.host["wake_s"]
+    with pytest.raises(ValueError, match="no-such-profile.json"):
+        hp.shipped("no-such-profile")

@@ -1,0 +1,195 @@
+"""Host-cost microbenchmarks (models.measure.costs), the calibrated fit with measured costs held
+and ranges (models.kernel.calibrate), and the host profile ``calibrate`` writes
+(models.measure.profile), on a tiny fake model so the fit runs in well under a second."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+
+import pytest
+
+from models.kernel import calibrate
+from models.measure import costs, profile
+from models.measure.__main__ import main as measure_main
+from models.measure.build import BuildError, qdcosts_binary
+from models.sim import hostprofile
+
+
+def test_send_model_recovers_a_known_split():
+    per_call, per_seg, per_byte_us = 0.8, 2.5, 7e-5
+    pts = [
+        (per_call + per_seg * s + per_byte_us * n, s, n)
+        for s, n in ((0.1, 48), (1, 512), (1, 4096), (2, 65536), (0, 48))
+    ]
+    m = costs.send_model(pts)
+    assert m["per_call_us"] == pytest.approx(per_call, rel=1e-6)
+    assert m["per_segment_us"] == pytest.approx(per_seg, rel=1e-6)
+    assert m["per_byte_ns"] == pytest.approx(per_byte_us * 1e3, rel=1e-6)
+    assert m["max_residual_us"] < 1e-9
+    with pytest.raises(ValueError, match="need at least 3 sizes"):
+        costs.send_model(pts[:2])
+    with pytest.raises(ValueError, match="cannot be told apart"):
+        costs.send_model([(1.0, 1.0, 100), (2.0, 2.0, 200), (3.0, 3.0, 300)])
+
+
+def test_percentile():
+    assert costs.percentile([5.0], 90) == 5.0
+    assert costs.percentile(list(map(float, range(11))), 90) == pytest.approx(9.0)
+    with pytest.raises(ValueError, match="q must be in"):
+        costs.percentile([1.0], 101)
+
+
+@pytest.fixture(scope="module")
+def quick_costs():
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+    except OSError as exc:
+        pytest.skip(f"loopback TCP sockets unavailable: {exc}")
+    try:
+        qdcosts_binary()
+    except BuildError as exc:
+        pytest.skip(f"cannot compile the microbenchmarks: {exc}")
+    return None
+
+
+@pytest.mark.timeout(60)
+def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
+    assert measure_main(["costs", "--quick", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    st, c = out["settings"], out["costs"]
+    assert st["quick"] is True
+    assert st["kernel"]["release"] and st["kernel"]["cpus"] >= 1
+    assert "congestion_control" in st and "date" in st and len(st["load"]) == 3
+    names = ("pipe", "futex", "pipe_cross") if st["kernel"]["cpus"] > 1 else ("pipe", "futex")
+    assert set(c["wake"]) >= set(names)
+    for name in names:
+        w = c["wake"][name]
+        assert w["samples"] == costs.QUICK["samples"]
+        # a wake-up takes longer than nothing and less than a millisecond; p90 >= median
+        assert 0.1 < w["median_us"] <= w["p90_us"] < 1000
+    sizes = [(s["bytes"], s["msg_more"]) for s in c["send"]]
+    assert sizes == [(48, False), (512, False), (4096, False), (65536, False), (48, True)]
+    by = {(s["bytes"], s["msg_more"]): s for s in c["send"]}
+    for s in c["send"]:
+        assert s["repeats"] == costs.QUICK["repeats"]
+        assert 0.05 < s["cpu_us"] < 1000
+    # 64 KiB costs more than 512 B; a held MSG_MORE call sends (almost) no segment
+    assert by[65536, False]["cpu_us"] > by[512, False]["cpu_us"]
+    assert by[48, True]["segments_per_call"] < 0.1
+    assert by[512, False]["segments_per_call"] >= 0.5
+    m = c["send_model"]
+    assert m["per_call_us"] > 0 and m["per_segment_us"] > 0
+    assert 0.05 < c["recv"]["cpu_us_per_segment"] < 1000
+    assert c["elapsed_s"]["total"] < 5
+
+
+def _fake_costs() -> dict:
+    """A costs result of the shape run_costs returns, with made-up numbers."""
+    return {
+        "settings": {
+            "kernel": {"release": "6.1-fake", "config_hz": 250, "cpus": 2, "machine": "x86_64"},
+            "congestion_control": "cubic",
+            "autocorking": "1",
+            "date": "2026-01-01T00:00:00+00:00",
+            "load": [0.1, 0.1, 0.1],
+        },
+        "costs": {
+            "wake": {
+                "pipe": {"median_us": 4.0, "p90_us": 9.0, "samples": 10},
+                "pipe_cross": {"median_us": 12.0, "p90_us": 20.0, "samples": 10},
+            },
+            "send_model": {"per_call_us": 1.5, "per_segment_us": 3.0, "per_byte_ns": 0.1},
+            "recv": {"cpu_us_per_segment": 2.0},
+        },
+    }
+
+
+def _fake_median(row, c) -> float:
+    """A made-up model of a row's median operation time, microseconds."""
+    segs = 2 if row["sock_mode"] == "nodelay" else 1
+    per_op = c.op_s + segs * (c.tx_s + c.gso_s) + c.send_s * 2 + c.ack_s
+    lone = 2 * c.wake_s + 2 * c.path_s
+    return 1e6 * (row["qd"] * per_op + (lone if row["qd"] == 1 else 0.0))
+
+
+def _rows(truth) -> list[dict]:
+    rows = [
+        {"sock_mode": m, "qd": q, "iosize_bytes": n, "stalled_pct": 0.0}
+        for m, q, n in profile.RUNS
+    ]
+    for r in rows:
+        r["lat_p50_us"] = _fake_median(r, truth)
+    return rows + [dict(rows[0], stalled_pct=100.0, lat_p50_us=40000.0)]  # a stall: not fitted
+
+
+def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
+    fixed = profile.measured_costs(_fake_costs()["costs"])
+    truth = calibrate.HostCosts(
+        op_s=6e-6,
+        tx_s=1e-6,
+        ack_s=0.5e-6,
+        wake_s=fixed["wake_s"],
+        path_s=4e-6,
+        send_s=fixed["send_s"],
+        gso_s=fixed["gso_s"],
+    )
+    d = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=400)
+    p = hostprofile.validate(d)
+    h = p.side("server")
+    # the measured costs are held exactly
+    assert h["wake_s"] == pytest.approx(12e-6)
+    assert h["send_cpu_s"] == pytest.approx(1.5e-6)
+    assert h["gso_cpu_s"] == pytest.approx(3e-6)
+    assert p.provenance["wake_s"].startswith("measured")
+    assert p.provenance["proc_s"].startswith("fitted")
+    assert d["fit"]["fixed"] == ["wake_s", "send_s", "gso_s"]
+    assert d["fit"]["stalled_rows"] == 1 and len(d["fit"]["training_rows"]) == len(profile.RUNS)
+    assert d["fit"]["loss"] < 1e-3
+    # the QD-1 rows fix the path latency, the others the per-operation sum
+    assert 2 * h["tx_latency_s"] == pytest.approx(truth.path_s, rel=0.2)
+    assert p.machine["kernel"] == "6.1-fake" and p.machine["config_hz"] == 250
+    # the work per message is searched no lower than the measured recv() cost
+    assert d["fit"]["ranges_s"]["op_s"][0] == pytest.approx(2e-6)
+
+
+def test_a_cost_pushed_past_its_range_is_reported_at_the_bound():
+    truth = calibrate.HostCosts(op_s=1e-6, tx_s=1e-6, ack_s=1e-6, wake_s=1e-6, path_s=1e-6)
+    rows = [r for r in _rows(truth) if r["stalled_pct"] == 0]
+    for r in rows:  # a lone operation slower than any plausible path could make it
+        if r["qd"] == 1:
+            r["lat_p50_us"] += 2500.0
+    # (each row's term of the loss is capped: start where the slow rows still pull)
+    start = {**calibrate.START, "path_s": 900e-6}
+    fit = calibrate.fit_costs(
+        rows, _fake_median, start, max_evaluations=300, fixed={"wake_s": 1e-6, "op_s": 1e-6}
+    )
+    assert fit.fixed == ("wake_s", "op_s") and fit.fitted == ("tx_s", "ack_s", "path_s")
+    assert ("path_s", "upper") in fit.at_bound
+    assert fit.costs.path_s <= calibrate.RANGES["path_s"].hi_s
+    assert fit.costs.wake_s == 1e-6 and fit.costs.op_s == 1e-6
+    for k in fit.fitted:
+        r = calibrate.RANGES[k]
+        assert r.lo_s <= getattr(fit.costs, k) <= r.hi_s
+
+
+def test_fit_costs_refuses_bad_input():
+    with pytest.raises(ValueError, match="'speed_s' is not a host cost"):
+        calibrate.fit_costs([{"lat_p50_us": 1}], _fake_median, fixed={"speed_s": 1e-6})
+    with pytest.raises(ValueError, match="wake_s must be a finite number of seconds >= 0"):
+        calibrate.fit_costs([{"lat_p50_us": 1}], _fake_median, fixed={"wake_s": math.nan})
+    with pytest.raises(ValueError, match="need at least one training row"):
+        calibrate.fit_costs([], _fake_median)
+    with pytest.raises(ValueError, match=r"start: op_s must be in"):
+        calibrate.fit_costs(
+            [{"lat_p50_us": 1}], _fake_median, start={**calibrate.START, "op_s": 1.0}
+        )
+
+
+def test_calibrate_cli_checks_its_out_folder(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        measure_main(["calibrate", "--out", str(tmp_path / "missing" / "p.json")])
+    assert e.value.code == 2
+    assert "argument --out: folder" in capsys.readouterr().err
