@@ -51,6 +51,7 @@ LIVE_MODULES: tuple[str, ...] = (
     "figures.chapters.simulator",
     "figures.chapters.kernel",
     "figures.chapters.control",
+    "figures.chapters.predictor",
 )
 
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -194,6 +195,11 @@ class Live:
         checks this); ``False`` allows a relative 1e-12.
     digits : int
         Significant digits kept in the precomputed grid.
+    precompute : sequence of str, optional
+        Names of the controls whose grids are precomputed (default: all).  Every other control
+        is precomputed at its first-view value only, and a page that cannot run Python keeps
+        it there (``live.js``): for a figure with more controls than the product of their
+        grids can hold.
     """
 
     fig_id: str
@@ -204,6 +210,7 @@ class Live:
     caption: str = ""
     exact: bool = True
     digits: int = 5
+    precompute: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if not _ID.match(self.fig_id):
@@ -226,21 +233,41 @@ class Live:
                 "(plain numbers, strings, lists, dicts), got "
                 f"{fixed!r}"
             )
+        if self.precompute is not None:
+            unknown = set(self.precompute) - set(names)
+            if unknown or isinstance(self.precompute, str):
+                raise ValueError(
+                    f"precompute must name controls among {names}, got {self.precompute!r}"
+                )
+            object.__setattr__(self, "precompute", tuple(self.precompute))
         object.__setattr__(self, "controls", controls)
         object.__setattr__(self, "fixed", fixed)
+
+    def precomputed(self, control: Control) -> bool:
+        """Whether ``control``'s whole grid is precomputed (else only its first view)."""
+        return self.precompute is None or control.name in self.precompute
+
+    def grid_indices(self, control: Control) -> list[int]:
+        """The indices into ``control``'s grid that the precomputed frames cover."""
+        if self.precomputed(control):
+            return list(range(len(control.grid)))
+        return [list(control.grid).index(control.value)]
 
     @property
     def path(self) -> str:
         """``"module:function"``, as the browser imports it."""
         return _function_path(self.function)
 
-    def spec_json(self) -> dict:
+    def spec_json(self) -> dict[str, Any]:
         """What the page (and :func:`evaluate_json`) needs to run it."""
-        return {
+        out = {
             "function": self.path,
             "fixed": dict(self.fixed),
             "controls": [c.to_json() for c in self.controls],
         }
+        if self.precompute is not None:
+            out["precompute"] = list(self.precompute)  # live.js keeps the others at their value
+        return out
 
     def evaluate(self, **values: Any) -> dict:
         """The figure at control values (default: the first view), exactly
@@ -266,7 +293,7 @@ class LiveFigure:
     live : Live
         The declaration.
     axes : dict of str to list
-        Control label to its grid values, in the controls' order.
+        Control label to its precomputed values, in the controls' order.
     frames : dict of str to dict
         Every grid point's figure, rounded to ``live.digits`` significant
         digits, keyed by the grid indices joined with commas (``"0,2"``).
@@ -279,10 +306,10 @@ class LiveFigure:
         self.fig_id = live.fig_id
         self.layout = dict(live.layout)
         self.caption = live.caption
-        self.axes = {c.label: list(c.grid) for c in live.controls}
+        self.axes = {c.label: [c.grid[i] for i in live.grid_indices(c)] for c in live.controls}
         t0 = time.perf_counter()
         self.frames: dict[str, dict] = {}
-        for idx in itertools.product(*(range(len(c.grid)) for c in live.controls)):
+        for idx in itertools.product(*(live.grid_indices(c) for c in live.controls)):
             values = {c.name: c.grid[i] for c, i in zip(live.controls, idx)}
             self.frames[",".join(map(str, idx))] = rounded(live.evaluate(**values), live.digits)
         self.compute_seconds = time.perf_counter() - t0
@@ -302,8 +329,10 @@ class LiveFigure:
         idx = []
         for c in self.live.controls:
             value = chosen.get(c.name, c.value)
-            if value not in c.grid:
-                raise ValueError(f"{c.label} = {value!r} is not on the grid {list(c.grid)!r}")
+            if value not in c.grid or not self.live.precomputed(c) and value != c.value:
+                raise ValueError(
+                    f"{c.label} = {value!r} is not on the grid {self.axes[c.label]!r}"
+                )
             idx.append(list(c.grid).index(value))
         return ",".join(map(str, idx))
 

@@ -33,6 +33,7 @@ __all__ = [
     "BUSY_SHARE",
     "SOCKET_MODES",
     "LIMITS",
+    "fix_options",
     "reader_scenario",
     "explain",
     "format_explanation",
@@ -67,17 +68,24 @@ def _rate(sc: Scenario) -> float:
     return float(simulate(sc).iops)
 
 
+def fix_options(sc: Scenario, side: str) -> dict[str, dict[str, bool]]:
+    """The usual fixes for data held on ``side``: option (as ``python -m models.sim`` spells it)
+    -> the changes to that side's :class:`~models.sim.scenario.Host`."""
+    host = sc.host(side)
+    out = {f"--{side}-nodelay true": {"nodelay": True}}
+    if not host.msg_more:
+        out[f"--{side}-msg-more true"] = {"msg_more": True}
+    if host.msg_more_last or host.cork:
+        out[f"--{side}-msg-more-last false --{side}-cork false"] = {
+            "msg_more_last": False,
+            "cork": False,
+        }
+    return out
+
+
 def _fixes(sc: Scenario, side: str) -> dict[str, float]:
     """Rates (operations per second) of the usual fixes for data held on ``side``."""
-    host = sc.host(side)
-    out = {f"--{side}-nodelay true": _rate(sc.replace(**{side: {"nodelay": True}}))}
-    if not host.msg_more:
-        out[f"--{side}-msg-more true"] = _rate(sc.replace(**{side: {"msg_more": True}}))
-    if host.msg_more_last or host.cork:
-        out[f"--{side}-msg-more-last false --{side}-cork false"] = _rate(
-            sc.replace(**{side: {"msg_more_last": False, "cork": False}})
-        )
-    return out
+    return {k: _rate(sc.replace(**{side: v})) for k, v in fix_options(sc, side).items()}
 
 
 def _within(name: str, value: float) -> float:
@@ -144,7 +152,9 @@ def reader_scenario(
     )
 
 
-def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
+def explain(
+    scenario: Scenario, result: Result | None = None, *, fixes: bool = True
+) -> dict[str, Any]:
     """Run ``scenario`` (unless its ``result`` is given) and say which limit binds.
 
     Returns a dict: ``iops``, ``mb_per_s`` (application bytes per second in the busier direction,
@@ -152,7 +162,8 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
     ``"probe"``, ``"link"``, ``"server-cpu"``, ``"client-cpu"`` or ``"queue-depth"``),
     ``inequality`` and ``qd_needed`` (chapter 3's threshold for the slowest stage, or ``None``),
     ``utilisation`` (link each way, CPU each host), ``fixes`` (option -> operations per second,
-    for a timer) and ``why``/``move`` in words.
+    for a timer; ``fixes=False`` leaves it empty and runs nothing more), ``held`` (the side
+    whose outgoing data waited longest per segment) and ``why``/``move`` in words.
     """
     r = simulate(scenario) if result is None else result
     sc = r.scenario
@@ -192,6 +203,7 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
         delayed_acks_per_op=delayed,
         probes_per_op=probes,
         fixes={},
+        held=held,
     )
     profile = get_profile(sc.kernel.profile)
     if probes >= TIMER_SHARE:
@@ -201,7 +213,7 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
             f"on {probes:.2f} of every operation: the {held} leaves MSG_MORE or TCP_CORK set "
             "after its last write"
         )
-        out["fixes"] = _fixes(sc, held)
+        out["fixes"] = _fixes(sc, held) if fixes else {}
     elif delayed >= TIMER_SHARE and (out["period_s"] or 0) >= TIMER_SHARE * profile.delack_min_s:
         out["binds"] = "delayed-ack"
         out["why"] = (
@@ -209,7 +221,7 @@ def explain(scenario: Scenario, result: Result | None = None) -> dict[str, Any]:
             f"({1e3 * profile.delack_min_s:.0f} ms or more); {delayed:.2f} delayed ACKs per "
             f"operation, {1e3 * out['period_s']:.1f} ms per operation in flight"
         )
-        out["fixes"] = _fixes(sc, held)
+        out["fixes"] = _fixes(sc, held) if fixes else {}
     elif max(util["link C>S"], util["link S>C"]) >= BUSY_SHARE:
         out["binds"] = "link"
         out["why"] = f"the link is {100 * max(util['link C>S'], util['link S>C']):.1f} % busy"

@@ -282,10 +282,12 @@
   Figure.prototype.snap = function () {
     var idx = [];
     var snapped = {};
+    var only = this.spec.precompute;
     this.controls.forEach(function (c) {
-      // A control precomputed at its first view only stays there.
-      var i = c.spec.precomputed === false ? c.spec.grid.indexOf(c.spec.value) :
-        nearestIndex(c.spec, c.value);
+      // A control precomputed at its first view only (not named in the
+      // figure's "precompute" list) stays there.
+      var i = only && only.indexOf(c.spec.name) < 0 ?
+        c.spec.grid.indexOf(c.spec.value) : nearestIndex(c.spec, c.value);
       idx.push(i);
       snapped[c.spec.name] = c.spec.grid[i];
     });
