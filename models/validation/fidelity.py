@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from models import framing
+
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
@@ -52,7 +54,24 @@ __all__ = [
     "stall_end_table",
     "iops_table",
     "goals",
+    "FLORY_PAIRS",
+    "flory_steps",
+    "simulated",
+    "FIELD_PREFIX",
+    "FIELD_TABLES",
+    "SIZE_GOAL_BYTES",
+    "ProfileHost",
+    "field_scenario",
+    "Evaluation",
+    "evaluate",
 ]
+
+#: The field sweep's tables (``python -m models.measure sweep --plan field``, then ``--plan flory``).
+FIELD_PREFIX = "kernel6_field"
+FIELD_TABLES = ("kernel6_field_iscsi_loop", "kernel6_field_flory")
+#: ``tcp_xmit_size_goal`` of the sweep's links, bytes: loopback and veth offer GSO/TSO, so a send
+#: buffer grows to 64 KiB.
+SIZE_GOAL_BYTES = 65536
 
 #: The training subset: rows matching every entry (``cc`` is the sweep's default congestion control).
 TRAIN = {"link": ("loopback",), "iosize_bytes": (512, 4096)}
@@ -64,6 +83,16 @@ IOPS_TOL = 0.25
 IOPS_SHARE = 0.80
 #: The range the median ratio (simulated / kernel IOPS) must fall in, at QD 1 and at QD >= 8.
 RATIO_RANGE = (0.8, 1.25)
+#: Flory's thresholds as (link, payload below, payload above), bytes: one MSS (1447/1448) and one byte
+#: past one and three MSS on Ethernet, one byte past the loopback's MSS (issue 22).
+_ETH_MSS = framing.mss(1500)  # bytes: Ethernet's MSS
+_LO_MSS = framing.mss(framing.MAX_MTU)  # bytes: the loopback's (IPv4's 65535-byte cap)
+FLORY_PAIRS = (
+    ("veth-1500", _ETH_MSS - 1, _ETH_MSS),
+    ("veth-1500", _ETH_MSS, _ETH_MSS + 1),
+    ("veth-1500", 3 * _ETH_MSS, 3 * _ETH_MSS + 1),
+    ("loopback", _LO_MSS, _LO_MSS + 1),
+)
 #: One group of the stall-end goal: everything that sets a row but the queue depth.
 GROUP_KEY = ["link", "cc", "client_sock_mode", "sock_mode", "iosize_bytes"]
 
@@ -192,6 +221,33 @@ def goals(df: pd.DataFrame) -> list[Goal]:
     ]
 
 
+def flory_steps(df: pd.DataFrame, mode: str = "nagle") -> pd.DataFrame:
+    """Per pair of :data:`FLORY_PAIRS`: the kernel's and the simulator's change of rate from the
+    smaller payload to the larger (``iops`` and ``sim_iops`` of a Flory table, server ``mode``),
+    and whether the simulator's change has the kernel's direction and is within :data:`IOPS_TOL`
+    of its size (ratio of the two changes)."""
+    import pandas as pd
+
+    rows = []
+    by = df[df["sock_mode"] == mode].set_index(["link", "payload_bytes"])
+    for link, a, b in FLORY_PAIRS:
+        if (link, a) not in by.index or (link, b) not in by.index:
+            continue
+        k = float(by.loc[(link, b), "iops"] / by.loc[(link, a), "iops"])
+        s = float(by.loc[(link, b), "sim_iops"] / by.loc[(link, a), "sim_iops"])
+        same_way = (k > 1) == (s > 1)
+        rows.append(
+            {
+                "link": link,
+                "payloads": f"{a}/{b}",
+                "kernel_change": k,
+                "sim_change": s,
+                "right": bool(same_way and abs(s / k - 1.0) <= IOPS_TOL),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def simulated(
     df: pd.DataFrame, summarise: Callable[[dict[str, Any]], Any], default_cc: str | None = None
 ) -> pd.DataFrame:
@@ -201,9 +257,76 @@ def simulated(
     from models.kernel import STALL_SHARE_PCT
 
     out = df.copy()
-    out["role"] = roles(df, default_cc)
+    # a Flory table (payload_bytes, no iosize_bytes) is all test: nothing is fitted on it
+    out["role"] = roles(df, default_cc) if "iosize_bytes" in df else "test"
     sims = [summarise(r) for r in df.to_dict("records")]
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
     return out
+
+
+class ProfileHost:
+    """A host profile (:mod:`models.sim.hostprofile`) as the host of a kernel row's scenario
+    (:func:`models.kernel.row_scenario`)."""
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+
+    def scenario_options(self) -> dict:
+        return {"client": self.profile.side("client"), "server": self.profile.side("server")}
+
+
+def field_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """The scenario of one field-sweep row with the mechanisms of issue 22 on: the row's congestion
+    control (its window, and bbr's pacing) and the links' GSO size goal."""
+    from models.kernel import row_scenario
+
+    sc = row_scenario(table, row, host, hz)
+    return sc.replace(
+        kernel={
+            "congestion_control": str(row.get("cc") or "profile"),
+            "size_goal": SIZE_GOAL_BYTES,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """:func:`evaluate`'s result: the iSCSI-loop table with the simulator's columns and roles,
+    the Flory table likewise, Flory's steps, and the goals."""
+
+    iscsi: Any
+    flory: Any
+    steps: Any
+    goals: list
+
+
+def evaluate(profile: Any = None, run: Any = None, windows: bool = True) -> Evaluation:
+    """Simulate every row of the field sweep (``run``, default the bundled one) with the host
+    ``profile`` (default the shipped one, :func:`models.sim.hostprofile.shipped`) and compute the
+    goals; ``windows=False`` leaves the congestion window, pacing and size goal out."""
+    from models.kernel import load_kernel_run, row_scenario, simulate_summary
+    from models.sim import hostprofile
+
+    run = run or load_kernel_run(prefix=FIELD_PREFIX)
+    host = ProfileHost(profile or hostprofile.shipped())
+    make = field_scenario if windows else row_scenario
+
+    def summarise(table: str) -> Callable[[dict[str, Any]], Any]:
+        return lambda r: simulate_summary(make(table, r, host, run.hz))
+
+    isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"))
+    fl = simulated(run.table("flory"), summarise("flory"))
+    return Evaluation(isc, fl, flory_steps(fl), goals(isc) + [_flory_goal(flory_steps(fl))])
+
+
+def _flory_goal(steps: pd.DataFrame) -> Goal:
+    right = int(steps["right"].sum()) if len(steps) else 0
+    return Goal(
+        "Flory's thresholds",
+        f"direction and size within {IOPS_TOL:.0%}",
+        f"{right} of {len(steps)}",
+        right == len(steps),
+        len(steps),
+    )
