@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from models.sim.cpu import CpuPool, OwnCpu
@@ -105,8 +106,6 @@ class AppThread:
         self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
         self.wake_extra = wake_extra
-        self.msg_more = host.msg_more
-        self.msg_more_last = host.msg_more_last
         self.cork = host.cork
         self.flush_on_idle = host.flush_on_idle
         self.quickack = host.quickack
@@ -125,6 +124,11 @@ class AppThread:
         self.busy_fs = 0  # fs busy (processing and between)
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
+        # Made once: the bound methods events run (the loop's fast path),
+        # each message's bytes and send() calls (Exchange.plans)
+        self.done, self.wake_up = self._done, self._wake
+        flags = host.msg_more, host.msg_more_last
+        self.plans, self.setup_plans = exchange.plans(*flags), setup.plans(*flags) if setup else ()
 
     def on_data(self, now: int) -> None:
         """Data arrived in the socket (the endpoint calls this)."""
@@ -133,7 +137,7 @@ class AppThread:
             delay = self.wake
             if self.wake_extra is not None:
                 delay += self.wake_extra()
-            self.loop.schedule(now + delay, self._wake)
+            heappush(self.loop.heap, [now + delay, next(self.loop.ticket), self.wake_up, None])
 
     def _wake(self, now: int, _arg: object) -> None:
         self.waking = False
@@ -163,7 +167,7 @@ class AppThread:
                 proc = round(proc * self.factor())
             self.cpu_fs += proc
             end = now + proc if self.own_cpu else self.cpu.run(now, proc)
-            self.loop.schedule(end, self._done, item)
+            heappush(self.loop.heap, [end, next(self.loop.ticket), self.done, item])
             return
         if self.flush_on_idle:
             self.ep.sender.flush(now)
@@ -237,27 +241,21 @@ class AppThread:
             return 0
         tx = self.ep.sender
         end = tx.write_seq + self.unwritten
-        for writes, op, msg, proc in items:
-            end += sum(writes)
+        plans = [(self.setup_plans if op < 0 else self.plans)[m] for _w, op, m, _p in items]
+        for (total, _calls), (_w, op, msg, proc) in zip(plans, items):
+            end += total
             self.peer.expect.append((end, op, msg, proc))
-        more, more_last = self.msg_more, self.msg_more_last
         if not self.cork and not self.writes and (at_once or not self.tx_cpu):
             # every call now, none pending: make them without queueing
-            sent = 0
-            for writes, *_ in items:
-                last = len(writes) - 1
-                for i, size in enumerate(writes):
-                    sent += tx.write(now, size, more_last if i == last else more)
-            return sent
-        calls = self.writes
-        for writes, *_ in items:
+            return sum(tx.write(now, size, more) for _t, calls in plans for size, more in calls)
+        queue = self.writes
+        for total, calls in plans:
             if self.cork:
-                calls.append(("cork", True))
-            last = len(writes) - 1
-            calls.extend((size, more_last if i == last else more) for i, size in enumerate(writes))
+                queue.append(("cork", True))
+            queue.extend(calls)
             if self.cork:
-                calls.append(("cork", False))
-            self.unwritten += sum(writes)
+                queue.append(("cork", False))
+            self.unwritten += total
         return self._calls(now, at_once or not self.tx_cpu)
 
     def _calls(self, now: int, all_now: bool = False) -> int:

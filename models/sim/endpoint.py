@@ -111,13 +111,15 @@ class Endpoint:
         sender = self.sender
         # (an ACK that does not advance snd_una changes nothing)
         advanced = seg.ack > sender.snd_una and sender.on_ack(now, seg.ack)
-        if seg.end != seg.seq:
-            rcv = self.receiver
-            rcv.on_data(now, seg.seq, seg.end, seg.psh)
+        rcv = self.receiver
+        ack = rcv.ack
+        seq, end = seg.seq, seg.end
+        if end != seq:  # Receiver.on_data, inline
+            if seq != rcv.rcv_nxt:
+                raise AssertionError(f"segment {seq}:{end} out of order (rcv_nxt {rcv.rcv_nxt})")
+            rcv.rcv_nxt = end
+            ack.data_received(now, end - seq, seg.psh)
             self.app.on_data(now)
-            ack = rcv.ack
-        else:
-            ack = self.receiver.ack
         if advanced and sender.queue:
             sender.push_pending(now)
             if sender.soft_cpu:

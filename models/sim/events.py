@@ -216,11 +216,12 @@ class Timer:
     which clock.
     """
 
-    __slots__ = ("loop", "handler", "entry", "expires", "armed_at", "ticks", "clock")
+    __slots__ = ("loop", "handler", "fire", "entry", "expires", "armed_at", "ticks", "clock")
 
     def __init__(self, loop: EventLoop, handler: Handler) -> None:
         self.loop = loop
         self.handler = handler
+        self.fire = self._fire  # the bound method, made once
         self.entry: list | None = None
         self.expires = -1  # femtoseconds; -1 when idle
         self.armed_at = -1  # femtoseconds, with arm_ticks
@@ -245,14 +246,23 @@ class Timer:
         if self.entry is not None:
             loop.cancel(self.entry)
         self.expires = expires
-        self.entry = loop.schedule(expires, self._fire)
+        if expires < loop.now:
+            raise ValueError(f"time {expires} fs is before the current time {loop.now} fs")
+        entry = self.entry = [expires, next(loop.ticket), self.fire, None]
+        heappush(loop.heap, entry)
         self.armed_at = now
         self.ticks = ticks
         self.clock = clock
 
     def cancel(self) -> None:
-        if self.entry is not None:
-            self.loop.cancel(self.entry)
+        entry = self.entry
+        if entry is not None:
+            if entry[2] is not None:  # EventLoop.cancel, inline
+                entry[2] = None
+                loop = self.loop
+                loop._dead += 1
+                if loop._dead > 64 and loop._dead > len(loop._heap) >> 1:
+                    loop._compact()
             self.entry = None
             self.expires = -1
 

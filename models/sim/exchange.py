@@ -100,6 +100,19 @@ class Exchange:
     def __len__(self) -> int:
         return len(self.writes)
 
+    def plans(self, more: bool, more_last: bool) -> tuple:
+        """Per message, its bytes and its ``send()`` calls as ``(size,
+        MSG_MORE)`` pairs: ``more`` on each call but the last, which has
+        ``more_last``.
+
+        >>> Exchange.chain(((48,), (48, 512))).plans(True, False)[1]
+        (560, ((48, True), (512, False)))
+        """
+        return tuple(
+            (sum(w), tuple((n, more_last if i == len(w) - 1 else more) for i, n in enumerate(w)))
+            for w in self.writes
+        )
+
     def awaited(self) -> int:
         """How many client messages the server must have read before the
         client can complete the operation: those on the chain of waits of

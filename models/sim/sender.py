@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
 from models.sim.rules.cc import NoWindow
+from models.sim.rules.cork import Cork
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -107,6 +108,7 @@ class Sender:
         "corked",
         "nagle",
         "cork",
+        "defers",
         "probe",
         "cc",
         "windowed",
@@ -156,6 +158,8 @@ class Sender:
         self.corked = False  # TCP_CORK set now
         self.nagle = nagle
         self.cork = cork
+        # (Cork never defers: skip the call)
+        self.defers = type(cork).defer is not Cork.defer
         self.probe = probe
         self.cc = NoWindow() if cc is None else cc
         self.cc.bind(self)
@@ -194,6 +198,13 @@ class Sender:
         goal = self.goal
         q = self.queue
         remaining = nbytes
+        if not q and 0 < nbytes < goal:  # one new, partial buffer
+            if self.windowed:
+                self.cc.queued(self, now)
+            seq = self.write_seq
+            q.append(_Skb(seq, seq + nbytes, now))
+            self.write_seq = seq + nbytes
+            remaining = 0
         while remaining:
             room = 0
             if q:
@@ -218,7 +229,7 @@ class Sender:
             if not more:
                 tail.psh = True
             mode = CORK if (more or self.corked) else self.mode
-            if not self.cork.defer(self, now, tail.end - tail.start):
+            if not (self.defers and self.cork.defer(self, now, tail.end - tail.start)):
                 self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
