@@ -337,18 +337,36 @@ def test_fast_forward_agrees_with_the_full_run(cc):
     assert fast.directions == slow.directions
 
 
-def test_bbr_pacing_lowers_the_nagle_plateau_at_2k():
+def test_bbr_pacing_keeps_its_peak_rate_through_delayed_ack_stalls():
+    """bbr's bandwidth estimate is a windowed maximum that app-limited samples do not lower, so
+    RTT samples that include a 40 ms delayed ACK do not slow the pacing: Flory's exchange (8-byte
+    descriptor, then a payload below one MSS) stalls on every exchange under bbr as under cubic,
+    as the field sweep's kernel runs do (kernel6_field_flory, veth-1500).  A pacing rate taken
+    from the latest srtt instead spaced the descriptor and the payload 1.5 ms apart, merged them,
+    and let most exchanges through."""
     kw = dict(
-        workload={"qd": 32, "response_writes": (48, 2048)},
-        link={"mtu": 65536, "bandwidth_bps": 1e12, "shared_cpus": 2},
-        server={"tx_cpu_s": 1e-6},
+        workload={"qd": 1, "request_writes": (8,), "response_writes": (8, 1447)},
+        link={"mtu": 1500},
         kernel={"size_goal": 65536, "congestion_control": "cubic"},
-        run={"ops": 2000},
+        run={"ops": 12},
     )
     cubic = simulate(**kw)
     kw["kernel"] = {"size_goal": 65536, "congestion_control": "bbr"}
     bbr = simulate(**kw)
-    assert bbr.iops < cubic.iops
+    assert min(cubic.rtts_s[1:]) > 0.035 and min(bbr.rtts_s[1:]) > 0.035
+    assert abs(bbr.iops - cubic.iops) < 0.01 * cubic.iops
+
+
+def test_bbr_pacing_rate_never_falls():
+    from models.sim.rules.cc import Bbr
+
+    b = Bbr(10, 1448, None)
+    b.srtt_us = 100 << 3  # 100 us
+    fast = b.rate()
+    b.srtt_us = 40_000 << 3  # a sample with a delayed ACK in it: 40 ms
+    assert b.rate() == fast
+    b.srtt_us = 50 << 3
+    assert b.rate() > fast
 
 
 # -- 5. adaptive ato ----------------------------------------------------------

@@ -32,7 +32,11 @@ queue, how many of its bytes may leave now (:meth:`NoWindow.limit`):
 * :class:`Bbr` (``"bbr"``): Reno's window plus pacing: after each
   buffer the next may leave only ``len / pacing_rate`` later, with
   ``pacing_rate = gain x cwnd x mss / srtt`` (``srtt``: 1 ms before the
-  first sample) and ``gain`` bbr's startup gain ``2/ln 2`` (about 2.885).
+  first sample) and ``gain`` bbr's startup gain ``2/ln 2`` (about 2.885),
+  kept at its largest value so far: bbr's bandwidth estimate is a windowed
+  maximum that app-limited samples cannot lower (``bbr_update_bw``), so a
+  request/response connection whose RTT samples include delayed-ACK
+  stalls is not slowed by them.
   Simplifications: bbr's bandwidth filter, its gain cycle and its own
   cwnd are not modelled (its cwnd is Reno's here); pacing begins after 10
   data segments and forgives up to half a buffer's time after idleness,
@@ -333,7 +337,7 @@ class Bbr(Reno):
     """Reno's window plus pacing at ``gain x cwnd x mss / srtt`` (see the
     module); bbr sets ``cong_control``, so no restart after idle."""
 
-    __slots__ = ("gain", "wstamp", "segs_out", "timer")
+    __slots__ = ("gain", "wstamp", "segs_out", "timer", "peak")
 
     def __init__(
         self,
@@ -349,6 +353,7 @@ class Bbr(Reno):
         self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
         self.segs_out = 0  # tp->data_segs_out
         self.timer: Timer | None = None  # the pacing timer (bound later)
+        self.peak = 0  # bytes/s: the largest rate since the first sample
 
     def bind(self, sender) -> None:
         """Attach the pacing timer to ``sender``'s loop."""
@@ -357,9 +362,15 @@ class Bbr(Reno):
 
     def rate(self) -> int:
         """Pacing rate, bytes per second."""
-        srtt_us = (self.srtt_us >> 3) or 1000  # 1 ms before a sample
-        # cwnd x mss bytes per srtt_us microseconds, times gain/1000
-        return max(1, self.gain * self.cwnd * self.mss * 1000 // srtt_us)
+        srtt_us = self.srtt_us >> 3
+        if not srtt_us:  # 1 ms before a sample
+            return max(1, self.gain * self.cwnd * self.mss)
+        # cwnd x mss bytes per srtt_us microseconds, times gain/1000;
+        # never below the peak so far (bbr's max filter)
+        rate = self.gain * self.cwnd * self.mss * 1000 // srtt_us
+        if rate > self.peak:
+            self.peak = rate
+        return max(1, self.peak)
 
     def limit(self, sender, now: int, start: int, n: int) -> int:
         if self.wstamp > now:  # tcp_pacing_check
@@ -399,6 +410,7 @@ class Bbr(Reno):
             Reno.cycle_state(self, view),
             self.wstamp - view.now,
             min(self.segs_out, 10),
+            self.peak,
         )
 
     def cycle_shift(self, shift: Shift) -> None:
