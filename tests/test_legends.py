@@ -90,28 +90,7 @@ def test_data_clipped_away_does_not_count(axes):
     assert legend_overlaps(fig) == []
 
 
-#: Stills that ``figures.live.image.draw`` cannot draw faithfully, with why
-#: (that module is not a figure's: these are its limits, reported upstream).
-NOT_DRAWABLE = {
-    # One colour per arrow head: draw() passes the list to Matplotlib.
-    "figures.chapters.sequence.TWO_CALL_SEQUENCE": "per-point marker colours",
-}
-#: Stills whose legend draw() places over the data today: its
-#: ``ax.legend(fontsize=8)`` ("best") finds no free corner when the two
-#: stacked plots of chapter 10 share one set of axes.  Strict: the test
-#: fails once it is fixed, so this entry goes.
-COVERED_TODAY = {"figures.chapters.control.loop_figure"}
-
-STILLS = [
-    pytest.param(
-        n,
-        marks=pytest.mark.xfail(strict=True, reason="draw()'s legend over two stacked plots"),
-    )
-    if n in COVERED_TODAY
-    else n
-    for n in sorted(declared())
-    if n not in NOT_DRAWABLE
-]
+STILLS = sorted(declared())
 
 
 @pytest.mark.parametrize("name", STILLS)

@@ -83,6 +83,11 @@ Rules for a live figure's function
   build 3.11).  ``Live(exact=False)`` declares a figure whose numbers may
   differ in the last bits (say through ``math.exp``); the browser test then
   compares to a relative 1e-12 instead of exactly.
+* Its legend goes below the plot: wrap the ``Live`` layout in
+  ``page.legend_below`` (``page.iops_qd_layout`` already is); at a
+  phone's 390 px a legend inside the plot
+  covers the data (``browser_tests/test_legends.py`` checks every live
+  figure at that width).
 * Values arrive coerced by the control: a float for a ``Range`` or
   ``Number``, an int when ``integer=True``, one of the options for a
   ``Select``.  ``fixed`` must survive a JSON round trip unchanged
@@ -99,7 +104,11 @@ Adding a live figure
 2. Declare it with ``Live``: one control per parameter a reader may
    change -- a ``Range`` (slider and number box) or ``Number``
    (number box) with a stated ``min``/``max`` that contains its ``grid``,
-   or a ``Select`` for a choice -- and show ``.figure()`` in the
+   or a ``Select`` for a choice.  A slider's ``step`` must move it by at
+   least 1 % of its span (``controls.MIN_STEP_FRACTION``; ``log=True`` for
+   a span of decades, where the 1 % is of the decades), so the arrow keys
+   visibly move it; ``Range`` refuses a finer step when declared, and the
+   number box still takes any value in range -- and show ``.figure()`` in the
    chapter.  ``frame(**values)`` returns a precomputed point (keys:
    control names or labels); ``frames``, ``axes``, ``grid_size`` and
    ``compute_seconds`` describe the grid.
