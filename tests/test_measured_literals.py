@@ -248,17 +248,8 @@ def test_no_measured_value_is_typed_into_the_code():
     )
 
 
-#: Hits of the MSS rule in files that other work owns, listed in issue 24
-#: and left to their owners: ``{path: reason}``.  Their hits are reported
-#: by ``test_pending_literals_are_still_there`` and skipped here.
-PENDING = {
-    "book/09_measuring_your_kernel.md": "chapters 7-12 (their owner)",
-    "book/diagnose.md": "the diagnosis page (not part of issue 24's chapters)",
-}
-
-
 def test_no_mss_value_is_typed_into_models_or_figures():
-    hits = [h for h in scan(scanned_files(MSS_SCANNED), mss=True) if h.path not in PENDING]
+    hits = scan(scanned_files(MSS_SCANNED), mss=True)
     assert not hits, "MSS values typed into the code (use models.framing.mss):\n" + "\n".join(
         map(str, hits)
     )
@@ -340,36 +331,13 @@ def scan_chapter(path: Path) -> list[Hit]:
 CHAPTERS = sorted((ROOT / "book").glob("*.md"))
 
 
-@pytest.mark.parametrize(
-    "chapter",
-    [
-        pytest.param(
-            p,
-            id=p.stem,
-            marks=[pytest.mark.xfail(reason=PENDING[f"book/{p.name}"], strict=False)]
-            if f"book/{p.name}" in PENDING
-            else [],
-        )
-        for p in CHAPTERS
-    ],
-)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_no_measured_or_mss_value_is_typed_into_a_chapter(chapter):
     hits = scan_chapter(chapter)
     assert not hits, (
         "values typed into the chapter (glue them from a cell that reads data/ or "
         "models.framing):\n" + "\n".join(map(str, hits))
     )
-
-
-def test_pending_literals_are_still_there():
-    """The pending files still have hits (else drop them from PENDING);
-    prints them, for the report."""
-    for rel in PENDING:
-        p = ROOT / rel
-        hits = scan_chapter(p) if p.suffix == ".md" else scan([p], mss=True)
-        print(f"{rel}: {len(hits)} hit(s)")
-        for h in hits:
-            print(f"  {h}")
 
 
 # The scanner itself: each kind of copy must be found.  The literals are

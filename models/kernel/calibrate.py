@@ -45,7 +45,7 @@ What the host-cost microbenchmarks measure
 ``send()`` costs) is passed as ``fixed`` to :func:`fit_costs` and not
 searched; every other cost is searched only inside its plausible range
 (:data:`RANGES`, each with its source), and a cost that ends at a bound
-is reported (:attr:`Fit.at_bound`): the data push it past what is
+is reported (``Fit.at_bound``): the data push it past what is
 plausible, so the model lacks something, and the number is not a
 measurement.  Without ``fixed`` every cost is fitted, as chapter 9 does
 for the bundled sweep (no microbenchmark ran with it).
@@ -93,7 +93,7 @@ COSTS = ("op_s", "tx_s", "ack_s", "wake_s", "path_s")
 TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_max": 8}
 #: Where the search starts, in seconds (a few microseconds each).
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
-#: Costs that are only ever fixed (measured), never fitted: 0 unless given.
+#: Costs that are only ever fixed (measured) and never fitted, 0 unless given.
 EXTRA = ("send_s", "gso_s")
 #: The ``Host`` field each cost sets (``path_s`` sets half of each path latency).
 FIELDS = {
@@ -109,9 +109,9 @@ _US = (
     "the loop's costs on a Linux host are microseconds: a message's work and a "
     "segment's path through the stack (Butterfield 2017's stage times)"
 )
-#: Where the search may go, seconds: narrower than the profile's plausible
-#: ranges (:data:`models.sim.hostprofile.COST_RANGES`) at the bottom, where a
-#: cost of nanoseconds is a corner of the search, not a host.
+#: Where the search may go (in seconds), narrower than the profile's
+#: plausible ranges (:data:`models.sim.hostprofile.COST_RANGES`) at the
+#: bottom, where a cost of nanoseconds is a corner of the search, not a host.
 RANGES: dict[str, Range] = {
     "op_s": Range(0.2e-6, 200e-6, _US),
     "tx_s": Range(0.05e-6, COST_RANGES["tx_cpu_s"].hi_s, _US),

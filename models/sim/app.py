@@ -73,8 +73,10 @@ class AppThread:
         The next random extra wake-up latency, fs (``None``: none).
     cpu : OwnCpu or CpuPool, optional
         Where the thread's work runs.
-    exchange, setup : Exchange, and Exchange or None
-        One operation's messages; the setup's, before the loop (op -1).
+    exchange : Exchange
+        One operation's messages.
+    setup : Exchange or None
+        The setup's messages, before the loop (op -1).
     """
 
     def __init__(

@@ -54,8 +54,9 @@ class Endpoint:
     costs : TxCosts, optional
         Transmit CPU (default: none).
 
-    ``inbound`` is the channel into this host (set by whoever wires the
-    peers; ``None``: released transmissions are counted, not queued).
+    The attribute ``inbound`` holds the channel into this host.  Whoever wires
+    the peers sets it; while it is ``None`` released transmissions are
+    counted, not queued.
     """
 
     __slots__ = (

@@ -104,9 +104,10 @@ class KernelProfile:
     nagle, ack, cork, probe, clock : type
         The class of each rule family (``models.sim.rules.FAMILIES``).
     congestion_control : str
-        The congestion rule by name (:data:`~models.sim.rules.cc.
-        CONGESTION_CONTROLS`): ``"cubic"`` today (grown as Reno without
-        loss), ``"reno"`` in 2.4 (BIC and CUBIC came with 2.6).
+        The congestion rule by name (a key of
+        ``models.sim.rules.cc.CONGESTION_CONTROLS``): ``"cubic"`` today
+        (grown as Reno without loss), ``"reno"`` in 2.4 (BIC and CUBIC came
+        with 2.6).
     init_cwnd : int
         Initial congestion window, segments: ``TCP_INIT_CWND`` = 10
         (``include/net/tcp.h``); 2 in late 2.4 (``tcp_init_cwnd`` before an

@@ -475,7 +475,7 @@ def _ato_step(ato: int, m: int, half: int, rto: int) -> tuple[int, bool]:
 
 def ato_sequence(gaps: list, ato: int, half: int, rto: int) -> list:
     """``ato`` (ticks) after each of ``gaps`` (jiffies between data
-    arrivals), from ``ato``: :func:`_ato_step` in turn."""
+    arrivals), from ``ato``: ``_ato_step`` in turn."""
     out = []
     for m in gaps:
         ato, _quick = _ato_step(ato, m, half, rto)

@@ -9,7 +9,7 @@ window and pacing.  (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``,
 ``net/ipv4/tcp_bbr.c``, ``bbr_init_pacing_rate_from_rtt``)
 
 The sender asks its congestion rule, for the buffer at the head of its
-queue, how many of its bytes may leave now (:meth:`NoWindow.limit`):
+queue, how many of its bytes may leave now (``NoWindow.limit``):
 
 * :class:`NoWindow` (``"none"``): everything, as the simulator did
   before windows were modelled.
