@@ -33,6 +33,10 @@ __all__ = ["Endpoint"]
 class Endpoint:
     """The TCP state of one host (``side`` 0: client, 1: server).
 
+    The attribute ``inbound`` holds the channel into this host.  Whoever wires
+    the peers sets it; while it is ``None`` released transmissions are
+    counted, not queued.
+
     Parameters
     ----------
     side : int
@@ -53,10 +57,6 @@ class Endpoint:
         Bytes per send buffer (default: the MSS).
     costs : TxCosts, optional
         Transmit CPU (default: none).
-
-    The attribute ``inbound`` holds the channel into this host.  Whoever wires
-    the peers sets it; while it is ``None`` released transmissions are
-    counted, not queued.
     """
 
     __slots__ = (

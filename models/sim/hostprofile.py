@@ -89,8 +89,9 @@ __all__ = [
 SCHEMA = "queue-depth-host-profile"
 #: The schema version this module reads and writes.
 VERSION = 1
-#: The profile the book ships: ``data/hosts/<SHIPPED>.json``, of the machine that measured the
-#: bundled kernel dataset (``kernel6_*``); its provenance is in ``data/hosts/README.md``.
+#: The name of the profile the book ships, ``data/hosts/<SHIPPED>.json``, measured on the machine
+#: that measured the bundled kernel dataset (``kernel6_*``); its provenance is in
+#: ``data/hosts/README.md``.
 SHIPPED = "kernel6"
 #: The two ends a profile applies to.
 SIDES = ("server", "client")
