@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sim_strategies import assert_same_numbers, field_strategy, scenarios
@@ -126,3 +127,33 @@ def test_littles_law(sc):
     assume(max(r.rtts_s) < window / 4)
     edge = 2 * qd / r.ops * 2 + 0.02
     assert math.isclose(r.iops * r.rtt_mean_s, qd, rel_tol=edge)
+
+
+def _general_paths_only(monkeypatch) -> None:
+    """Turn off the engine's shortcuts for stock rules (the endpoint's fused
+    LinuxAck hooks and the sender's one-buffer write),
+    so every segment takes the path a user-registered rule takes."""
+    from models.sim import endpoint as ep_mod
+
+    init = ep_mod.Endpoint.__init__
+
+    def general(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.linux_ack = False
+        self.sender.plain = False
+
+    monkeypatch.setattr(ep_mod.Endpoint, "__init__", general)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(run={"check": True, "fast_forward": False}), st.integers(100, 300))
+def test_the_shortcuts_for_stock_rules_change_no_number(sc, ops):
+    """The fast paths taken only for the stock rule classes give, bit for bit,
+    what the general path gives (hypothesis: monkeypatch is set up by hand
+    because a function-scoped fixture is not reset between examples)."""
+    sc = sc.replace(run={"ops": ops})
+    fast = simulate(sc)
+    with pytest.MonkeyPatch.context() as mp:
+        _general_paths_only(mp)
+        slow = simulate(sc)
+    assert_same_numbers(fast, slow)

@@ -96,9 +96,12 @@ class AppThread:
         setup: Exchange | None = None,
     ) -> None:
         self.loop = loop
+        self.heap, self.ticket = loop.heap, loop.ticket  # the loop's fast path
         self.exchange = exchange
         self.setup = setup
         self.ep = ep
+        self.side = ep.side
+        self.tx, self.rcv = ep.sender, ep.receiver  # its halves, looked up once
         self.cpu = OwnCpu() if cpu is None else cpu
         self.own_cpu = cpu is None  # work ends when done (a shortcut)
         self.proc = proc
@@ -139,7 +142,7 @@ class AppThread:
             delay = self.wake
             if self.wake_extra is not None:
                 delay += self.wake_extra()
-            heappush(self.loop.heap, [now + delay, next(self.loop.ticket), self.wake_up, None])
+            heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
 
     def _wake(self, now: int, _arg: object) -> None:
         self.waking = False
@@ -155,7 +158,7 @@ class AppThread:
 
     def _step(self, now: int, _arg: object) -> None:
         """Read what is queued; start the next message or go idle."""
-        rcv = self.ep.receiver
+        rcv = self.rcv
         if rcv.rcv_nxt != rcv.copied_seq:
             rcv.read(now)
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)
@@ -169,7 +172,7 @@ class AppThread:
                 proc = round(proc * self.factor())
             self.cpu_fs += proc
             end = now + proc if self.own_cpu else self.cpu.run(now, proc)
-            heappush(self.loop.heap, [end, next(self.loop.ticket), self.done, item])
+            heappush(self.heap, [end, next(self.ticket), self.done, item])
             return
         if self.flush_on_idle:
             self.ep.sender.flush(now)
@@ -181,7 +184,12 @@ class AppThread:
             self.empty_wakeups += 1
 
     def _done(self, now: int, item: tuple) -> None:
-        self._written(now, self.finish(now, item[1], item[2]))
+        sent = self.finish(now, item[1], item[2])
+        if self.tx.thread_cpu:
+            self._written(now, sent)
+        else:  # _written with no CPU to take: the next step at once
+            self.thread_segments += sent
+            self._step(now, None)
 
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
@@ -210,12 +218,15 @@ class AppThread:
         if got is None:  # the operation's first message this side reads
             self.begin(op, msg, ex)
             got = 0
-        side = self.ep.side
+        side = self.side
         if got >> msg & 1 or ex.sides[msg] == side:
             raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
         got |= 1 << msg
-        proc = self.peer_proc(op)
-        items = [(ex.writes[j], op, j, proc) for j in ex.releases[msg]]
+        items = []
+        released = ex.releases[msg]
+        if released:
+            proc = self.peer_proc(op)
+            items = [(ex.writes[j], op, j, proc) for j in released]
         if got != ex.full[side]:
             self.got[op] = got
             return self.send_messages(now, items)
@@ -241,15 +252,23 @@ class AppThread:
         ``at_once``."""
         if not items:
             return 0
-        tx = self.ep.sender
+        tx = self.tx
         end = tx.write_seq + self.unwritten
-        plans = [(self.setup_plans if op < 0 else self.plans)[m] for _w, op, m, _p in items]
-        for (total, _calls), (_w, op, msg, proc) in zip(plans, items):
-            end += total
-            self.peer.expect.append((end, op, msg, proc))
+        expect = self.peer.expect
+        plans = []
+        for _w, op, msg, proc in items:
+            plan = (self.setup_plans if op < 0 else self.plans)[msg]
+            plans.append(plan)
+            end += plan[0]
+            expect.append((end, op, msg, proc))
         if not self.cork and not self.writes and (at_once or not self.tx_cpu):
             # every call now, none pending: make them without queueing
-            return sum(tx.write(now, size, more) for _t, calls in plans for size, more in calls)
+            sent = 0
+            write = tx.write
+            for _t, calls in plans:
+                for size, more in calls:
+                    sent += write(now, size, more)
+            return sent
         queue = self.writes
         for total, calls in plans:
             if self.cork:
@@ -275,6 +294,10 @@ class AppThread:
         return sent
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    #: The loop's heap and order numbers, held for its fast path: the
+    #: loop's state (its pending events), not the thread's.
+    cycle_transient = ("heap", "ticket")
 
     @property
     def cycle_stream(self) -> int:
@@ -374,7 +397,7 @@ class ServerThread(AppThread):
 
     def finish(self, now: int, op: int, msg: int) -> int:
         self.served += 1
-        return super().finish(now, op, msg)
+        return AppThread.finish(self, now, op, msg)  # (super(), without its cost)
 
     def cycle_counters(self) -> dict:
         return {**super().cycle_counters(), "served": self.served}
@@ -456,7 +479,8 @@ class ClientThread(AppThread):
         self.completed += 1
         self.done_time.append(now)
         self.rtts.append(now - start)
-        sent = self.send_messages(now, items + self._new_op(now))  # the successor
+        items.extend(self._new_op(now))  # the successor (items is finish's own list)
+        sent = self.send_messages(now, items)
         if self.completed >= self.target:
             self.loop.stop()
         elif self.pause_every:  # let the cycle detector look

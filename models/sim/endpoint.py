@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
+from models.sim.rules.ack import AdaptiveAck, LinuxAck
 from models.sim.sender import Sender, TxCosts
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class Endpoint:
         "trace",
         "pure_acks",
         "inbound",
+        "ack",
+        "linux_ack",
     )
 
     def __init__(
@@ -94,6 +97,10 @@ class Endpoint:
         self.pure_acks = 0
         self.inbound: Any = None  # the channel into this host
         self.receiver = Receiver(self, mss, profile.ack, profile)
+        self.ack = self.receiver.ack  # the ACK rule (looked up once)
+        # LinuxAck's hooks for a data segment sent, fused (exact classes
+        # only: a subclass may override either hook)
+        self.linux_ack = type(self.ack) in (LinuxAck, AdaptiveAck)
         self.sender = Sender(
             self,
             mss,
@@ -111,9 +118,20 @@ class Endpoint:
             self.trace.append((seg.t_rx, seg))
         sender = self.sender
         # (an ACK that does not advance snd_una changes nothing)
-        advanced = seg.ack > sender.snd_una and sender.on_ack(now, seg.ack)
+        advanced = False
+        una = seg.ack
+        if una > sender.snd_una:
+            if not (sender.windowed or sender.samples):  # Sender.on_ack, inline
+                if una > sender.snd_nxt:
+                    raise AssertionError(
+                        f"peer acknowledged {una} beyond snd_nxt {sender.snd_nxt}"
+                    )
+                sender.snd_una = una
+                advanced = True
+            else:
+                advanced = sender.on_ack(now, una)
         rcv = self.receiver
-        ack = rcv.ack
+        ack = self.ack
         seq, end = seg.seq, seg.end
         if end != seq:  # Receiver.on_data, inline
             if seq != rcv.rcv_nxt:
@@ -130,11 +148,13 @@ class Endpoint:
 
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
-        rcv = self.receiver
-        seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
-        ack = rcv.ack
-        ack.ack_sent(now)
-        ack.data_sent(now)
+        seg = Segment(self.side, seq, end, self.receiver.rcv_nxt, psh)
+        if self.linux_ack:
+            self.ack.data_segment_sent(now)
+        else:
+            ack = self.ack
+            ack.ack_sent(now)
+            ack.data_sent(now)
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))
@@ -152,9 +172,9 @@ class Endpoint:
 
     def send_ack(self, now: int) -> None:
         """A pure ACK (``tcp_send_ack``)."""
-        rcv = self.receiver
-        seg = Segment(self.side, self.sender.snd_nxt, self.sender.snd_nxt, rcv.rcv_nxt, False)
-        rcv.ack.ack_sent(now)
+        nxt = self.sender.snd_nxt
+        seg = Segment(self.side, nxt, nxt, self.receiver.rcv_nxt, False)
+        self.ack.ack_sent(now)
         self.pure_acks += 1
         self.channel.send(now, seg)
         if self.trace is not None:

@@ -19,7 +19,7 @@ Schema, version 1 (a JSON object)::
       },
       "host": {"wake_s": 3e-06, ...},   # required: Host fields, seconds, both ends
       "server": {...}, "client": {...}, # optional: per-side values over "host"
-      "provenance": {"wake_s": "measured: ...", ...},  # optional: how each value was found
+      "provenance": {"wake_s": "measured: ..."},  # optional: how each was found
       "measured": {...}, "fit": {...}, "settings": {...}  # optional records, never applied
     }
 
@@ -59,7 +59,7 @@ The per-byte part of ``send()`` (copying) has no ``Host`` field; the profile rec
 >>> validate({**p.to_dict(), "host": {"wake_s": 5.0}})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: host profile: host.wake_s must be in [5e-07, 0.0002] seconds (...), got 5.0
+ValueError: host profile: host.wake_s must be in [5e-07, 0.0002] ...got 5.0
 """
 
 from __future__ import annotations

@@ -218,17 +218,8 @@ class Channel:
             wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
             done = start + wire
         else:  # leave when the bucket holds it
-            size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
-            tokens = self.tokens + (start - self.tokens_at) * self.rate
-            if tokens > self.bucket:
-                tokens = self.bucket
-            if tokens < size:  # wait for the missing credit
-                start += -(-(size - tokens) // self.rate)
-                tokens = size
-            self.tokens = tokens - size
-            self.tokens_at = start
+            done = start = self._bucket_start(start, length)
             wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
-            done = start
         self.free_at = done
         self.busy += wire
         self.frames += 1
@@ -240,43 +231,64 @@ class Channel:
                 self.nic_bytes -= q.popleft()[1]
             q.append((done, length))
             self.nic_bytes += length
-        free = self.softirq_free
-        rx = self.rx
+            cost = self.softirq
+        else:
+            cost = self.ack_softirq
         arrive = done + self.prop
+        rx = self.rx
         if self.per_wakeup:  # PerWakeup.seen, inline
             seen = rx.wake_end
             if arrive >= seen:
                 seen = rx.wake_end = arrive + rx.latency
         else:
-            seen = rx.seen(arrive, free)
+            seen = rx.seen(arrive, self.softirq_free)
         seg.t_tx = now
         seg.t_rx = seen
-        cost = self.softirq if length else self.ack_softirq
         if cost:
+            free = self.softirq_free
             ready = (seen if seen > free else free) + cost
             self.softirq_free = ready
             self.softirq_busy += cost
         else:
             ready = seen
         batch = self.batch
-        if batch is not None and self.gro and self._gro_merge(batch, seg, seen):
-            if ready != self.batch_time:  # the aggregate leaves later
-                self.loop.cancel(self.batch_event)
-                self.batch_time = ready
-                self.batch_event = self.loop.schedule(ready, self._deliver, batch)
-        elif ready == self.batch_time and batch is not None:
-            batch.append(seg)  # one event delivers both
-            self.gro_open = False
-        else:
-            batch = self.batch = [seg]
-            self.batch_time = ready
-            # (ready >= now: the loop's fast path, EventLoop)
-            loop = self.loop
-            event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
-            heappush(loop.heap, event)
-            self.gro_open = self.gro and length > 0 and not seg.psh
+        if batch is not None:
+            if self.gro and self._gro_merge(batch, seg, seen):
+                if ready != self.batch_time:  # the aggregate leaves later
+                    self.loop.cancel(self.batch_event)
+                    self.batch_time = ready
+                    self.batch_event = self.loop.schedule(ready, self._deliver, batch)
+                return done
+            if ready == self.batch_time:
+                batch.append(seg)  # one event delivers both
+                self.gro_open = False
+                return done
+        batch = self.batch = [seg]
+        self.batch_time = ready
+        # (ready >= now: the loop's fast path, EventLoop)
+        loop = self.loop
+        event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
+        heappush(loop.heap, event)
+        if self.gro:
+            self.gro_open = length > 0 and not seg.psh
             self.gro_size = length
         return done
+
+    def _bucket_start(self, start: int, length: int) -> int:
+        """When a frame of ``length`` payload bytes that could start at
+        ``start`` leaves the token bucket (it takes its tokens then)."""
+        bucket = self.bucket
+        assert bucket is not None  # (send calls this only with a bucket)
+        size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
+        tokens = self.tokens + (start - self.tokens_at) * self.rate
+        if tokens > bucket:
+            tokens = bucket
+        if tokens < size:  # wait for the missing credit
+            start += -(-(size - tokens) // self.rate)
+            tokens = size
+        self.tokens = tokens - size
+        self.tokens_at = start
+        return start
 
     def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
         """Hand over a super-packet: the NIC (TSO) or GSO cuts it into

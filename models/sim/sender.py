@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
 from models.sim.rules.cc import NoWindow
-from models.sim.rules.cork import Cork
+from models.sim.rules.cork import Autocork, Cork
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -110,8 +110,10 @@ class Sender:
         "cork",
         "defers",
         "probe",
+        "samples",
         "cc",
         "windowed",
+        "plain",
         "send_fs",
         "gso_fs",
         "seg_fs",
@@ -161,9 +163,13 @@ class Sender:
         # (Cork never defers: skip the call)
         self.defers = type(cork).defer is not Cork.defer
         self.probe = probe
+        self.samples = probe.samples  # (read for every segment)
         self.cc = NoWindow() if cc is None else cc
         self.cc.bind(self)
         self.windowed = self.cc.windowed
+        # write's shortcut (_write_alone) needs no window and a cork rule
+        # known not to look at the queue: these exact classes
+        self.plain = not self.windowed and type(cork) in (Cork, Autocork)
         self.send_fs, self.gso_fs, self.seg_fs = costs
         self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
         self.write_seq = 1  # next byte the application writes
@@ -191,6 +197,8 @@ class Sender:
     def write(self, now: int, nbytes: int, more: bool) -> int:
         """One ``send()`` of ``nbytes`` (``MSG_MORE`` if ``more``);
         returns the data segments it transmitted."""
+        if self.plain and not self.queue and 0 < nbytes < self.goal:
+            return self._write_alone(now, nbytes, more)
         self.in_send = True
         self.sent_in_call = 0
         if self.send_fs:
@@ -233,6 +241,43 @@ class Sender:
                 self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
+
+    def _write_alone(self, now: int, nbytes: int, more: bool) -> int:
+        """``write`` of less than a buffer into an empty queue, with no
+        window and a stock cork rule (``plain``): the same steps, but the
+        buffer leaves without being queued when ``push`` would send it
+        whole at once, which it does unless the push is corked or Nagle
+        may hold it (its ``tcp_nagle_test``: a partial segment, data in
+        flight).  ``Cork`` and ``Autocork`` do not look at the queue, so
+        asking them first is the same."""
+        self.in_send = True
+        self.sent_in_call = 0
+        if self.send_fs:
+            self.thread_cpu += self.send_fs
+        start = self.write_seq
+        end = self.write_seq = start + nbytes
+        mode = CORK if (more or self.corked) else self.mode
+        if self.defers and self.cork.defer(self, now, nbytes):
+            self._queue_alone(start, end, now, more)
+        elif (
+            mode == NODELAY
+            or mode == PUSH
+            or not nbytes % self.mss
+            or (mode == NAGLE and self.snd_una == self.snd_nxt)
+        ):
+            # push: the whole buffer, then nothing left for the probe timer
+            self._send(now, start, end, not more, now)
+        else:
+            self._queue_alone(start, end, now, more)
+            self.push(now, mode)
+        self.in_send = False
+        return self.sent_in_call
+
+    def _queue_alone(self, start: int, end: int, now: int, more: bool) -> None:
+        """Queue the buffer of ``_write_alone`` (PSH unless ``more``)."""
+        skb = _Skb(start, end, now)
+        skb.psh = not more
+        self.queue.append(skb)
 
     def take_thread_cpu(self) -> int:
         """The transmit CPU of the thread's calls since the last take, fs."""
@@ -332,7 +377,7 @@ class Sender:
             self.hold_fs += held * nsegs
             if held > self.hold_max:
                 self.hold_max = held
-        if self.probe.samples:
+        if self.samples:
             self.probe.sent(end, now)
         if self.in_send:
             self.sent_in_call += nsegs
@@ -354,7 +399,7 @@ class Sender:
         if ack > self.snd_nxt:
             raise AssertionError(f"peer acknowledged {ack} beyond snd_nxt {self.snd_nxt}")
         self.snd_una = ack
-        if self.probe.samples:
+        if self.samples:
             self.probe.acked(ack, now)
         if self.windowed:
             self.cc.acked(now, ack)
