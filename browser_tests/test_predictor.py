@@ -12,7 +12,7 @@ from test_live import _compare, _plotted, _set, _spec, _wait_live
 from figures.live import evaluate_json
 
 DOC = "book/diagnose"
-FID = "diag-your-numbers"
+FID = "diag-predictor"
 
 #: Settings off every control's grid, one after another (the last adds the socket modes).
 MOVES = [

@@ -228,3 +228,18 @@ def test_bundle_holds_the_live_modules(tmp_path):
     first = out.read_bytes()
     build_live_bundle.build(out)
     assert out.read_bytes() == first  # reproducible
+
+
+def test_no_live_figure_id_is_also_a_label_of_the_book():
+    """A figure's id is an HTML id on its page; a MyST label ``(x)=`` is too
+    (an empty span), so the same name twice makes two elements with one id
+    and the page's script (and the browser tests) find the wrong one."""
+    book = Path(__file__).resolve().parents[1] / "book"
+    labels = {
+        m.group(1)
+        for page in book.glob("*.md")
+        for m in re.finditer(r"^\(([\w-]+)\)=$", page.read_text(), re.M)
+    }
+    ids = {live.fig_id for live in declared().values()}
+    assert ids and labels
+    assert not ids & labels, f"live figure ids that are also labels: {sorted(ids & labels)}"

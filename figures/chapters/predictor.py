@@ -214,7 +214,7 @@ _LAYOUT = {
 #: The diagnose page's predictor.  Only the operation and the socket modes are precomputed (at
 #: the other controls' first view): the book cannot hold the product of ten controls' grids.
 PREDICTOR = Live(
-    "diag-your-numbers",
+    "diag-predictor",
     your_numbers,
     controls=[
         Range("gbps", "link rate (Gb/s)", 0.001, 100, grid=[1.0, 10.0], value=1.0, log=True),
