@@ -295,8 +295,9 @@ class AppThread:
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
-    #: The loop's heap and order numbers, held for its fast path: the
-    #: loop's state (its pending events), not the thread's.
+    #: The loop's heap and order numbers, which the thread holds for its
+    #: fast path; they are the loop's state (its pending events), not the
+    #: thread's.
     cycle_transient = ("heap", "ticket")
 
     @property
