@@ -20,7 +20,8 @@ Schema, version 1 (a JSON object)::
       "host": {"wake_s": 3e-06, ...},   # required: Host fields, seconds, both ends
       "server": {...}, "client": {...}, # optional: per-side values over "host"
       "provenance": {"wake_s": "measured: ..."},  # optional: how each was found
-      "measured": {...}, "fit": {...}, "settings": {...}  # optional records, never applied
+      "measured": {...}, "fit": {...},  # optional records, never applied
+      "settings": {...}                 # optional record, never applied
     }
 
 Only the cost fields of :data:`COST_RANGES` may be set, each a number of seconds inside its
