@@ -130,16 +130,15 @@ def test_littles_law(sc):
 
 
 def _general_paths_only(monkeypatch) -> None:
-    """Turn off the engine's shortcuts for stock rules (the endpoint's fused
-    LinuxAck hooks and the sender's one-buffer write),
-    so every segment takes the path a user-registered rule takes."""
+    """Turn off the engine's shortcut for stock rules (the sender's
+    one-buffer write), so every write takes the path a user-registered
+    rule takes."""
     from models.sim import endpoint as ep_mod
 
     init = ep_mod.Endpoint.__init__
 
     def general(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        self.linux_ack = False
         self.sender.plain = False
 
     monkeypatch.setattr(ep_mod.Endpoint, "__init__", general)

@@ -184,12 +184,7 @@ class AppThread:
             self.empty_wakeups += 1
 
     def _done(self, now: int, item: tuple) -> None:
-        sent = self.finish(now, item[1], item[2])
-        if self.tx.thread_cpu:
-            self._written(now, sent)
-        else:  # _written with no CPU to take: the next step at once
-            self.thread_segments += sent
-            self._step(now, None)
+        self._written(now, self.finish(now, item[1], item[2]))
 
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
-from models.sim.rules.ack import AdaptiveAck, LinuxAck
 from models.sim.sender import Sender, TxCosts
 
 if TYPE_CHECKING:
@@ -72,7 +71,6 @@ class Endpoint:
         "pure_acks",
         "inbound",
         "ack",
-        "linux_ack",
     )
 
     def __init__(
@@ -98,9 +96,6 @@ class Endpoint:
         self.inbound: Any = None  # the channel into this host
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
-        # LinuxAck's hooks for a data segment sent, fused (exact classes
-        # only: a subclass may override either hook)
-        self.linux_ack = type(self.ack) in (LinuxAck, AdaptiveAck)
         self.sender = Sender(
             self,
             mss,
@@ -149,12 +144,9 @@ class Endpoint:
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
         seg = Segment(self.side, seq, end, self.receiver.rcv_nxt, psh)
-        if self.linux_ack:
-            self.ack.data_segment_sent(now)
-        else:
-            ack = self.ack
-            ack.ack_sent(now)
-            ack.data_sent(now)
+        ack = self.ack
+        ack.ack_sent(now)
+        ack.data_sent(now)
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))

@@ -313,26 +313,6 @@ class LinuxAck(AckPolicy):
 
     # end rule: linux-ack
 
-    def data_segment_sent(self, now: int) -> None:
-        """``ack_sent`` then ``data_sent`` in one call: the endpoint's
-        shortcut for a data segment, taken for this class and
-        :class:`AdaptiveAck` only (neither overrides either hook)."""
-        self.rcv_wup = self.rcv.rcv_nxt
-        if self.owed:
-            if self.quick:  # tcp_dec_quickack_mode
-                self.quick -= 1
-            self.owed = False
-        self.pushed = 0
-        if self.timer.entry is not None:
-            self.timer.cancel()
-        ato = self.ato
-        if ato and (
-            (now - self.lrcv) * self.hz <= (ato - 1) * FS
-            or not self.rcv.clock.ticks_at_least(self.lrcv, now, ato)
-        ):
-            if self.pingpong < _PINGPONG_MAX:
-                self.pingpong += 1
-
     def cycle_parts(self) -> dict:
         return {"timer": self.timer}
 
