@@ -30,9 +30,10 @@ from .scenario import Scenario
 
 __all__ = ["SEGMENT_BUDGET", "PLAN_KINDS", "run_plan", "predict"]
 
-#: Data segments (both directions) one prediction may simulate in its main run; each fix gets a
-#: third of it.  ``tests/test_predictor.py`` times the worst case of every control.
-SEGMENT_BUDGET = 12000
+#: Data segments (both directions) one prediction may simulate in its main run; the fixes share
+#: half of it more (at most three fixes, a sixth each).  ``tests/test_predictor.py`` times the
+#: worst case of every control.
+SEGMENT_BUDGET = 8000
 #: What a run covered: ``steady`` (a warm-up of one round of the queue, then at least two rounds
 #: or 40 operations, fast-forwarded when the run repeats), ``round`` (a warm-up round, then one
 #: round of the queue), ``reduced`` (a round at a smaller queue depth, when the reader's queue
@@ -59,8 +60,8 @@ def run_plan(qd: int, per_op: int, budget: int = SEGMENT_BUDGET) -> dict[str, An
 
     >>> run_plan(1, 4)
     {'qd': 1, 'warmup': 1, 'ops': 40, 'kind': 'steady'}
-    >>> run_plan(100, 35)
-    {'qd': 100, 'warmup': 100, 'ops': 100, 'kind': 'round'}
+    >>> run_plan(60, 35)
+    {'qd': 60, 'warmup': 60, 'ops': 60, 'kind': 'round'}
     >>> run_plan(256, 2004)
     {'qd': 1, 'warmup': 1, 'ops': 1, 'kind': 'reduced'}
     """
@@ -127,10 +128,9 @@ def predict(budget: int = SEGMENT_BUDGET, **settings: Any) -> dict[str, Any]:
     e.update(qd=qd, iops_high=None, bound=bound)
     if e["binds"] in ("delayed-ack", "probe"):
         fixes = fix_options(sc, e["held"])
+        share = max(1, budget // (2 * len(fixes)))  # data segments for each fix's run
         e["fixes"] = {
-            option: float(
-                simulate(_planned(sc.replace(**{e["held"]: change}), budget // 3)[0]).iops
-            )
+            option: float(simulate(_planned(sc.replace(**{e["held"]: change}), share)[0]).iops)
             for option, change in fixes.items()
         }
     if plan["kind"] == "reduced":
