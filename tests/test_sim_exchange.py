@@ -139,7 +139,7 @@ def record(monkeypatch):
 
     def send_messages(self, now, items, at_once=False):
         calls[0] += 1
-        for _writes, op, msg, _proc in items:
+        for op, msg, _proc in items:
             log.append(("write", self.ep.side, op, msg, calls[0]))
         return send(self, now, items, at_once)
 

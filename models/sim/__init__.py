@@ -20,7 +20,7 @@ Modules: :mod:`~models.sim.scenario` (the composed scenario),
 (profiles), :mod:`~models.sim.rules` (the TCP rules),
 :mod:`~models.sim.sender`, :mod:`~models.sim.receiver`,
 :mod:`~models.sim.endpoint`, :mod:`~models.sim.link` (one direction of
-the path), :mod:`~models.sim.app` (the threads),
+the path), :mod:`~models.sim.app` and :mod:`~models.sim.ends` (the threads),
 :mod:`~models.sim.exchange` (an operation's messages),
 :mod:`~models.sim.cpu` (the threads' CPUs),
 :mod:`~models.sim.events` (event loop), :mod:`~models.sim.fastforward`

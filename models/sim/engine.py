@@ -14,8 +14,9 @@ import time as _time
 
 from models import framing
 from models.rng import PCG64
-from models.sim.app import ClientThread, CpuPool, ServerThread
+from models.sim.cpu import CpuPool
 from models.sim.endpoint import Endpoint
+from models.sim.ends import ClientThread, ServerThread
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
