@@ -96,3 +96,29 @@ def test_a_model_without_nagle_fails_the_verdict_goals_on_the_bundled_run():
     assert int(bad["stall verdicts"].value.split()[0]) < int(
         good["stall verdicts"].value.split()[0]
     )
+
+
+def test_rows_simulated_in_two_processes_give_the_serial_numbers():
+    """Splitting the field sweep's rows over forked processes changes no simulated number, and a
+    lambda (which does not pickle) is refused in a pool rather than silently run serially."""
+    import functools
+
+    import pytest
+
+    from models.kernel import load_kernel_run, simulate_summary
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=F.FIELD_PREFIX)
+    isc = run.table("iscsi_loop")
+    rows = isc[(isc["qd"] <= 4) & (isc["iosize_bytes"] <= 4096)].head(24)
+    host = F.ProfileHost(hostprofile.shipped())
+    each = functools.partial(F._summary, F.field_scenario, "iscsi_loop", host, run.hz)
+    serial = F.simulated(rows, each, processes=1)
+    simulate_summary.cache_clear()  # (else the forked processes inherit the serial run's answers)
+    forked = F.simulated(rows, each, processes=2)
+    assert simulate_summary.cache_info().currsize == 0  # the parent simulated nothing
+    cols = ["sim_iops", "sim_stalls", "role", "kernel_stalls"]
+    pd.testing.assert_frame_equal(serial[cols], forked[cols])
+    assert F.workers() in (1, 2)
+    with pytest.raises(Exception, match="pickle"):
+        F.simulated(rows, lambda r: each(r), processes=2)

@@ -30,9 +30,13 @@ sizes and both client modes; every other row is a test.
 
 from __future__ import annotations
 
+import functools
 import math
+import multiprocessing
+import os
 import statistics
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +61,7 @@ __all__ = [
     "FLORY_PAIRS",
     "flory_steps",
     "simulated",
+    "workers",
     "FIELD_PREFIX",
     "FIELD_TABLES",
     "SIZE_GOAL_BYTES",
@@ -248,18 +253,42 @@ def flory_steps(df: pd.DataFrame, mode: str = "nagle") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def workers() -> int:
+    """Processes :func:`evaluate` simulates rows in: the CPUs this process may use, at most 2
+    (the machines the book is built on have two), and 1 where ``fork`` is not available."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(2, cpus or 1))
+
+
+def _each(summarise: Callable[[dict[str, Any]], Any], rows: list, processes: int) -> list:
+    """``summarise`` of every row, in order; rows are independent (each scenario has its own
+    seeds), so splitting them over ``processes`` forked processes changes no number."""
+    if processes <= 1 or len(rows) < 2 * processes:
+        return [summarise(r) for r in rows]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(processes, mp_context=context) as pool:
+        return list(pool.map(summarise, rows, chunksize=max(1, len(rows) // (8 * processes))))
+
+
 def simulated(
-    df: pd.DataFrame, summarise: Callable[[dict[str, Any]], Any], default_cc: str | None = None
+    df: pd.DataFrame,
+    summarise: Callable[[dict[str, Any]], Any],
+    default_cc: str | None = None,
+    processes: int = 1,
 ) -> pd.DataFrame:
     """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls`` columns:
     ``summarise(row)`` simulates one row and returns an object with ``iops`` and ``stalls``
-    (:class:`models.kernel.SimSummary`)."""
+    (:class:`models.kernel.SimSummary`).  With ``processes`` above 1 the rows are simulated in
+    that many forked processes (``summarise`` must then pickle: a module-level function or a
+    :func:`functools.partial` of one, not a lambda)."""
     from models.kernel import STALL_SHARE_PCT
 
     out = df.copy()
     # a Flory table (payload_bytes, no iosize_bytes) is all test: nothing is fitted on it
     out["role"] = roles(df, default_cc) if "iosize_bytes" in df else "test"
-    sims = [summarise(r) for r in df.to_dict("records")]
+    sims = _each(summarise, df.to_dict("records"), processes)
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
@@ -302,22 +331,33 @@ class Evaluation:
     goals: list
 
 
-def evaluate(profile: Any = None, run: Any = None, windows: bool = True) -> Evaluation:
+def _summary(make: Callable[..., Any], table: str, host: Any, hz: int, row: dict) -> Any:
+    """One row simulated and summarised as the harness does (module level: it pickles)."""
+    from models.kernel import simulate_summary
+
+    return simulate_summary(make(table, row, host, hz))
+
+
+def evaluate(
+    profile: Any = None, run: Any = None, windows: bool = True, processes: int | None = None
+) -> Evaluation:
     """Simulate every row of the field sweep (``run``, default the bundled one) with the host
     ``profile`` (default the shipped one, :func:`models.sim.hostprofile.shipped`) and compute the
-    goals; ``windows=False`` leaves the congestion window, pacing and size goal out."""
-    from models.kernel import load_kernel_run, row_scenario, simulate_summary
+    goals; ``windows=False`` leaves the congestion window, pacing and size goal out.  The rows
+    are simulated in ``processes`` processes (default :func:`workers`)."""
+    from models.kernel import load_kernel_run, row_scenario
     from models.sim import hostprofile
 
     run = run or load_kernel_run(prefix=FIELD_PREFIX)
     host = ProfileHost(profile or hostprofile.shipped())
     make = field_scenario if windows else row_scenario
+    n = workers() if processes is None else processes
 
     def summarise(table: str) -> Callable[[dict[str, Any]], Any]:
-        return lambda r: simulate_summary(make(table, r, host, run.hz))
+        return functools.partial(_summary, make, table, host, run.hz)
 
-    isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"))
-    fl = simulated(run.table("flory"), summarise("flory"))
+    isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"), processes=n)
+    fl = simulated(run.table("flory"), summarise("flory"), processes=n)
     return Evaluation(isc, fl, flory_steps(fl), goals(isc) + [_flory_goal(flory_steps(fl))])
 
 
