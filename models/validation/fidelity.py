@@ -358,7 +358,8 @@ def evaluate(
 
     isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"), processes=n)
     fl = simulated(run.table("flory"), summarise("flory"), processes=n)
-    return Evaluation(isc, fl, flory_steps(fl), goals(isc) + [_flory_goal(flory_steps(fl))])
+    steps = flory_steps(fl)
+    return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
 
 
 def _flory_goal(steps: pd.DataFrame) -> Goal:
