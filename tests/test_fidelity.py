@@ -120,5 +120,8 @@ def test_rows_simulated_in_two_processes_give_the_serial_numbers():
     cols = ["sim_iops", "sim_stalls", "role", "kernel_stalls"]
     pd.testing.assert_frame_equal(serial[cols], forked[cols])
     assert F.workers() in (1, 2)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="processes"):
+            F.simulated(rows, each, processes=bad)
     with pytest.raises(Exception, match="pickle"):
         F.simulated(rows, lambda r: each(r), processes=2)

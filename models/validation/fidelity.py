@@ -265,7 +265,9 @@ def workers() -> int:
 def _each(summarise: Callable[[dict[str, Any]], Any], rows: list, processes: int) -> list:
     """``summarise`` of every row, in order; rows are independent (each scenario has its own
     seeds), so splitting them over ``processes`` forked processes changes no number."""
-    if processes <= 1 or len(rows) < 2 * processes:
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be a whole number of at least 1, got {processes!r}")
+    if processes == 1 or len(rows) < 2 * processes:
         return [summarise(r) for r in rows]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(processes, mp_context=context) as pool:
