@@ -154,7 +154,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"  capture: none ({res.capture_note or 'not requested'})")
-    print(f"  load average {res.load_before} -> {res.load_after}")
+    print(
+        f"  load average {res.load_before} -> {res.load_after}; other processes used "
+        f"{res.other_cpu_pct:g} % of the CPUs' time during the run"
+    )
     return 0
 
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import build, capture
+from . import build, capture, sysinfo
 from .netns import Link
 
 __all__ = ["PROTOCOLS", "SOCK_MODES", "RunSpec", "RunResult", "run_one", "HarnessError"]
@@ -160,6 +160,9 @@ class RunResult:
     load_before: list[float] = field(default_factory=list)
     load_after: list[float] = field(default_factory=list)
     wall_s: float = 0.0
+    #: CPU time other processes used during the run, percent of all CPUs' time
+    #: (:func:`~models.measure.sysinfo.other_cpu_pct`); ``nan`` where ``/proc/stat`` is unreadable.
+    other_cpu_pct: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -233,6 +236,7 @@ def run_one(
     tmp = tempfile.TemporaryDirectory(prefix="qdm-") if workdir is None else None
     work = Path(tmp.name) if tmp is not None else Path(workdir)  # type: ignore[arg-type]
     load_before = [round(x, 2) for x in os.getloadavg()]
+    busy0, own0 = sysinfo.cpu_busy_s(), sysinfo.own_cpu_s()
     t0 = time.monotonic()
     cap_tool, cap_note, cap_summary = "none", "", None
     try:
@@ -322,6 +326,10 @@ def run_one(
         _kill(server)
         if tmp is not None:
             tmp.cleanup()
+    wall_s = time.monotonic() - t0
+    other = sysinfo.other_cpu_pct(
+        (busy0, sysinfo.cpu_busy_s()), (own0, sysinfo.own_cpu_s()), wall_s
+    )
     return RunResult(
         spec=spec,
         link_label=link.spec.label,
@@ -332,5 +340,6 @@ def run_one(
         capture_summary=cap_summary,
         load_before=load_before,
         load_after=[round(x, 2) for x in os.getloadavg()],
-        wall_s=round(time.monotonic() - t0, 3),
+        wall_s=round(wall_s, 3),
+        other_cpu_pct=other,
     )

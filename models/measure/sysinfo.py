@@ -7,7 +7,8 @@ Everything here only *reads* (except :func:`set_offloads`, used on interfaces th
   are per namespace), plus ``net.core.default_qdisc`` and the busy-polling knobs;
 * per interface: MTU, qdisc, GSO/GRO/TSO limits (``ip -j -d link``), and offload switches read with the
   ``SIOCETHTOOL`` ioctl, so no ``ethtool`` binary is needed;
-* CPU count and load averages.
+* CPU count and load averages, and the CPU time the whole machine and this process tree have used
+  (:func:`cpu_busy_s`, :func:`own_cpu_s`), from which a run tells how much other work shared it.
 
 ``python -m models.measure.sysinfo [IFACE ...]`` prints :func:`namespace_info` as JSON; the runner executes
 it inside each namespace with ``ip netns exec``.
@@ -39,6 +40,9 @@ __all__ = [
     "set_offloads",
     "namespace_info",
     "load_average",
+    "cpu_busy_s",
+    "own_cpu_s",
+    "other_cpu_pct",
     "tool_versions",
 ]
 
@@ -90,6 +94,64 @@ def kernel_info() -> dict[str, Any]:
 def load_average() -> list[float]:
     """1, 5 and 15 minute load averages (runnable tasks), rounded to 0.01."""
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def cpu_busy_s(stat: Path = Path("/proc/stat")) -> float:
+    """CPU time all CPUs have spent in user, nice and system mode since boot, seconds.
+
+    Read from the first (``cpu``) line of ``/proc/stat``; interrupt and soft-interrupt time are left
+    out, as :func:`own_cpu_s` leaves them out where the kernel accounts them apart from tasks.
+    ``nan`` when the file cannot be read (not Linux).
+    """
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+        user, nice, system = (int(x) for x in fields[1:4])
+    except (OSError, ValueError):
+        return float("nan")
+    return (user + nice + system) / os.sysconf("SC_CLK_TCK")  # clock ticks -> seconds
+
+
+def own_cpu_s() -> float:
+    """User plus system CPU time of this process and of its children that have been waited for, seconds."""
+    import resource  # Unix only; imported here so the module still imports elsewhere
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
+
+
+def other_cpu_pct(
+    busy_s: tuple[float, float], own_s: tuple[float, float], wall_s: float, cpus: int | None = None
+) -> float:
+    """Share of all CPUs' time that processes other than ours used during an interval, percent.
+
+    Parameters
+    ----------
+    busy_s
+        :func:`cpu_busy_s` at the start and at the end of the interval.
+    own_s
+        :func:`own_cpu_s` at the start and at the end (every child waited for by then).
+    wall_s
+        Length of the interval, seconds (> 0).
+    cpus
+        CPUs of the machine (default: ``os.cpu_count()``).
+
+    The machine's busy time minus our own, over ``wall_s * cpus``, floored at 0 (the two clocks are
+    sampled at different grains: a few milliseconds either way). Kernel threads working for us
+    (``ksoftirqd``) count as other work.
+
+    >>> other_cpu_pct((100.0, 102.5), (10.0, 12.0), wall_s=2.0, cpus=2)
+    12.5
+    >>> other_cpu_pct((100.0, 101.0), (10.0, 12.0), wall_s=2.0, cpus=2)
+    0.0
+    """
+    if not wall_s > 0:
+        raise ValueError(f"wall_s must be > 0 seconds, got {wall_s!r}")
+    n = cpus or os.cpu_count() or 1
+    other = (busy_s[1] - busy_s[0]) - (own_s[1] - own_s[0])
+    return round(max(0.0, 100.0 * other / (wall_s * n)), 1)
 
 
 def _read_sysctl(path: Path) -> str | None:
