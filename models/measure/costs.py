@@ -8,11 +8,16 @@ loopback and without privileges:
   (``pipe_cross``: that CPU went idle meanwhile, as a QD-1 loop's CPUs do): the waker stamps
   the time and wakes it, the woken thread reads the clock (lmbench's pipe method, McVoy and
   Staelin 1996, timed one way); median and 90th percentile, microseconds;
+* the same cross-CPU wake-up after the sleeper's CPU has idled for a set gap (2 to 320 us; the
+  waker spins through it), ``cross_by_gap``: a virtual CPU that halted only briefly may still be
+  polling and wake faster than one that slept;
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
   the receiver's data segments per call (``tcpi_data_segs_in``);
-* the **receive cost per segment**: CPU of ``recv()`` of 512-byte segments already queued.
+* the **receive cost per segment**: CPU of ``recv()`` of 512-byte segments already queued; and
+  of one 64 KiB ``send()`` read back whole, whose cost beyond as many small segments is the
+  copy's cost per byte.
 
 Each number is a median over repeated batches (robust to the preemptions of a loaded machine).
 The send costs are then split (:func:`send_model`) by least squares into a cost per call, per
@@ -153,9 +158,33 @@ def _kernel_config(option: str) -> str | None:
     return None
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def idle_settings(sys_dir: Path = Path("/sys")) -> dict[str, Any]:
+    """How an idle CPU waits, which sets how fast it wakes: the cpuidle driver and governor, and
+    the guest halt-polling parameters when the ``haltpoll`` module is loaded (``None`` where a
+    file is missing)."""
+    cpuidle = sys_dir / "devices/system/cpu/cpuidle"
+    params = sys_dir / "module/haltpoll/parameters"
+    return {
+        "cpuidle_driver": _read(cpuidle / "current_driver"),
+        "cpuidle_governor": _read(cpuidle / "current_governor_ro")
+        or _read(cpuidle / "current_governor"),
+        "guest_halt_poll": {p.name: _read(p) for p in sorted(params.glob("*"))}
+        if params.is_dir()
+        else None,
+    }
+
+
 def settings() -> dict[str, Any]:
     """The machine's settings recorded with the costs: kernel (release, HZ, CPUs), congestion
-    control, autocorking, interrupt-time accounting, load averages and the date (UTC)."""
+    control, autocorking, interrupt-time accounting, how idle CPUs wait, load averages and the
+    date (UTC)."""
     sysctls = sysinfo.tcp_sysctls()
     irq = _kernel_config("IRQ_TIME_ACCOUNTING")
     return {
@@ -165,6 +194,7 @@ def settings() -> dict[str, Any]:
         "default_qdisc": sysctls.get("net.core.default_qdisc"),
         # with IRQ time accounting, soft-interrupt time is not charged to the thread's CPU clock
         "irq_time_accounting": None if irq is None else irq == "y",
+        "idle": idle_settings(),
         "load": sysinfo.load_average(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
@@ -185,6 +215,17 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         for name in ("pipe", "futex", "pipe_cross")
         if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
     }
+    by_gap = [
+        {
+            "gap_us": g["gap_us"],
+            "median_us": _median(g["lat_us"]),
+            "p90_us": percentile(g["lat_us"], 90),
+            "samples": len(g["lat_us"]),
+        }
+        for g in raw["wake"].get("cross_by_gap", [])
+    ]
+    if by_gap:
+        wake["cross_by_gap"] = by_gap  # type: ignore[assignment]
     send = [
         {
             "bytes": s["bytes"],
@@ -199,16 +240,31 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     ]
     model = send_model([(s["cpu_us"], s["segments_per_call"], s["bytes"]) for s in send])
     r = raw["recv"]
+    recv = {
+        "bytes_per_segment": r["bytes_per_segment"],
+        "cpu_us_per_segment": _median(r["cpu_us_per_segment"]),
+        "wall_us_per_call": _median(r["wall_us_per_call"]),
+        "segments_per_batch": _median(r["segments"]),
+    }
+    big = raw.get("recv_large")
+    if big:
+        cpu_us, segs = _median(big["cpu_us"]), _median(big["segments"])
+        small = recv["cpu_us_per_segment"]  # a small segment's read: call + copy of its bytes
+        extra_bytes = big["bytes"] - segs * recv["bytes_per_segment"]
+        recv["large"] = {
+            "bytes": big["bytes"],
+            "cpu_us": cpu_us,
+            "segments": segs,
+            # what the large read costs beyond as many small segments' reads, per extra byte
+            "per_byte_ns": max(cpu_us - segs * small, 0.0) / extra_bytes * 1e3  # us -> ns
+            if extra_bytes > 0
+            else math.nan,
+        }
     return {
         "wake": wake,
         "send": send,
         "send_model": model,
-        "recv": {
-            "bytes_per_segment": r["bytes_per_segment"],
-            "cpu_us_per_segment": _median(r["cpu_us_per_segment"]),
-            "wall_us_per_call": _median(r["wall_us_per_call"]),
-            "segments_per_batch": _median(r["segments"]),
-        },
+        "recv": recv,
         "mss_bytes": raw["mss_bytes"],
         "options": {k: raw[k] for k in ("samples", "repeats", "gap_us")},
         "elapsed_s": raw["elapsed_s"],
@@ -261,6 +317,13 @@ def format_costs(result: dict[str, Any]) -> str:
         f"load {st['load']} -> {st['load_after']}",
     ]
     for name, w in c["wake"].items():
+        if name == "cross_by_gap":
+            lines.append(
+                "wake-up (pipe_cross) after the sleeper's CPU idled: "
+                + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)
+                + " us (medians)"
+            )
+            continue
         lines.append(
             f"wake-up ({name}): median {w['median_us']:.2f} us, p90 {w['p90_us']:.2f} us "
             f"({w['samples']} samples)"
@@ -280,4 +343,10 @@ def format_costs(result: dict[str, Any]) -> str:
     lines.append(
         f"recv(): CPU {r['cpu_us_per_segment']:.2f} us per {r['bytes_per_segment']} B segment"
     )
+    if "large" in r:
+        big = r["large"]
+        lines.append(
+            f"recv() of {big['bytes']} B: CPU {big['cpu_us']:.2f} us in {big['segments']:g} "
+            f"segments, {big['per_byte_ns']:.3f} ns per byte beyond small reads"
+        )
     return "\n".join(lines)

@@ -14,6 +14,11 @@
  *                          sleeps a short gap (G us, varied),
  *                          reads CLOCK_MONOTONIC, writes the time into the pipe (or a shared word,
  *                          then FUTEX_WAKE); the woken thread reads the clock at once.  N samples.
+ *   wake.cross_by_gap[]    pipe_cross again, the waker spinning (not sleeping) for each of the
+ *                          gaps GAPS_US (+-25 %, varied), so the sleeper's CPU has been idle for
+ *                          about that long when the wake-up comes: how the wake-up's cost grows
+ *                          with the idle time (a virtual CPU that halted only briefly may still
+ *                          be polling, in the guest or in the hypervisor).  N / 4 samples per gap.
  *                          The method is lmbench's pipe ping-pong (McVoy and Staelin 1996) with a
  *                          timestamp, so the one-way latency is measured, not a round trip.
  *   send[]                 per size (48, 512, 4096, 65536 bytes): R repeats of a batch of send()
@@ -24,6 +29,9 @@
  *                          call blocks; a batch where a call would block (EAGAIN, short write) is
  *                          discarded and counted.  The peer's data segments in (tcpi_data_segs_in)
  *                          give the segments per call.
+ *   recv_large             R repeats: one 64 KiB send() that has arrived, read back with
+ *                          recv() calls of up to 64 KiB; the thread's CPU for the whole read
+ *                          and the segments it came in (with recv: the copy's cost per byte).
  *   recv                   R repeats: 64 segments of 512 bytes are sent with TCP_NODELAY and
  *                          arrive; then they are read back with one recv() of 512 bytes each,
  *                          timed as above; per segment (tcpi_data_segs_in) and per call.
@@ -81,6 +89,10 @@ static void sleep_us(double us) {
     nanosleep(&ts, NULL); /* us -> s + ns */
 }
 
+/* The idle gaps of wake.cross_by_gap, microseconds. */
+static const double GAPS_US[] = {2.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1280.0};
+#define NGAPS ((int)(sizeof GAPS_US / sizeof GAPS_US[0]))
+
 /* A fixed-seed linear congruential generator: the gaps vary, the run repeats. */
 static uint32_t lcg = 12345u;
 static double next_unit(void) {
@@ -100,6 +112,7 @@ struct wake {
     double *lat_us;
     int use_futex;
     int cpu; /* the sleeper's CPU, or -1 for anywhere */
+    int spin; /* the waker spins through the gap instead of sleeping */
 };
 
 /* Pin the calling thread to one CPU; 0 on success. */
@@ -134,16 +147,29 @@ static void *sleeper(void *arg) {
     return NULL;
 }
 
-static void measure_wake(int n, double gap_us, int use_futex, int cpu, double *out) {
-    struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .use_futex = use_futex, .cpu = cpu};
+static void spin_us(double us) {
+    double end = clock_us(CLOCK_MONOTONIC) + us;
+    while (clock_us(CLOCK_MONOTONIC) < end) {
+    }
+}
+
+static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin, double *out) {
+    struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .use_futex = use_futex, .cpu = cpu,
+                     .spin = spin};
     atomic_store(&w.word, 0u);
     atomic_store(&w.acked, 0);
     if (!use_futex && pipe(w.pipe_fd) != 0) fail("pipe");
     pthread_t th;
     if (pthread_create(&th, NULL, sleeper, &w) != 0) fail("pthread_create");
     for (int i = 0; i < n; i++) {
-        /* a gap long enough for the sleeper to block again, varied so no timer aliases */
-        sleep_us(gap_us * (0.5 + next_unit()));
+        if (spin) { /* the sleeper blocks again, then its CPU idles for the gap */
+            while (atomic_load(&w.acked) < i) {
+            }
+            spin_us(gap_us * (0.75 + 0.5 * next_unit()));
+        } else {
+            /* a gap long enough for the sleeper to block again, varied so no timer aliases */
+            sleep_us(gap_us * (0.5 + next_unit()));
+        }
         while (atomic_load(&w.acked) < i) sched_yield(); /* the sleeper took the last one */
         double t0 = clock_us(CLOCK_MONOTONIC);
         if (use_futex) {
@@ -275,6 +301,27 @@ static struct batch recv_batch(int snd, int rcv, char *buf) {
     return b;
 }
 
+/* One BIG-byte send() that has arrived, read back with recv() calls of up to BIG bytes: the
+ * thread's CPU for the whole read (cpu_us) and the segments it came in (the copy's per-byte
+ * cost is what this adds over small reads). */
+static struct batch recv_large(int snd, int rcv, char *buf) {
+    unsigned seg0 = data_segs_in(rcv);
+    if (send(snd, buf, BIG, 0) != BIG) fail("send");
+    await_bytes(rcv, (long)BIG);
+    struct batch b = {0, 0, 0, 1};
+    long got = 0;
+    double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID), w0 = clock_us(CLOCK_MONOTONIC);
+    while (got < (long)BIG) {
+        ssize_t r = recv(rcv, buf, (size_t)(BIG - got), 0);
+        if (r <= 0) fail("recv");
+        got += r;
+    }
+    b.cpu_us = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+    b.wall_us = clock_us(CLOCK_MONOTONIC) - w0;
+    b.segments = (double)(data_segs_in(rcv) - seg0);
+    return b;
+}
+
 /* ------------------------------------------------------------------ output */
 
 static void print_array(const char *name, const double *x, int n) {
@@ -311,17 +358,19 @@ int main(int argc, char **argv) {
     double *pipe_us = calloc((size_t)samples, sizeof(double));
     double *futex_us = calloc((size_t)samples, sizeof(double));
     double *cross_us = calloc((size_t)samples, sizeof(double));
+    int gap_n = samples / 4 > 0 ? samples / 4 : 1;
+    double *by_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
     double *cpu = calloc((size_t)repeats, sizeof(double));
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
-    if (!pipe_us || !futex_us || !cross_us || !cpu || !wall || !segs || !buf) fail("calloc");
+    if (!pipe_us || !futex_us || !cross_us || !by_gap || !cpu || !wall || !segs || !buf) fail("calloc");
 
     double t0 = clock_us(CLOCK_MONOTONIC);
-    measure_wake(samples, gap_us, 0, -1, pipe_us);
-    measure_wake(samples, gap_us, 1, -1, futex_us);
+    measure_wake(samples, gap_us, 0, -1, 0, pipe_us);
+    measure_wake(samples, gap_us, 1, -1, 0, futex_us);
     /* two CPUs this process may use: the waker on the first, the sleeper on the second */
-    int n_cross = 0;
+    int n_cross = 0, n_gaps = 0;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
         int first = -1, second = -1;
@@ -333,8 +382,11 @@ int main(int argc, char **argv) {
                     second = c;
             }
         if (pin_to(first) == 0) {
-            measure_wake(samples, gap_us, 0, second, cross_us);
+            measure_wake(samples, gap_us, 0, second, 0, cross_us);
             n_cross = samples;
+            for (int g = 0; g < NGAPS; g++)
+                measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n);
+            n_gaps = NGAPS;
             pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
         }
     }
@@ -350,7 +402,13 @@ int main(int argc, char **argv) {
     print_array("futex_us", futex_us, samples);
     printf(", ");
     print_array("pipe_cross_us", cross_us, n_cross);
-    printf("}, \"send\": [");
+    printf(", \"cross_by_gap\": [");
+    for (int g = 0; g < n_gaps; g++) {
+        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
+        print_array("lat_us", by_gap + (size_t)g * gap_n, gap_n);
+        printf("}");
+    }
+    printf("]}, \"send\": [");
     for (int s = 0; s < NSIZES; s++) {
         int n = 0, discarded = 0;
         for (int w = 0; w < 3; w++) send_batch(snd, rcv, SIZES[s], FLAGS[s], buf); /* warm-up */
@@ -387,6 +445,19 @@ int main(int argc, char **argv) {
     print_array("cpu_us_per_segment", cpu, repeats);
     printf(", ");
     print_array("wall_us_per_call", wall, repeats);
+    printf(", ");
+    print_array("segments", segs, repeats);
+    printf("}, \"recv_large\": {\"bytes\": %d, ", BIG);
+    for (int w = 0; w < 3; w++) recv_large(snd, rcv, buf); /* warm-up */
+    for (int i = 0; i < repeats; i++) {
+        struct batch b = recv_large(snd, rcv, buf);
+        cpu[i] = b.cpu_us;
+        wall[i] = b.wall_us;
+        segs[i] = b.segments;
+    }
+    print_array("cpu_us", cpu, repeats);
+    printf(", ");
+    print_array("wall_us", wall, repeats);
     printf(", ");
     print_array("segments", segs, repeats);
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
