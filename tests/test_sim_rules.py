@@ -279,6 +279,54 @@ def test_wake_cpu_counts_as_thread_cpu():
     assert cpu[1] > cpu[0]
 
 
+def test_a_thread_idle_only_briefly_wakes_in_wake_fast():
+    # QD 1, one segment each way: each thread idles for the other's wake-up and work
+    # (a few hundred microseconds here), so with a window longer than that every wake-up is fast.
+    slow = {"wake_s": 30e-6}
+    fast = {"wake_fast_s": 3e-6, "wake_fast_idle_s": 1e-3}
+    sc = presets.one_segment(server=slow, client=slow, run={"ops": 300})
+    a = simulate(sc)
+    b = simulate(sc.replace(server=fast, client=fast))
+    saved = [x - y for x, y in zip(a.rtts_s, b.rtts_s)]
+    # from the second operation on, both wake-ups of each are fast (the first one finds a thread
+    # idle since the connection was set up)
+    assert saved[1:] == pytest.approx([2 * 27e-6] * (len(saved) - 1), abs=1e-12)
+    # a window shorter than the idle time changes nothing
+    brief = {"wake_fast_s": 3e-6, "wake_fast_idle_s": 1e-6}
+    c = simulate(sc.replace(server=brief, client=brief))
+    assert c.rtts_s == a.rtts_s
+
+
+def test_the_copies_cost_cpu_per_byte():
+    sc = presets.one_segment(run={"ops": 200})
+    a = simulate(sc)
+    # the client copies each 560-byte response before it completes the operation (the first
+    # measured operation's round trip is set by the start-up, not by the client)
+    b = simulate(sc.replace(client={"recv_byte_cpu_s": 1e-9}))
+    added = [y - x for x, y in zip(a.rtts_s, b.rtts_s)]
+    assert added[1:] == pytest.approx([560e-9] * (len(added) - 1), abs=1e-12)
+    # the server's send() copies cost its thread CPU: with deep queues it runs out of CPU sooner
+    deep = sc.replace(workload={"qd": 16}, server={"proc_s": 2e-6})
+    c = simulate(deep)
+    d = simulate(deep.replace(server={"send_byte_cpu_s": 20e-9}))  # 11 us per 560-byte response
+    assert d.hosts["server"].cpu_utilization > c.hosts["server"].cpu_utilization
+    assert d.iops < c.iops
+    with pytest.raises(
+        ValueError, match="recv_byte_cpu_s must be from 0 to 1e-06 seconds per byte"
+    ):
+        sc.replace(client={"recv_byte_cpu_s": 5.0})
+
+
+@pytest.mark.parametrize("qd", [1, 3, 8])
+def test_fast_wake_ups_give_the_same_result_with_and_without_the_fast_forward(qd):
+    fast = {"wake_s": 30e-6, "wake_fast_s": 3e-6, "wake_fast_idle_s": 40e-6}
+    sc = presets.one_segment(workload={"qd": qd}, server=fast, client=fast, run={"ops": 3000})
+    on, off = simulate(sc), simulate(sc.replace(run={"fast_forward": False}))
+    assert on.skipped_ops > 0 and off.skipped_ops == 0
+    assert on.rtts_s == off.rtts_s and on.iops == off.iops
+    assert on.hosts == off.hosts and on.directions == off.directions
+
+
 def test_random_wake_latency_is_seeded_and_turns_the_fast_forward_off():
     sc = presets.one_segment(workload={"qd": 4}, server={"wake_spread_s": 30e-6}, run={"ops": 400})
     a, b = simulate(sc), simulate(sc)

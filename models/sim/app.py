@@ -1,8 +1,9 @@
 """Application threads: the server's session thread and the initiator.
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
-``wake`` after data arrives in its socket (plus a random extra latency
-if the host has one), spends ``wake_cpu`` on the wake-up itself, and
+``wake`` after data arrives in its socket (``wake_fast`` instead if it
+has been idle for less than ``wake_fast_idle``; plus a random extra
+latency if the host has one), spends ``wake_cpu`` on the wake-up itself, and
 then, busy, reads everything
 queued, processes each *complete* message in turn (``proc`` each; a
 message is complete when all its bytes arrived: the reader knows the
@@ -73,6 +74,12 @@ class AppThread:
         CPU spent on each wake-up before the thread reads, fs.
     wake_extra : callable or None
         The next random extra wake-up latency, fs (``None``: none).
+    wake_fast, wake_fast_idle : int
+        Wake-up latency, fs, of a thread idle for less than
+        ``wake_fast_idle`` fs (0: every wake-up takes ``wake``).
+    read_byte : int
+        CPU per byte read (the copy to the application), fs, added to
+        the processing of the next message the thread handles.
     cpu : OwnCpu or CpuPool, optional
         Where the thread's work runs.
     exchange : Exchange
@@ -96,6 +103,9 @@ class AppThread:
         *,
         exchange: Exchange,
         setup: Exchange | None = None,
+        wake_fast: int = 0,
+        wake_fast_idle: int = 0,
+        read_byte: int = 0,
     ) -> None:
         self.loop = loop
         self.heap, self.ticket = loop.heap, loop.ticket  # the loop's fast path
@@ -113,6 +123,10 @@ class AppThread:
         self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
         self.wake_extra = wake_extra
+        self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
+        self.idle_since = 0  # fs: when the thread last went idle
+        self.read_byte = read_byte
+        self.read_cpu = 0  # fs of copying read but not yet paid
         self.cork = host.cork
         self.flush_on_idle = host.flush_on_idle
         self.quickack = host.quickack
@@ -142,6 +156,8 @@ class AppThread:
         if not self.busy and not self.waking:
             self.waking = True
             delay = self.wake
+            if now - self.idle_since < self.wake_fast_idle:
+                delay = self.wake_fast  # its CPU was idle only briefly
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
@@ -162,7 +178,9 @@ class AppThread:
         """Read what is queued; start the next message or go idle."""
         rcv = self.rcv
         if rcv.rcv_nxt != rcv.copied_seq:
-            rcv.read(now)
+            copied = rcv.read(now)
+            if self.read_byte:
+                self.read_cpu += copied * self.read_byte
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)
                 rcv.ack.quickack(now)
         expect = self.expect
@@ -172,6 +190,9 @@ class AppThread:
             proc = item[3]
             if self.factor is not None:
                 proc = round(proc * self.factor())
+            if self.read_cpu:  # the copies of what was read, paid first
+                proc += self.read_cpu
+                self.read_cpu = 0
             self.cpu_fs += proc
             end = now + proc if self.own_cpu else self.cpu.run(now, proc)
             heappush(self.heap, [end, next(self.ticket), self.done, item])
@@ -179,6 +200,7 @@ class AppThread:
         if self.flush_on_idle:
             self.ep.sender.flush(now)
         self.busy = False
+        self.idle_since = now
         self.busy_fs += now - self.busy_start
         if self.count:
             self.busy_counts[self.count] = self.busy_counts.get(self.count, 0) + 1
@@ -334,7 +356,17 @@ class AppThread:
             tuple(self.writes),
             self.unwritten,
             tuple(sorted((view.op(op) if op >= 0 else op, m) for op, m in self.got.items())),
+            self._idle_state(view),
+            self.read_cpu,
         )
+
+    def _idle_state(self, view: View) -> int | None:
+        """How long ago an idle thread went idle, as far as it can still
+        matter (a wake-up's latency depends on it only under
+        ``wake_fast_idle``)."""
+        if not self.wake_fast_idle or self.busy or self.waking:
+            return None
+        return max(view.time(self.idle_since), -self.wake_fast_idle)
 
     def cycle_signature(self, view: View) -> Hashable:
         return self.busy, self.waking, len(self.expect)
@@ -363,6 +395,7 @@ class AppThread:
         ended_b = sum(b["busy_counts"].values()) + b["empty_wakeups"]
         if ended_a != ended_b:  # its busy periods repeat
             self.busy_start += shift.dt
+            self.idle_since += shift.dt
         else:  # one period, still growing
             self.count = shift.grown("count")
         self.expect = deque(self._item_moved(i, shift) for i in self.expect)

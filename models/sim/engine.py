@@ -97,6 +97,9 @@ class Simulation:
             wake_cpu=fs(s.wake_cpu_s),
             wake_extra=wake_extra(s),
             cpu=cpu,
+            wake_fast=fs(s.wake_fast_s),
+            wake_fast_idle=fs(s.wake_fast_idle_s),
+            read_byte=fs(s.recv_byte_cpu_s),
         )
         self.client = ClientThread(
             loop,
@@ -109,6 +112,9 @@ class Simulation:
             wake_cpu=fs(c.wake_cpu_s),
             wake_extra=wake_extra(c),
             cpu=cpu,
+            wake_fast=fs(c.wake_fast_s),
+            wake_fast_idle=fs(c.wake_fast_idle_s),
+            read_byte=fs(c.recv_byte_cpu_s),
             qd=wl.qd,
             exchange=exchange,
             setup=setup,
@@ -378,14 +384,21 @@ def _tx_cost(host) -> int:
     costs is (the thread then makes its ``send()`` calls one after
     another, each after the CPU of the one before)."""
     fs = seconds_to_fs
-    return fs(host.tx_cpu_s) + fs(host.send_cpu_s) + fs(host.gso_cpu_s)
+    return (
+        fs(host.tx_cpu_s)
+        + fs(host.send_cpu_s)
+        + fs(host.gso_cpu_s)
+        + fs(host.send_byte_cpu_s * 65536)  # s/byte -> s per 64 KiB: nonzero if charged
+    )
 
 
 def _endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoint:
     """One host's TCP endpoint: its socket options, the profile's
     congestion rule, window and size goal, the host's transmit costs."""
     fs = seconds_to_fs
-    costs = TxCosts(fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s))
+    costs = TxCosts(
+        fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s), fs(host.send_byte_cpu_s)
+    )
     ep = Endpoint(
         side,
         loop,

@@ -184,7 +184,8 @@ class Spec:
             or value < 0
             or value > high
         ):
-            raise ValueError(f"{name} must be from 0 to {high:g} seconds, got {value!r}")
+            unit = self.unit or "seconds"
+            raise ValueError(f"{name} must be from 0 to {high:g} {unit}, got {value!r}")
         return float(value)
 
     def _check_rate(self, name: str, value: Any) -> float:

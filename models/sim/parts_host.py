@@ -39,10 +39,14 @@ class Host(Part):
     GSO/TSO super-packet (an skb of up to the kernel's ``size_goal``
     bytes, ``tcp_write_xmit`` down to the driver) and ``tx_cpu_s`` per
     MSS-sized segment on the wire (the segmentation).  The first two are
-    0 by default.
+    0 by default, as are the per-byte costs of the copies: ``send_byte_cpu_s``
+    (in ``send()``) and ``recv_byte_cpu_s`` (in the read, thread CPU).
 
     The host cost model adds, each off by default: ``ack_cpu_s`` (soft
-    interrupt per pure ACK received), ``wake_cpu_s`` (thread CPU per
+    interrupt per pure ACK received), ``wake_fast_s`` and
+    ``wake_fast_idle_s`` (a thread idle for less than the second wakes
+    in the first instead of ``wake_s``: a virtual CPU that halted only
+    briefly is still polling), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
     ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
@@ -102,6 +106,22 @@ class Host(Part):
         "transmit CPU per GSO/TSO super-packet (an skb of up to the kernel's size_goal bytes)",
         sample=OneOf(0.0, 2e-6),
     )
+    send_byte_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds per byte",
+        "transmit CPU per byte a send() call writes (the copy into the socket buffer)",
+        high=1e-6,
+        sample=OneOf(0.0, 0.1e-9),
+    )
+    recv_byte_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds per byte",
+        "thread CPU per byte a read copies to the application (before it processes)",
+        high=1e-6,
+        sample=OneOf(0.0, 0.2e-9),
+    )
     ack_cpu_s: float | None = param(
         None,
         "seconds",
@@ -109,6 +129,21 @@ class Host(Part):
         "receive soft-interrupt CPU per pure ACK (default: softirq_s)",
         optional=True,
         sample=OneOf(None, 0.0, 1e-6),
+    )
+    wake_fast_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "wake-up latency instead of wake_s when the thread idled less than wake_fast_idle_s "
+        "(a CPU that halted only briefly is still polling)",
+        sample=OneOf(0.0, 5e-6),
+    )
+    wake_fast_idle_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "idle time under which a wake-up takes wake_fast_s (0: never)",
+        sample=OneOf(0.0, 60e-6),
     )
     wake_cpu_s: float = param(
         0.0,

@@ -63,11 +63,13 @@ NAGLE, NODELAY, CORK, PUSH = 0, 1, 2, 3
 
 class TxCosts(NamedTuple):
     """Transmit CPU of one host, femtoseconds: per ``send()`` call, per
-    buffer (GSO/TSO super-packet) and per MSS-sized wire segment."""
+    buffer (GSO/TSO super-packet), per MSS-sized wire segment, and per
+    byte a call writes."""
 
     send_fs: int = 0
     gso_fs: int = 0
     seg_fs: int = 0
+    byte_fs: int = 0
 
 
 _FREE = TxCosts()
@@ -115,6 +117,7 @@ class Sender:
         "windowed",
         "plain",
         "send_fs",
+        "byte_fs",
         "gso_fs",
         "seg_fs",
         "paid",
@@ -170,7 +173,7 @@ class Sender:
         # write's shortcut (_write_alone) needs no window and a cork rule
         # known not to look at the queue: these exact classes
         self.plain = not self.windowed and type(cork) in (Cork, Autocork)
-        self.send_fs, self.gso_fs, self.seg_fs = costs
+        self.send_fs, self.gso_fs, self.seg_fs, self.byte_fs = costs
         self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
         self.write_seq = 1  # next byte the application writes
         self.snd_nxt = 1  # next byte to send
@@ -201,8 +204,8 @@ class Sender:
             return self._write_alone(now, nbytes, more)
         self.in_send = True
         self.sent_in_call = 0
-        if self.send_fs:
-            self.thread_cpu += self.send_fs
+        if self.send_fs or self.byte_fs:
+            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
         goal = self.goal
         q = self.queue
         remaining = nbytes
@@ -252,8 +255,8 @@ class Sender:
         asking them first is the same."""
         self.in_send = True
         self.sent_in_call = 0
-        if self.send_fs:
-            self.thread_cpu += self.send_fs
+        if self.send_fs or self.byte_fs:
+            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
         start = self.write_seq
         end = self.write_seq = start + nbytes
         mode = CORK if (more or self.corked) else self.mode
