@@ -83,6 +83,14 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
     m = c["send_model"]
     assert m["per_call_us"] > 0 and m["per_segment_us"] > 0
     assert 0.05 < c["recv"]["cpu_us_per_segment"] < 1000
+    big = c["recv"]["large"]  # one 64 KiB read costs more than one 512-byte segment's
+    assert big["bytes"] == 65536 and big["cpu_us"] > c["recv"]["cpu_us_per_segment"]
+    assert big["per_byte_ns"] >= 0
+    if st["kernel"]["cpus"] > 1:  # the cross-CPU wake-up after each idle gap, gaps in order
+        gaps = c["wake"]["cross_by_gap"]
+        assert [g["gap_us"] for g in gaps] == sorted(g["gap_us"] for g in gaps)
+        assert len(gaps) == 10 and all(0.1 < g["median_us"] < 10_000 for g in gaps)
+    assert st["idle"].keys() == {"cpuidle_driver", "cpuidle_governor", "guest_halt_poll"}
     assert c["elapsed_s"]["total"] < 5
 
 
@@ -142,10 +150,15 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
     # the measured costs are held exactly
     assert h["wake_s"] == pytest.approx(12e-6)
     assert h["send_cpu_s"] == pytest.approx(1.5e-6)
-    assert h["gso_cpu_s"] == pytest.approx(3e-6)
+    # the fitted per-segment cost is per super-packet on the loopback: it joins gso_cpu_s
+    assert h["tx_cpu_s"] == 0.0
+    assert h["gso_cpu_s"] == pytest.approx(3e-6 + truth.tx_s, rel=0.3)
+    assert p.provenance["gso_cpu_s"].startswith("measured + fitted")
+    assert h["send_byte_cpu_s"] == pytest.approx(0.1e-9)
     assert p.provenance["wake_s"].startswith("measured")
     assert p.provenance["proc_s"].startswith("fitted")
-    assert d["fit"]["fixed"] == ["wake_s", "send_s", "gso_s"]
+    assert d["fit"]["fixed"][:1] == ["wake_s"] and {"send_s", "gso_s"} <= set(d["fit"]["fixed"])
+    assert d["fit"]["target"] == "median operation time"
     assert d["fit"]["stalled_rows"] == 1 and len(d["fit"]["training_rows"]) == len(profile.RUNS)
     assert d["fit"]["loss"] < 1e-3
     # the QD-1 rows fix the path latency, the others the per-operation sum
@@ -173,6 +186,45 @@ def test_a_cost_pushed_past_its_range_is_reported_at_the_bound():
     for k in fit.fitted:
         r = calibrate.RANGES[k]
         assert r.lo_s <= getattr(fit.costs, k) <= r.hi_s
+
+
+def test_wake_costs_without_a_step_leave_the_fast_wake_up_off():
+    flat = [{"gap_us": g, "median_us": 5.0} for g in (2, 20, 200, 2000)]
+    w = profile.wake_costs({"pipe_cross": {"median_us": 6.0}, "cross_by_gap": flat})
+    assert w == {"wake_s": 6.0e-6, "wake_fast_s": 0.0, "wake_fast_idle_s": 0.0}
+    w = profile.wake_costs({"pipe": {"median_us": 4.0}})  # one CPU, no gaps
+    assert w["wake_s"] == 4.0e-6 and w["wake_fast_idle_s"] == 0.0
+    # a step after the first gap: fast below the geometric middle of 2 and 20 us
+    step = [{"gap_us": 2, "median_us": 5.0}, {"gap_us": 20, "median_us": 30.0}]
+    w = profile.wake_costs({"pipe_cross": {"median_us": 6.0}, "cross_by_gap": step})
+    assert w["wake_fast_idle_s"] == pytest.approx(math.sqrt(40) * 1e-6)
+
+
+def test_a_mean_target_fits_little_s_law_and_is_recorded():
+    fixed = profile.measured_costs(_fake_costs()["costs"])
+    truth = calibrate.HostCosts(
+        op_s=6e-6,
+        tx_s=1e-6,
+        ack_s=0.5e-6,
+        wake_s=12e-6,
+        path_s=4e-6,
+        send_s=fixed["send_s"],
+        gso_s=fixed["gso_s"],
+    )
+    rows = [r for r in _rows(truth) if r["stalled_pct"] == 0]
+    for r in rows:  # a run whose mean operation time is 1.5 times its median (a tail)
+        r["iops"] = r["qd"] / (1.5 * r["lat_p50_us"] * 1e-6)
+
+    def mean_us(row, c):
+        return 1.5 * _fake_median(row, c)
+
+    d = profile.build_profile(_fake_costs(), rows, mean_us, max_evaluations=400, target="mean")
+    assert d["fit"]["target"] == "mean operation time" and d["fit"]["loss"] < 1e-3
+    assert "measured_mean_us" in d["fit"]["training_rows"][0]
+    with pytest.raises(ValueError, match="target must be 'median' or 'mean'"):
+        profile.build_profile(_fake_costs(), rows, mean_us, target="p99")
+    with pytest.raises(ValueError, match="needs median_us"):
+        profile.build_profile(_fake_costs(), rows, target="mean")
 
 
 def test_fit_costs_refuses_bad_input():

@@ -94,7 +94,7 @@ TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_
 #: Where the search starts, in seconds (a few microseconds each).
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
 #: Costs that are only ever fixed (measured) and never fitted, 0 unless given.
-EXTRA = ("send_s", "gso_s")
+EXTRA = ("send_s", "gso_s", "wake_fast_s", "wake_fast_idle_s", "send_byte_s", "recv_byte_s")
 #: The ``Host`` field each cost sets (``path_s`` sets half of each path latency).
 FIELDS = {
     "op_s": "proc_s",
@@ -104,6 +104,10 @@ FIELDS = {
     "path_s": "tx_latency_s",
     "send_s": "send_cpu_s",
     "gso_s": "gso_cpu_s",
+    "wake_fast_s": "wake_fast_s",
+    "wake_fast_idle_s": "wake_fast_idle_s",
+    "send_byte_s": "send_byte_cpu_s",
+    "recv_byte_s": "recv_byte_cpu_s",
 }
 _US = (
     "the loop's costs on a Linux host are microseconds: a message's work and a "
@@ -136,6 +140,10 @@ class HostCosts:
     path_s: float
     send_s: float = 0.0
     gso_s: float = 0.0
+    wake_fast_s: float = 0.0
+    wake_fast_idle_s: float = 0.0
+    send_byte_s: float = 0.0
+    recv_byte_s: float = 0.0
 
     def host_fields(self) -> dict:
         """The ``Host`` fields these costs set, seconds (both ends)."""
@@ -150,6 +158,10 @@ class HostCosts:
         )
         if self.send_s or self.gso_s:  # fields of the host cost model, 0 by default
             host.update(send_cpu_s=self.send_s, gso_cpu_s=self.gso_s)
+        if self.wake_fast_idle_s:  # a wake-up of a thread idle only briefly (off by default)
+            host.update(wake_fast_s=self.wake_fast_s, wake_fast_idle_s=self.wake_fast_idle_s)
+        if self.send_byte_s or self.recv_byte_s:  # the copies' cost per byte (off by default)
+            host.update(send_byte_cpu_s=self.send_byte_s, recv_byte_cpu_s=self.recv_byte_s)
         return host
 
     def scenario_options(self) -> dict:
@@ -265,6 +277,7 @@ def fit_costs(
     max_evaluations: int = 600,
     fixed: Mapping[str, float] | None = None,
     ranges: Mapping[str, Range] = RANGES,
+    measured_us=None,
 ) -> Fit:
     """Fit :class:`HostCosts` to ``rows`` (records of the sweep):
     ``median_us(row, costs)`` is the simulated median operation time of
@@ -273,7 +286,9 @@ def fit_costs(
     of ``ranges`` (seconds).  Deterministic: a fixed start and
     Nelder-Mead in bounded coordinates (a logistic map onto the
     logarithm of each range), restarted from its result with a narrower
-    simplex until a restart no longer improves the loss.
+    simplex until a restart no longer improves the loss.  ``measured_us(row)``
+    is the measured value ``median_us`` is held to (default: the row's
+    ``lat_p50_us``).
 
     Raises
     ------
@@ -294,7 +309,9 @@ def fit_costs(
                 f"start: {k} must be in [{ranges[k].lo_s:g}, {ranges[k].hi_s:g}] s, "
                 f"got {start[k]!r}"
             )
-    measured = np.array([float(r["lat_p50_us"]) for r in rows])
+    measured = np.array(
+        [float(r["lat_p50_us"]) if measured_us is None else float(measured_us(r)) for r in rows]
+    )
 
     def values(x) -> dict[str, float]:
         out = {}

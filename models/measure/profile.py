@@ -31,7 +31,16 @@ from typing import Any
 
 from models.sim import hostprofile
 
-__all__ = ["RUNS", "QUICK_WINDOW_S", "WINDOW_S", "measured_costs", "sweep_rows", "build_profile"]
+__all__ = [
+    "RUNS",
+    "QUICK_WINDOW_S",
+    "WINDOW_S",
+    "FAST_FACTOR",
+    "wake_costs",
+    "measured_costs",
+    "sweep_rows",
+    "build_profile",
+]
 
 #: The sweep's runs: (server socket mode, QD, payload bytes), on the host loopback.
 RUNS = tuple(
@@ -44,16 +53,65 @@ _WARMUP_S = 0.2  # seconds excluded from each run's statistics
 _QUICK_WARMUP_S = 0.05
 
 
+#: A wake-up after an idle gap counts as fast (the CPU was still polling) when its median is
+#: under this many times the median after the shortest gap.
+FAST_FACTOR = 1.5
+
+
+def wake_costs(wake: Mapping[str, Any]) -> dict[str, float]:
+    """``wake_s``, ``wake_fast_s`` and ``wake_fast_idle_s`` (seconds) from the wake-up
+    microbenchmarks (:func:`models.measure.costs.summarise`'s ``wake``).
+
+    With the cross-CPU wake-ups after set idle gaps (``cross_by_gap``): ``wake_s`` is the median
+    after the longest gap (a CPU that halted), ``wake_fast_s`` the median after the shortest (a
+    CPU still polling), and ``wake_fast_idle_s`` the geometric middle between the last gap whose
+    median is still fast (under :data:`FAST_FACTOR` times the shortest gap's) and the next gap;
+    no step (the longest gap's median under that too) leaves the fast wake-up off.
+    Without them: the cross-CPU median (or the same-CPU one on a single CPU), fast wake-up off.
+
+    >>> gaps = [{"gap_us": g, "median_us": m} for g, m in [(2, 5.0), (160, 5.2), (320, 14.6),
+    ...                                                      (1280, 52.9)]]
+    >>> w = wake_costs({"pipe_cross": {"median_us": 5.4}, "cross_by_gap": gaps})
+    >>> round(w["wake_s"] * 1e6, 1), round(w["wake_fast_s"] * 1e6, 1)
+    (52.9, 5.0)
+    >>> round(w["wake_fast_idle_s"] * 1e6)  # between 160 and 320 us
+    226
+    """
+    single = wake.get("pipe_cross") or wake["pipe"]  # another CPU, if there is one
+    gaps = sorted(wake.get("cross_by_gap") or [], key=lambda g: g["gap_us"])
+    off = {"wake_s": single["median_us"] * 1e-6, "wake_fast_s": 0.0, "wake_fast_idle_s": 0.0}
+    if len(gaps) < 2:
+        return off
+    fast, slow = gaps[0]["median_us"], gaps[-1]["median_us"]
+    cut = FAST_FACTOR * fast
+    if not slow >= cut:
+        return off
+    last = 0
+    while last + 1 < len(gaps) and gaps[last + 1]["median_us"] < cut:
+        last += 1
+    idle_us = math.sqrt(gaps[last]["gap_us"] * gaps[last + 1]["gap_us"])
+    return {
+        "wake_s": slow * 1e-6,  # us -> s
+        "wake_fast_s": fast * 1e-6,  # us -> s
+        "wake_fast_idle_s": idle_us * 1e-6,  # us -> s
+    }
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) and x > 0 else 0.0
+
+
 def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     """The fixed costs (seconds, :data:`models.kernel.calibrate.COSTS` names) from a
     :func:`models.measure.costs.summarise` result, and the floor of the work per message."""
     m = costs["send_model"]
-    wake = costs["wake"].get("pipe_cross") or costs["wake"]["pipe"]  # another CPU, if there is one
     return {
-        "wake_s": wake["median_us"] * 1e-6,  # us -> s
+        **wake_costs(costs["wake"]),
         "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
         "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
         "op_floor_s": costs["recv"]["cpu_us_per_segment"] * 1e-6,  # us -> s
+        "send_byte_s": max(m.get("per_byte_ns", 0.0), 0.0) * 1e-9,  # ns -> s
+        "recv_byte_s": _finite(costs["recv"].get("large", {}).get("per_byte_ns", 0.0)) * 1e-9,
     }
 
 
@@ -85,6 +143,11 @@ def _simulated_median(hz: int) -> Callable[[Mapping[str, Any], Any], float]:
     return median_us
 
 
+def _bound_note(fit: Any, name: str) -> str:
+    bound = dict(fit.at_bound).get(name)
+    return f", at the {bound} bound of its range" if bound else ""
+
+
 def _provenance(name: str, fit: Any, how: dict[str, str]) -> str:
     if name in how:
         return how[name]
@@ -97,6 +160,8 @@ def build_profile(
     rows: list[dict[str, Any]],
     median_us: Callable[[Mapping[str, Any], Any], float] | None = None,
     max_evaluations: int = 300,
+    target: str = "median",
+    training: str | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -111,6 +176,13 @@ def build_profile(
         (default: the simulator's, at the machine's HZ).
     max_evaluations
         Bound on the fit's simulations of the training rows.
+    target
+        ``"median"``: each row's median operation time (``lat_p50_us``) is fitted, and
+        ``median_us`` gives the model's; ``"mean"``: its mean operation time by Little's law
+        (``1e6 * qd / iops``, what its IOPS says), and ``median_us`` gives the model's mean.
+    training
+        Where the rows came from, recorded in the profile's ``fit`` (default: this machine's
+        calibration sweep).
 
     Raises
     ------
@@ -133,6 +205,16 @@ def build_profile(
         op, lo_s=min(max(op.lo_s, floor), op.hi_s), source=op.source + "; no lower than recv()"
     )
     start = {k: min(max(v, ranges[k].lo_s), ranges[k].hi_s) for k, v in calibrate.START.items()}
+    if target not in ("median", "mean"):
+        raise ValueError(f"target must be 'median' or 'mean', got {target!r}")
+    if target == "mean" and median_us is None:
+        raise ValueError("target='mean' needs median_us: the model's mean operation time")
+
+    def measured(r: Mapping[str, Any]) -> float:
+        if target == "mean":
+            return 1e6 * float(r["qd"]) / float(r["iops"])  # Little's law, s -> us
+        return float(r["lat_p50_us"])
+
     fit = calibrate.fit_costs(
         train,
         median_us or _simulated_median(int(hz)),
@@ -140,24 +222,48 @@ def build_profile(
         max_evaluations=max_evaluations,
         fixed=fixed,
         ranges=ranges,
+        measured_us=measured,
     )
     fields = fit.costs.host_fields()
     how = {
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "
-        "(python -m models.measure costs)",
+        "(python -m models.measure costs), after the longest idle gap when gaps were measured",
+        "wake_fast_s": "measured: median pipe wake-up of a thread on another CPU after the "
+        "shortest idle gap",
+        "wake_fast_idle_s": "measured: between the last idle gap whose wake-up was still fast "
+        "and the next",
         "send_cpu_s": "measured: send() CPU per call, least squares over five sizes",
         "gso_cpu_s": "measured: send() CPU per loopback segment (one super-packet, both stacks)",
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
+        "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
+        "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
     }
     names = {v: k for k, v in calibrate.FIELDS.items()}
     provenance = {f: how.get(f) or _provenance(names.get(f, "path_s"), fit, how) for f in fields}
+    # On the loopback a segment is one super-packet (its MSS is about 64 KiB), so the fitted
+    # per-segment cost is per super-packet: it joins gso_cpu_s, and tx_cpu_s (software
+    # segmentation, per MSS on the wire) is 0, as on every link with TSO/GSO offload (veth too).
+    tx_fit = fields.get("tx_cpu_s", 0.0)
+    fields["gso_cpu_s"] = fields.get("gso_cpu_s", 0.0) + tx_fit
+    fields["tx_cpu_s"] = 0.0
+    provenance["gso_cpu_s"] = (
+        f"measured + fitted: send() CPU per loopback segment ({fixed['gso_s'] * 1e6:.3f} us) plus "
+        f"the fitted per-segment cost ({tx_fit * 1e6:.3f} us; on the loopback a segment is one "
+        f"super-packet){_bound_note(fit, 'tx_s')}"
+    )
+    provenance["tx_cpu_s"] = (
+        "fixed: 0, no software segmentation on links with TSO/GSO offload (loopback, veth); "
+        "the fitted per-segment cost is in gso_cpu_s"
+    )
+    key = "p50" if target == "median" else "mean"
     rows_out = [
         {
             "sock_mode": r["sock_mode"],
+            **({"client_sock_mode": r["client_sock_mode"]} if "client_sock_mode" in r else {}),
             "qd": r["qd"],
             "iosize_bytes": r["iosize_bytes"],
-            "measured_p50_us": float(r["lat_p50_us"]),
-            "model_p50_us": float(r["lat_p50_us"]) * math.exp(res),
+            f"measured_{key}_us": measured(r),
+            f"model_{key}_us": measured(r) * math.exp(res),
         }
         for r, res in zip(train, fit.residuals)
     ]
@@ -185,6 +291,8 @@ def build_profile(
             "ranges_s": {n: [ranges[n].lo_s, ranges[n].hi_s] for n in fit.fitted},
             "loss": fit.loss,
             "evaluations": fit.evaluations,
+            "target": f"{target} operation time",
+            "training": training or "this machine's calibration sweep (RUNS)",
             "training_rows": rows_out,
             "stalled_rows": len(rows) - len(train),
         },

@@ -31,24 +31,27 @@ mistake (microseconds typed as seconds) or a fit gone to a corner, not an unusua
 
 How ``python -m models.measure costs`` maps onto the fields (on the host loopback):
 
-``wake_s``
-    the median wake-up latency of a thread blocked in ``read()`` on a pipe, pinned to another
-    CPU than the waker's (``pipe_cross``; the one placed by the scheduler when the machine has
-    one CPU): a thread blocked in ``recv()`` is woken the same way, from a wait queue by the
-    code that queued the data, and the two ends of a loop run on two CPUs, the sleeper's gone
-    idle; the same-CPU and futex wake-ups are recorded too;
-``send_cpu_s``
-    the per-call part of ``send()``'s CPU time (least squares over 48 B to 64 KiB, and a 48 B
-    ``MSG_MORE`` call that sends no segment);
+``wake_s``, ``wake_fast_s``, ``wake_fast_idle_s``
+    the wake-up latency of a thread blocked in ``read()`` on a pipe, pinned to another CPU than
+    the waker's (``pipe_cross``: a thread blocked in ``recv()`` is woken the same way, from a
+    wait queue by the code that queued the data, and the two ends of a loop run on two CPUs),
+    measured again after the sleeper's CPU has idled for set gaps (``cross_by_gap``): the
+    median after the shortest gap is ``wake_fast_s`` (the CPU still polling), after the
+    longest ``wake_s`` (it halted), and ``wake_fast_idle_s`` lies between the last gap whose
+    wake-up was still fast and the next (:func:`models.measure.profile.wake_costs`); without
+    the gaps, ``wake_s`` is the ``pipe_cross`` median and the fast wake-up is off;
+``send_cpu_s``, ``send_byte_cpu_s``
+    the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
+    64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
 ``gso_cpu_s``
     the per-segment part: on loopback one super-packet is one segment, and the receiving
     stack's processing runs in the sender's soft interrupt, so this is a super-packet's cost
-    end to end;
+    end to end; ``calibrate`` adds the fitted per-segment cost to it;
+``recv_byte_cpu_s``
+    what reading a 64 KiB ``send()`` costs beyond as many 512-byte segments' reads, per byte;
 ``tx_cpu_s``
-    not measured (on loopback it cannot be told from ``gso_cpu_s``); fitted by ``calibrate``.
-
-The per-byte part of ``send()`` (copying) has no ``Host`` field; the profile records it under
-``measured``, with the rest of the microbenchmarks' numbers.
+    0: on loopback it cannot be told from ``gso_cpu_s``, and links with TSO/GSO offload
+    (loopback, veth) segment nothing in software.
 
 >>> p = validate({"schema": SCHEMA, "version": 1,
 ...               "machine": {"kernel": "6.1", "config_hz": 250,
@@ -136,7 +139,31 @@ COST_RANGES: dict[str, Range] = {
         "Shen 2007); waking an idle virtual CPU adds tens of microseconds (Butterfield 2017's "
         "wake-ups; this machine's p90)",
     ),
+    "wake_fast_s": Range(
+        0.5e-6,
+        200e-6,
+        "a wake-up that finds the CPU still polling skips the trip through the host's "
+        "scheduler: a few microseconds (Linux documentation, 'The KVM halt polling system')",
+    ),
+    "wake_fast_idle_s": Range(
+        0.0,
+        1e-3,
+        "how long an idle CPU keeps polling: KVM's and the guest's haltpoll default at most "
+        "200 us, adapted to recent wake-ups (Linux documentation, 'The KVM halt polling system')",
+    ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
+    "send_byte_cpu_s": Range(
+        0.0,
+        10e-9,
+        "copying a byte costs well under a nanosecond on a host of this century (memory "
+        "bandwidth of several GB/s); 10 ns per byte is a unit mistake",
+    ),
+    "recv_byte_cpu_s": Range(
+        0.0,
+        10e-9,
+        "copying a byte costs well under a nanosecond on a host of this century (memory "
+        "bandwidth of several GB/s); 10 ns per byte is a unit mistake",
+    ),
     "send_cpu_s": Range(0.05e-6, 50e-6, _SYSCALL),
     "gso_cpu_s": Range(0.0, 50e-6, "one buffer through the TCP/IP stack: " + _SYSCALL),
     "tx_cpu_s": Range(0.0, 20e-6, "per-segment work below TCP (Butterfield 2017's SK)"),
