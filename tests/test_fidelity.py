@@ -125,3 +125,32 @@ def test_rows_simulated_in_two_processes_give_the_serial_numbers():
             F.simulated(rows, each, processes=bad)
     with pytest.raises(Exception, match="pickle"):
         F.simulated(rows, lambda r: each(r), processes=2)
+
+
+def test_the_shipped_profile_s_fit_tool_fits_only_unheld_training_rows(tmp_path, capsys):
+    """tools/fit_shipped_profile.py: the rows it fits are training rows of servers whose responses
+    leave unheld, and it writes a valid profile that keeps the measured costs."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+    import fit_shipped_profile as tool
+
+    run = load_kernel_run(prefix=F.FIELD_PREFIX)
+    rows = tool.training_rows(run)
+    assert rows and {r["link"] for r in rows} == {"loopback"}
+    assert {r["sock_mode"] for r in rows} <= set(tool.FIT_MODES)
+    assert {r["iosize_bytes"] for r in rows} <= set(F.TRAIN["iosize_bytes"])
+    out = tmp_path / "p.json"
+    shipped = Path(__file__).parents[1] / "data" / "hosts" / "kernel6.json"
+    assert tool.main(["--costs", str(shipped), "--out", str(out), "--evaluations", "2"]) == 0
+    d = json.loads(out.read_text())
+    p = hostprofile.validate(d)
+    assert d["fit"]["target"] == "mean operation time"
+    assert d["fit"]["training"].startswith(F.FIELD_TABLES[0])
+    assert p.host["wake_fast_s"] == hostprofile.shipped().host["wake_fast_s"]  # measured: kept
+    assert "rows, loss" in capsys.readouterr().out

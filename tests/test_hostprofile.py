@@ -160,6 +160,10 @@ def test_the_shipped_profile_is_of_the_kernel_datasets_machine():
     assert p.machine["kernel"].split("-")[0] == meta["release"].split("-")[0]
     assert p.machine["config_hz"] == meta["config_hz"]
     assert p.machine["cpus"] == meta["cpus"]
+    # and the very build the field sweep ran on, which its training rows fit
+    field = read_descriptor("kernel6_field_iscsi_loop")[0]["measurement"]["kernel"]
+    assert p.machine["kernel"] == field["release"]
+    assert p.to_dict()["fit"]["training"].startswith("kernel6_field_iscsi_loop")
     for side in hp.SIDES:  # every cost the simulator's host needs, each inside its range
         assert {"wake_s", "proc_s", "send_cpu_s", "gso_cpu_s", "tx_cpu_s"} <= set(p.side(side))
     assert p.provenance["wake_s"].startswith("measured")
