@@ -359,3 +359,29 @@ def test_threads_on_one_shared_cpu_take_turns():
     s, c = sc.server.proc_s, sc.client.proc_s
     assert own.iops == pytest.approx(1 / s, rel=0.01)
     assert one.iops == pytest.approx(1 / (s + c), rel=0.01)
+
+
+@pytest.mark.parametrize("cost", [{"send_cpu_s": 1e-7}, {"send_byte_cpu_s": 1e-10}])
+def test_a_corked_message_after_one_that_cost_cpu_is_still_written(cost):
+    # Found by the property test: with a send() cost and TCP_CORK, the server writes two messages
+    # for one request; clearing the cork of the first sends it at no CPU cost, and the second
+    # message's calls were left unmade (no operation ever completed).
+    messages = (
+        ("C>S", (1,), None),
+        ("S>C", (1,), 0),
+        ("S>C", (1,), 0),
+        ("C>S", (1,), 1),
+        ("C>S", (1,), 1),
+        ("C>S", (1,), 1),
+    )
+    quiet = {"wake_s": 0.0, "tx_latency_s": 0.0, "rx_latency_s": 0.0}
+    sc = Scenario(
+        workload={"qd": 1, "messages": messages},
+        link={"mtu": 576, "bandwidth_bps": 100e6, "latency_s": 0.0},
+        client={"proc_s": 55e-6, **quiet},
+        server={"proc_s": 61e-6, "cork": True, **quiet, **cost},
+        kernel={"profile": "linux-2.4", "hz": 100, "congestion_control": "none"},
+        run={"ops": 5, "fast_forward": False, "check": True},
+    )
+    r = simulate(sc)
+    assert r.completed_total == sc.warmup + sc.run.ops and r.iops > 0

@@ -213,15 +213,21 @@ class AppThread:
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
         CPU, then the next call of the message or the next step."""
-        self.thread_segments += sent
-        extra = self.ep.sender.take_thread_cpu()  # CPU of our own send() calls
-        if extra:
-            self.cpu_fs += extra
-            self.loop.schedule(
-                self.cpu.run(now, extra), self._next_call if self.writes else self._step
-            )
-        else:
-            self._step(now, None)
+        tx = self.ep.sender
+        while True:
+            self.thread_segments += sent
+            extra = tx.take_thread_cpu()  # CPU of our own send() calls
+            if extra:
+                self.cpu_fs += extra
+                self.loop.schedule(
+                    self.cpu.run(now, extra), self._next_call if self.writes else self._step
+                )
+                return
+            if not self.writes:
+                self._step(now, None)
+                return
+            # a call that cost nothing (clearing TCP_CORK) sent data: the next call now
+            sent = self._calls(now)
 
     def _next_call(self, now: int, _arg: object) -> None:
         self._written(now, self._calls(now))
