@@ -385,3 +385,13 @@ def test_a_corked_message_after_one_that_cost_cpu_is_still_written(cost):
     )
     r = simulate(sc)
     assert r.completed_total == sc.warmup + sc.run.ops and r.iops > 0
+
+
+def test_a_run_that_runs_out_of_events_is_an_error_not_a_result(monkeypatch):
+    # A model bug that leaves the loop with nothing to do (here: the server never reads) must
+    # not come back as a result of 0 IOPS.
+    from models.sim.ends import ServerThread
+
+    monkeypatch.setattr(ServerThread, "on_data", lambda self, now: None)
+    with pytest.raises(RuntimeError, match="ran out of events with 0 of"):
+        simulate(presets.one_segment(run={"ops": 10}))

@@ -253,6 +253,11 @@ class Simulation:
                 reason = ff.off_reason
                 self.skipped_ops, self.cycle_ops = ff.skipped_ops, ff.cycle_ops
                 ff = None
+        if cl.completed < cl.target:  # no event left: a deadlock, never a result
+            raise RuntimeError(
+                f"the simulation ran out of events with {cl.completed:,} of {cl.target:,} "
+                "operations done: a deadlock in the model (a bug; please report the scenario)"
+            )
         self.fast_forward_off_reason = reason
         if check:
             self.check_invariants(loop.now)
