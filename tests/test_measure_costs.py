@@ -133,9 +133,10 @@ def _rows(truth) -> list[dict]:
     return rows + [dict(rows[0], stalled_pct=100.0, lat_p50_us=40000.0)]  # a stall: not fitted
 
 
-def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
+def _fake_truth():
+    """Costs to recover: the fake microbenchmarks' measured ones, the rest made up."""
     fixed = profile.measured_costs(_fake_costs()["costs"])
-    truth = calibrate.HostCosts(
+    return calibrate.HostCosts(
         op_s=6e-6,
         tx_s=1e-6,
         ack_s=0.5e-6,
@@ -144,6 +145,10 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
         send_s=fixed["send_s"],
         gso_s=fixed["gso_s"],
     )
+
+
+def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
+    truth = _fake_truth()
     d = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=400)
     p = hostprofile.validate(d)
     h = p.side("server")
@@ -201,16 +206,7 @@ def test_wake_costs_without_a_step_leave_the_fast_wake_up_off():
 
 
 def test_a_mean_target_fits_little_s_law_and_is_recorded():
-    fixed = profile.measured_costs(_fake_costs()["costs"])
-    truth = calibrate.HostCosts(
-        op_s=6e-6,
-        tx_s=1e-6,
-        ack_s=0.5e-6,
-        wake_s=12e-6,
-        path_s=4e-6,
-        send_s=fixed["send_s"],
-        gso_s=fixed["gso_s"],
-    )
+    truth = _fake_truth()
     rows = [r for r in _rows(truth) if r["stalled_pct"] == 0]
     for r in rows:  # a run whose mean operation time is 1.5 times its median (a tail)
         r["iops"] = r["qd"] / (1.5 * r["lat_p50_us"] * 1e-6)
