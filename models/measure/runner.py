@@ -161,7 +161,7 @@ class RunResult:
     load_after: list[float] = field(default_factory=list)
     wall_s: float = 0.0
     #: CPU time other processes used during the run, percent of all CPUs' time
-    #: (:func:`~models.measure.sysinfo.other_cpu_pct`); ``nan`` where ``/proc/stat`` is unreadable.
+    #: (``models.measure.sysinfo.other_cpu_pct``); ``nan`` where ``/proc/stat`` is unreadable.
     other_cpu_pct: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     measured again after the sleeper's CPU has idled for set gaps (``cross_by_gap``): the
     median after the shortest gap is ``wake_fast_s`` (the CPU still polling), after the
     longest ``wake_s`` (it halted), and ``wake_fast_idle_s`` lies between the last gap whose
-    wake-up was still fast and the next (:func:`models.measure.profile.wake_costs`); without
+    wake-up was still fast and the next (``models.measure.profile.wake_costs``); without
     the gaps, ``wake_s`` is the ``pipe_cross`` median and the fast wake-up is off;
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
