@@ -3,6 +3,8 @@ frames, and on the bundled kernel run that a model ignoring Nagle fails them."""
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 
 from models.validation import fidelity as F
@@ -154,3 +156,28 @@ def test_the_shipped_profile_s_fit_tool_fits_only_unheld_training_rows(tmp_path,
     assert d["fit"]["training"].startswith(F.FIELD_TABLES[0])
     assert p.host["wake_fast_s"] == hostprofile.shipped().host["wake_fast_s"]  # measured: kept
     assert "rows, loss" in capsys.readouterr().out
+
+
+def test_the_qd1_ratio_needs_the_fast_wake_up():
+    """Wrong model: the shipped profile with every wake-up at the slow (long-idle) latency puts the
+    QD-1 median ratio below the goal's range; the profile as shipped puts it inside."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=F.FIELD_PREFIX)
+    isc = run.table("iscsi_loop")
+    rows = isc[(isc["qd"] == 1) & isc["rate_limit_bits_per_s"].isna() & (isc["stalled_pct"] < 5)]
+    shipped = hostprofile.shipped()
+    slow = hostprofile.validate(
+        {**shipped.to_dict(), "host": {**shipped.host, "wake_fast_idle_s": 0.0}}
+    )
+
+    def q1_ratio(profile) -> float:
+        host = F.ProfileHost(profile)
+        each = functools.partial(F._summary, F.field_scenario, "iscsi_loop", host, run.hz)
+        io = F.iops_table(F.simulated(rows, each, processes=1))
+        return float(io.loc[io["qd"] == 1, "ratio"].median())
+
+    lo, hi = F.RATIO_RANGE
+    assert lo <= q1_ratio(shipped) <= hi
+    assert q1_ratio(slow) < lo
