@@ -393,7 +393,7 @@ def _tx_cost(host) -> int:
         fs(host.tx_cpu_s)
         + fs(host.send_cpu_s)
         + fs(host.gso_cpu_s)
-        + fs(host.send_byte_cpu_s * 65536)  # s/byte -> s per 64 KiB: nonzero if charged
+        + fs(host.send_byte_cpu_s)  # s/byte -> fs/byte, as TxCosts charges it
     )
 
 
