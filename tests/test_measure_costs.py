@@ -90,6 +90,16 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         gaps = c["wake"]["cross_by_gap"]
         assert [g["gap_us"] for g in gaps] == sorted(g["gap_us"] for g in gaps)
         assert len(gaps) == 10 and all(0.1 < g["median_us"] < 10_000 for g in gaps)
+        x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
+        assert x["bytes"] == 65536 and x["segments"] >= 1
+        assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000
+        # the extra per byte is the cross-CPU send less the one-thread 64 KiB send, over its bytes
+        alone = by[65536, False]["cpu_us"]
+        assert x["send_extra_per_byte_ns"] == pytest.approx(
+            (x["send_cpu_us"] - alone) / 65536 * 1e3
+        )
+    else:
+        assert "large_cross" not in c
     assert st["idle"].keys() == {"cpuidle_driver", "cpuidle_governor", "guest_halt_poll"}
     assert c["elapsed_s"]["total"] < 5
 

@@ -17,7 +17,10 @@ loopback and without privileges:
   the receiver's data segments per call (``tcpi_data_segs_in``);
 * the **receive cost per segment**: CPU of ``recv()`` of 512-byte segments already queued; and
   of one 64 KiB ``send()`` read back whole, whose cost beyond as many small segments is the
-  copy's cost per byte.
+  copy's cost per byte;
+* the same 64 KiB transfer between two threads pinned to different CPUs (``large_cross``), as a
+  client and server usually run: each side's thread CPU, and what writing for a reader on the
+  other CPU adds per byte to the one-thread ``send()`` (recorded beside the profile's costs).
 
 Each number is a median over repeated batches (robust to the preemptions of a loaded machine).
 The send costs are then split (:func:`send_model`) by least squares into a cost per call, per
@@ -260,7 +263,7 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
             if extra_bytes > 0
             else math.nan,
         }
-    return {
+    out: dict[str, Any] = {
         "wake": wake,
         "send": send,
         "send_model": model,
@@ -269,6 +272,21 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "options": {k: raw[k] for k in ("samples", "repeats", "gap_us")},
         "elapsed_s": raw["elapsed_s"],
     }
+    cross = raw.get("large_cross")
+    if cross and cross["send_cpu_us"]:  # (none on one CPU)
+        alone = {s["bytes"]: s["cpu_us"] for s in send if not s["msg_more"]}.get(cross["bytes"])
+        send_us = _median(cross["send_cpu_us"])
+        out["large_cross"] = {
+            "bytes": cross["bytes"],
+            "send_cpu_us": send_us,
+            "recv_cpu_us": _median(cross["recv_cpu_us"]),
+            "segments": _median(cross["segments"]),
+            # what writing for a reader on another CPU adds to the same send() in one thread
+            "send_extra_per_byte_ns": (send_us - alone) / cross["bytes"] * 1e3  # us -> ns
+            if alone is not None
+            else math.nan,
+        }
+    return out
 
 
 def run_costs(quick: bool = False) -> dict[str, Any]:

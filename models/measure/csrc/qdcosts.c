@@ -32,6 +32,14 @@
  *   recv_large             R repeats: one 64 KiB send() that has arrived, read back with
  *                          recv() calls of up to 64 KiB; the thread's CPU for the whole read
  *                          and the segments it came in (with recv: the copy's cost per byte).
+ *   large_cross            R repeats of the same 64 KiB transfer between two threads pinned to
+ *                          different CPUs, as the client and server of a run usually are: one
+ *                          thread's send() writes the bytes (its thread CPU timed), the other,
+ *                          once they have all arrived, reads them back (its thread CPU timed).
+ *                          The reader copies bytes another CPU's cache holds, and the writer
+ *                          fills buffers the other CPU freed: the copies' cost per byte as a
+ *                          request/response loop pays it, where send[] and recv_large (one
+ *                          thread) find every byte in its own cache.  Empty with one CPU.
  *   recv                   R repeats: 64 segments of 512 bytes are sent with TCP_NODELAY and
  *                          arrive; then they are read back with one recv() of 512 bytes each,
  *                          timed as above; per segment (tcpi_data_segs_in) and per call.
@@ -322,6 +330,62 @@ static struct batch recv_large(int snd, int rcv, char *buf) {
     return b;
 }
 
+/* One side of large_cross: the writer (role 0) sends BIG bytes on its turn, the reader
+ * (role 1) waits for them, reads them back, and hands the turn back.  Each pinned to its CPU;
+ * thread CPU per transfer into cpu_us[i]. */
+struct cross {
+    int fd, cpu, role, n;
+    _Atomic int *turn; /* transfers completed by the reader; the writer sends transfer turn */
+    char *buf;
+    double *cpu_us, *segs;
+};
+
+static void *cross_side(void *arg) {
+    struct cross *x = arg;
+    if (pin_to(x->cpu) != 0) fail("pin large_cross");
+    for (int i = 0; i < x->n; i++) {
+        if (x->role == 0) {
+            while (atomic_load(x->turn) != i) sched_yield();
+            double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+            if (send(x->fd, x->buf, BIG, 0) != BIG) fail("send large_cross");
+            x->cpu_us[i] = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+        } else {
+            unsigned seg0 = data_segs_in(x->fd);
+            await_bytes(x->fd, (long)BIG);
+            long got = 0;
+            double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+            while (got < (long)BIG) {
+                ssize_t r = recv(x->fd, x->buf, (size_t)(BIG - got), 0);
+                if (r <= 0) fail("recv large_cross");
+                got += r;
+            }
+            x->cpu_us[i] = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
+            x->segs[i] = (double)(data_segs_in(x->fd) - seg0);
+            atomic_store(x->turn, i + 1);
+        }
+    }
+    return NULL;
+}
+
+/* large_cross: n transfers of BIG bytes from a writer on CPU a to a reader on CPU b. */
+static void measure_cross(int snd, int rcv, int a, int b, int n, double *send_us, double *recv_us,
+                          double *segs) {
+    _Atomic int turn = 0;
+    char *wbuf = calloc(1, BIG), *rbuf = calloc(1, BIG);
+    if (!wbuf || !rbuf) fail("calloc large_cross");
+    memset(wbuf, 7, BIG); /* the writer's own buffer, touched once as an application's is */
+    struct cross w = {snd, a, 0, n, &turn, wbuf, send_us, segs};
+    struct cross r = {rcv, b, 1, n, &turn, rbuf, recv_us, segs};
+    pthread_t tw, tr;
+    if (pthread_create(&tr, NULL, cross_side, &r) != 0 ||
+        pthread_create(&tw, NULL, cross_side, &w) != 0)
+        fail("pthread_create large_cross");
+    pthread_join(tw, NULL);
+    pthread_join(tr, NULL);
+    free(wbuf);
+    free(rbuf);
+}
+
 /* ------------------------------------------------------------------ output */
 
 static void print_array(const char *name, const double *x, int n) {
@@ -370,10 +434,9 @@ int main(int argc, char **argv) {
     measure_wake(samples, gap_us, 0, -1, 0, pipe_us);
     measure_wake(samples, gap_us, 1, -1, 0, futex_us);
     /* two CPUs this process may use: the waker on the first, the sleeper on the second */
-    int n_cross = 0, n_gaps = 0;
+    int n_cross = 0, n_gaps = 0, first = -1, second = -1;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
-        int first = -1, second = -1;
         for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
             if (CPU_ISSET(c, &allowed)) {
                 if (first < 0)
@@ -460,6 +523,21 @@ int main(int argc, char **argv) {
     print_array("wall_us", wall, repeats);
     printf(", ");
     print_array("segments", segs, repeats);
+    printf("}, \"large_cross\": {\"bytes\": %d, ", BIG);
+    int n_large = 0;
+    double *send_x = calloc((size_t)repeats + 3, sizeof(double));
+    double *recv_x = calloc((size_t)repeats + 3, sizeof(double));
+    double *segs_x = calloc((size_t)repeats + 3, sizeof(double));
+    if (!send_x || !recv_x || !segs_x) fail("calloc large_cross");
+    if (second >= 0) { /* three warm-up transfers first, dropped */
+        measure_cross(snd, rcv, first, second, repeats + 3, send_x, recv_x, segs_x);
+        n_large = repeats;
+    }
+    print_array("send_cpu_us", send_x + 3, n_large);
+    printf(", ");
+    print_array("recv_cpu_us", recv_x + 3, n_large);
+    printf(", ");
+    print_array("segments", segs_x + 3, n_large);
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
