@@ -361,6 +361,44 @@ def test_threads_on_one_shared_cpu_take_turns():
     assert one.iops == pytest.approx(1 / (s + c), rel=0.01)
 
 
+def test_soft_interrupts_on_one_machine_share_its_cpu():
+    # One CPU for both threads and both receive soft interrupts: at QD 64 an operation costs the
+    # two processing times plus the soft-interrupt work of its four segments (data and pure ACKs
+    # alike: ``softirq_s`` per segment), where with a CPU for each it costs the largest of them.
+    soft = 3e-6  # s per segment received
+    sc = presets.one_segment(workload={"qd": 64}, run={"ops": 2000}).replace(
+        server={"softirq_s": soft}, client={"softirq_s": soft}
+    )
+    s, c = sc.server.proc_s, sc.client.proc_s
+    own = simulate(sc)
+    one = simulate(sc.replace(link={"shared_cpus": 1}))
+    assert own.iops == pytest.approx(1 / max(s, c, 2 * soft), rel=0.01)
+    per_op = one.packets / one.completed_total  # frames of both directions per operation
+    assert one.iops == pytest.approx(1 / (s + c + per_op * soft), rel=0.02)
+    # the machine's CPU does no more work than it has time for
+    busy = sum(one.cpu_utilization.values())
+    assert busy == pytest.approx(1.0, abs=0.02)
+
+
+def test_the_sender_cpu_runs_the_receive_soft_interrupt_of_its_frames():
+    # Loopback and veth: the server's receive of a client frame runs on the client's CPU.  With
+    # 10 us of it per frame the client's CPU (its 8.6 us of processing plus the soft interrupts
+    # of the frames it sends) binds at QD 64, not the server's 15.9 us.
+    soft = 10e-6  # s per frame the server receives
+    sc = presets.one_segment(workload={"qd": 64}, run={"ops": 2000}).replace(
+        server={"softirq_s": soft}
+    )
+    s, c = sc.server.proc_s, sc.client.proc_s
+    apart = simulate(sc)
+    one = simulate(sc.replace(link={"softirq_on_sender": True}))
+    assert apart.iops == pytest.approx(1 / s, rel=0.01)
+    frames = one.packets_by_direction["C>S"] / one.completed_total  # client frames per operation
+    assert c + frames * soft > s
+    assert one.iops == pytest.approx(1 / (c + frames * soft), rel=0.02)
+    u = one.cpu_utilization  # the client's CPU is the busy one: its thread and those interrupts
+    assert u["client"] + u["server_softirq"] == pytest.approx(1.0, abs=0.02)
+
+
 @pytest.mark.parametrize("cost", [{"send_cpu_s": 1e-7}, {"send_byte_cpu_s": 1e-10}])
 def test_a_corked_message_after_one_that_cost_cpu_is_still_written(cost):
     # Found by the property test: with a send() cost and TCP_CORK, the server writes two messages

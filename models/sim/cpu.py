@@ -3,7 +3,11 @@
 By default each host's thread has a CPU to itself and a stretch of work
 ends when it is done (:class:`OwnCpu`).  When both ends run on one
 machine (loopback, a veth pair: ``Link.shared_cpus``), their threads
-share that machine's CPUs (:class:`CpuPool`): a stretch of work starts
+and their receive soft interrupts (:class:`~models.sim.link.Channel`)
+share that machine's CPUs (:class:`CpuPool`); with
+``Link.softirq_on_sender`` each thread has a CPU of its own (a pool of
+one) that also runs the receive soft interrupt of the frames its host
+sends.  In a pool a stretch of work starts
 on the CPU that is free first, no earlier than it is asked for, and runs
 to its end (no preemption).  Times are in femtoseconds (fs).
 

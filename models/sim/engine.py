@@ -76,6 +76,11 @@ class Simulation:
 
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
+        cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
+        if cpu is None and link.softirq_on_sender:  # a CPU each, with the frames they send
+            cpu_c, cpu_s = CpuPool(1), CpuPool(1)
+        # one machine: a frame's receive soft interrupt runs on the sender's CPU(s)
+        self.c2s.cpu, self.s2c.cpu = cpu_c, cpu_s
         wl = sc.workload
         exchange = wl.graph
         setup = (
@@ -96,7 +101,7 @@ class Simulation:
             client_proc=fs(c.proc_s),
             wake_cpu=fs(s.wake_cpu_s),
             wake_extra=wake_extra(s),
-            cpu=cpu,
+            cpu=cpu_s,
             wake_fast=fs(s.wake_fast_s),
             wake_fast_idle=fs(s.wake_fast_idle_s),
             read_byte=fs(s.recv_byte_cpu_s),
@@ -111,7 +116,7 @@ class Simulation:
             factor,
             wake_cpu=fs(c.wake_cpu_s),
             wake_extra=wake_extra(c),
-            cpu=cpu,
+            cpu=cpu_c,
             wake_fast=fs(c.wake_fast_s),
             wake_fast_idle=fs(c.wake_fast_idle_s),
             read_byte=fs(c.recv_byte_cpu_s),

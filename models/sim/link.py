@@ -23,7 +23,14 @@ are sent in time order), so a frame costs one event, its delivery:
    host's tcpdump sees it.  The receive soft interrupt then spends
    ``softirq`` on a data segment (``ack_softirq`` on a pure ACK), in
    order, before TCP processes it; with GRO, back-to-back data segments
-   that one poll takes are merged first (``tcp_gro_receive``).
+   that one poll takes are merged first (``tcp_gro_receive``).  When both
+   hosts are one machine (``cpu``: the sending host's CPUs, a
+   :class:`~models.sim.cpu.CpuPool`), that soft-interrupt work takes a
+   turn on them, beside the sender's thread, as the frame is sent, not on
+   a CPU of its own: loopback and veth hand a frame to ``netif_rx``,
+   whose backlog the sending CPU processes when the transmit path ends
+   (RPS off); the segment is delivered, in order, at the later of that
+   work's end and its arrival.
 
 **Token bucket instead of a wire** (``bucket_bytes``), as Linux's
 ``tbf`` qdisc on a veth pair (``net/sched/sch_tbf.c``): tokens accrue at
@@ -113,6 +120,11 @@ class Channel:
         :class:`~models.sim.rules.rx.PerWakeup` with ``rx_latency``).
     gro : bool
         Merge back-to-back data segments taken by one poll (GRO).
+    cpu : CpuPool, optional
+        The sending host's CPUs when both hosts are one machine
+        (``Link.shared_cpus``, ``Link.softirq_on_sender``): the soft
+        interrupt's work takes its turn on them (default: a CPU of its
+        own).
     """
 
     __slots__ = (
@@ -130,6 +142,7 @@ class Channel:
         "out",
         "free_at",
         "softirq_free",
+        "cpu",
         "busy",
         "softirq_busy",
         "frames",
@@ -161,8 +174,10 @@ class Channel:
         ack_softirq=None,
         rx=None,
         gro: bool = False,
+        cpu=None,
     ) -> None:
         self.loop = loop
+        self.cpu = cpu
         self.rate = rate_bps
         self.tx_latency = tx_latency
         self.rx_latency = rx_latency
@@ -246,7 +261,14 @@ class Channel:
         seg.t_rx = seen
         if cost:
             free = self.softirq_free
-            ready = (seen if seen > free else free) + cost
+            if self.cpu is None:
+                ready = (seen if seen > free else free) + cost
+            else:  # one machine: runs as it is sent (netif_rx), then in order
+                ready = self.cpu.run(now, cost)
+                if ready < seen:
+                    ready = seen
+                if ready < free:
+                    ready = free
             self.softirq_free = ready
             self.softirq_busy += cost
         else:
@@ -345,7 +367,11 @@ class Channel:
         <models.sim.sender.Sender.charge_soft>`).  Deliveries already
         scheduled keep their times; later frames wait for it."""
         free = self.softirq_free
-        self.softirq_free = (free if free > now else now) + cost
+        if self.cpu is None:
+            self.softirq_free = (free if free > now else now) + cost
+        else:  # one machine: on its CPUs now, later frames still in order
+            end = self.cpu.run(now, cost)
+            self.softirq_free = end if end > free else free
         self.softirq_busy += cost
 
     def tx_backlog(self, now: int) -> tuple:
@@ -377,7 +403,9 @@ class Channel:
     cycle_transient = ("_wire_fs", "batch_event", "nic_bytes")
 
     def cycle_parts(self) -> dict:
-        return {"rx": self.rx}
+        if self.cpu is None:
+            return {"rx": self.rx}
+        return {"rx": self.rx, "cpu": self.cpu}  # shared with a thread
 
     def cycle_counters(self) -> dict:
         return {

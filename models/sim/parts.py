@@ -212,12 +212,22 @@ class Link(Part):
         None,
         "count",
         "CPUs",
-        "both hosts are one machine (loopback, veth) whose threads share "
-        "this many CPUs (default: a CPU for each host's thread)",
+        "both hosts are one machine (loopback, veth) whose threads and receive "
+        "soft interrupts share this many CPUs (default: a CPU for each host's "
+        "thread and one for each soft interrupt)",
         optional=True,
         low=1,
         high=1024,
         sample=OneOf(None, 1, 2),
+    )
+    softirq_on_sender: bool = param(
+        False,
+        "flag",
+        "",
+        "both hosts are one machine, each thread on a CPU of its own (loopback, veth; RPS off): "
+        "a frame's receive soft interrupt runs on the CPU of the host that sent it, in turn "
+        "with that host's thread (with shared_cpus: on the shared CPUs)",
+        sample=OneOf(False, True),
     )
 
     def _check_together(self, where: str) -> None:
