@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     run = load_kernel_run(prefix=FID.FIELD_PREFIX)
     rows = training_rows(run)
 
+    cpus = base["machine"].get("cpus")  # both ends on that machine: they share its CPUs
+
     def mean_us(row, costs) -> float:
-        sc = FID.field_scenario("iscsi_loop", row, costs, run.hz)
+        sc = FID.field_scenario("iscsi_loop", row, costs, run.hz, cpus=cpus)
         return 1e6 * row["qd"] / simulate_summary.__wrapped__(sc).iops  # Little's law, s -> us
 
     d = build_profile(

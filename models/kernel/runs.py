@@ -52,6 +52,7 @@ __all__ = [
     "HostOptions",
     "SimSummary",
     "load_kernel_run",
+    "one_machine",
     "fit_host",
     "link_options",
     "row_scenario",
@@ -318,6 +319,20 @@ def link_options(mtu_bytes: float, rate_bits_per_s: float | None = None) -> dict
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
     frame = framing.bucket_bytes(framing.mss(mtu))  # one full frame as tbf counts it
     return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
+
+
+def one_machine(cpus: int) -> dict:
+    """The ``link`` options for a client and server on one machine of ``cpus`` CPUs, as the
+    harness runs them (loopback or a veth pair, RPS off): with two or more, each thread on a CPU
+    of its own that also runs the receive soft interrupt of the frames its host sends
+    (``softirq_on_sender``); with one, everything takes turns on it (``shared_cpus``).
+
+    >>> one_machine(2), one_machine(1)
+    ({'softirq_on_sender': True}, {'shared_cpus': 1})
+    """
+    if int(cpus) < 1:
+        raise ValueError(f"cpus must be at least 1, got {cpus!r}")
+    return {"softirq_on_sender": True} if int(cpus) >= 2 else {"shared_cpus": 1}
 
 
 def stall_possible(qd: int, header: int, payload: int, mss: int) -> bool:

@@ -133,11 +133,18 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-def _simulated_median(hz: int) -> Callable[[Mapping[str, Any], Any], float]:
-    from models.kernel.runs import row_scenario, simulate_summary  # noqa: PLC0415
+def _simulated_median(
+    hz: int, cpus: int | None = None
+) -> Callable[[Mapping[str, Any], Any], float]:
+    """The simulator's median operation time of a row, microseconds; with ``cpus``, both ends on
+    one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the calibration's
+    loopback runs are."""
+    from models.kernel.runs import one_machine, row_scenario, simulate_summary  # noqa: PLC0415
 
     def median_us(row: Mapping[str, Any], costs: Any) -> float:
         sc = row_scenario("iscsi_loop", row, costs, hz)
+        if cpus:
+            sc = sc.replace(link=one_machine(cpus))
         return float(simulate_summary.__wrapped__(sc).p50_us)
 
     return median_us
@@ -217,7 +224,7 @@ def build_profile(
 
     fit = calibrate.fit_costs(
         train,
-        median_us or _simulated_median(int(hz)),
+        median_us or _simulated_median(int(hz), st["kernel"].get("cpus")),
         start=start,
         max_evaluations=max_evaluations,
         fixed=fixed,

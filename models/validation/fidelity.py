@@ -69,6 +69,7 @@ __all__ = [
     "field_scenario",
     "Evaluation",
     "evaluate",
+    "flory_evaluation",
 ]
 
 #: The field sweep's tables (``python -m models.measure sweep --plan field``, then ``--plan flory``).
@@ -299,26 +300,49 @@ def simulated(
 
 class ProfileHost:
     """A host profile (:mod:`models.sim.hostprofile`) as the host of a kernel row's scenario
-    (:func:`models.kernel.row_scenario`)."""
+    (:func:`models.kernel.row_scenario`); ``machine=False`` leaves out that both ends ran on the
+    profile's one machine (each thread and each soft interrupt then has a CPU of its own)."""
 
-    def __init__(self, profile: Any) -> None:
+    def __init__(self, profile: Any, machine: bool = True) -> None:
         self.profile = profile
+        self.machine = machine
+
+    @property
+    def cpus(self) -> int | None:
+        """The CPUs of the profile's machine (``None`` if it does not say, or ``machine`` is
+        off)."""
+        n = self.profile.machine.get("cpus") if self.machine else None
+        return int(n) if n else None
 
     def scenario_options(self) -> dict:
         return {"client": self.profile.side("client"), "server": self.profile.side("server")}
 
 
-def field_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+def field_scenario(
+    table: str, row: dict[str, Any], host: Any, hz: int, cpus: int | None = None
+) -> Any:
     """The scenario of one field-sweep row with the mechanisms of issue 22 on: the row's congestion
-    control (its window, and bbr's pacing) and the links' GSO size goal."""
+    control (its window, and bbr's pacing), the links' GSO size goal, a veth pair's whole
+    super-packets, and, when ``host`` names its machine's CPUs (``host.cpus``, or ``cpus``), both
+    ends on that one machine: a frame's receive soft interrupt runs on the sender's CPU
+    (:func:`models.kernel.runs.one_machine`; the sweep runs client and server on one machine,
+    over the loopback or a veth pair)."""
     from models.kernel import row_scenario
+    from models.kernel.runs import one_machine
 
     sc = row_scenario(table, row, host, hz)
+    cpus = cpus or getattr(host, "cpus", None)
+    more: dict[str, Any] = {"link": one_machine(cpus)} if cpus else {}
+    if str(row.get("link", "")).startswith("veth"):
+        # a veth pair passes a GSO super-packet whole (it offers TSO and segments nothing): the
+        # receiving stack takes the aggregate GRO would have made, and ACKs it once
+        more.update(client={"gro": True}, server={"gro": True})
     return sc.replace(
         kernel={
             "congestion_control": str(row.get("cc") or "profile"),
             "size_goal": SIZE_GOAL_BYTES,
-        }
+        },
+        **more,
     )
 
 
@@ -362,6 +386,22 @@ def evaluate(
     fl = simulated(run.table("flory"), summarise("flory"), processes=n)
     steps = flory_steps(fl)
     return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
+
+
+def flory_evaluation(
+    profile: Any = None, run: Any = None, machine: bool = True, processes: int | None = None
+) -> pd.DataFrame:
+    """Flory's steps (:func:`flory_steps`) alone, as :func:`evaluate` computes them: the field
+    sweep's Flory rows simulated with ``profile``; ``machine=False`` gives each thread and soft
+    interrupt a CPU of its own (:class:`ProfileHost`)."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    run = run or load_kernel_run(prefix=FIELD_PREFIX)
+    host = ProfileHost(profile or hostprofile.shipped(), machine=machine)
+    each = functools.partial(_summary, field_scenario, "flory", host, run.hz)
+    n = workers() if processes is None else processes
+    return flory_steps(simulated(run.table("flory"), each, processes=n))
 
 
 def _flory_goal(steps: pd.DataFrame) -> Goal:
