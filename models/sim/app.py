@@ -145,6 +145,9 @@ class AppThread:
         self.busy_fs = 0  # fs busy (processing and between)
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
+        self.served = 0  # messages read and processed
+        # peer_proc of an operation and of the setup, fs (looked up once)
+        self.reply_proc = (self.peer_proc(0), self.peer_proc(-1))
         # Made once: the bound methods events run (the loop's fast path),
         # each message's bytes and send() calls (Exchange.plans)
         self.done, self.wake_up = self._done, self._wake
@@ -208,7 +211,12 @@ class AppThread:
             self.empty_wakeups += 1
 
     def _done(self, now: int, item: tuple) -> None:
-        self._written(now, self.finish(now, item[1], item[2]))
+        sent = self.finish(now, item[1], item[2])
+        if self.writes or self.tx.thread_cpu:
+            self._written(now, sent)
+        else:  # _written with no transmit CPU to take and no call left
+            self.thread_segments += sent
+            self._step(now, None)
 
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
@@ -237,6 +245,7 @@ class AppThread:
         releases (and, if it was the side's last message of the operation,
         what the end of the operation brings); returns the data segments
         the thread's writes sent."""
+        self.served += 1
         ex = self.setup if op < 0 else self.exchange
         assert ex is not None  # a setup message comes with a setup exchange
         got = self.got.pop(op, None)
@@ -250,7 +259,7 @@ class AppThread:
         items = []
         released = ex.releases[msg]
         if released:
-            proc = self.peer_proc(op)
+            proc = self.reply_proc[op < 0]  # peer_proc(op)
             items = [(op, j, proc) for j in released]
         if got != ex.full[side]:
             self.got[op] = got
@@ -342,6 +351,7 @@ class AppThread:
             "cpu_fs": self.cpu_fs,
             "thread_segments": self.thread_segments,
             "count": self.count,
+            "served": self.served,
         }
 
     @staticmethod
@@ -394,7 +404,14 @@ class AppThread:
         never did, one period spans every cycle and grows by the same
         amount in each."""
         shift.grow(
-            self, "busy_counts", "empty_wakeups", "wakeups", "busy_fs", "cpu_fs", "thread_segments"
+            self,
+            "busy_counts",
+            "empty_wakeups",
+            "wakeups",
+            "busy_fs",
+            "cpu_fs",
+            "thread_segments",
+            "served",
         )
         a, b = shift.before, shift.after
         ended_a = sum(a["busy_counts"].values()) + a["empty_wakeups"]

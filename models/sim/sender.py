@@ -111,6 +111,7 @@ class Sender:
         "nagle",
         "cork",
         "defers",
+        "stock_cork",
         "probe",
         "samples",
         "cc",
@@ -165,6 +166,7 @@ class Sender:
         self.cork = cork
         # (Cork never defers: skip the call)
         self.defers = type(cork).defer is not Cork.defer
+        self.stock_cork = type(cork) is Autocork  # its defer's first test inline
         self.probe = probe
         self.samples = probe.samples  # (read for every segment)
         self.cc = NoWindow() if cc is None else cc
@@ -199,9 +201,52 @@ class Sender:
 
     def write(self, now: int, nbytes: int, more: bool) -> int:
         """One ``send()`` of ``nbytes`` (``MSG_MORE`` if ``more``);
-        returns the data segments it transmitted."""
-        if self.plain and not self.queue and 0 < nbytes < self.goal:
-            return self._write_alone(now, nbytes, more)
+        returns the data segments it transmitted.
+
+        Less than a buffer into an empty queue, with no window and a
+        stock cork rule (``plain``), takes a shortcut: the same steps,
+        but the buffer leaves without being queued when ``push`` would
+        send it whole at once, which it does unless the push is corked or
+        Nagle may hold it (its ``tcp_nagle_test``: a partial segment,
+        data in flight).  ``Cork`` and ``Autocork`` do not look at the
+        queue, so asking them first is the same (``Autocork.defer`` runs
+        inline: ``stock_cork``)."""
+        if not (self.plain and not self.queue and 0 < nbytes < self.goal):
+            return self._write_queued(now, nbytes, more)
+        self.in_send = True
+        self.sent_in_call = 0
+        if self.send_fs or self.byte_fs:
+            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
+        start = self.write_seq
+        end = self.write_seq = start + nbytes
+        mode = CORK if (more or self.corked) else self.mode
+        if not self.defers:
+            defer = False
+        elif not self.stock_cork:
+            defer = self.cork.defer(self, now, nbytes)
+        else:  # Autocork.defer, inline: nothing in flight or queued: no
+            ch = self.channel
+            defer = not (
+                nbytes >= self.goal or self.snd_una == self.snd_nxt or ch.free_at <= now
+            ) and self.cork.defer(self, now, nbytes)
+        if defer:
+            self._queue_alone(start, end, now, more)
+        elif (
+            mode == NODELAY
+            or mode == PUSH
+            or not nbytes % self.mss
+            or (mode == NAGLE and self.snd_una == self.snd_nxt)
+        ):
+            # push: the whole buffer, then nothing left for the probe timer
+            self._send(now, start, end, not more, now)
+        else:
+            self._queue_alone(start, end, now, more)
+            self.push(now, mode)
+        self.in_send = False
+        return self.sent_in_call
+
+    def _write_queued(self, now: int, nbytes: int, more: bool) -> int:
+        """``write`` through the send queue (the general path)."""
         self.in_send = True
         self.sent_in_call = 0
         if self.send_fs or self.byte_fs:
@@ -242,37 +287,6 @@ class Sender:
             mode = CORK if (more or self.corked) else self.mode
             if not (self.defers and self.cork.defer(self, now, tail.end - tail.start)):
                 self.push(now, mode)
-        self.in_send = False
-        return self.sent_in_call
-
-    def _write_alone(self, now: int, nbytes: int, more: bool) -> int:
-        """``write`` of less than a buffer into an empty queue, with no
-        window and a stock cork rule (``plain``): the same steps, but the
-        buffer leaves without being queued when ``push`` would send it
-        whole at once, which it does unless the push is corked or Nagle
-        may hold it (its ``tcp_nagle_test``: a partial segment, data in
-        flight).  ``Cork`` and ``Autocork`` do not look at the queue, so
-        asking them first is the same."""
-        self.in_send = True
-        self.sent_in_call = 0
-        if self.send_fs or self.byte_fs:
-            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
-        start = self.write_seq
-        end = self.write_seq = start + nbytes
-        mode = CORK if (more or self.corked) else self.mode
-        if self.defers and self.cork.defer(self, now, nbytes):
-            self._queue_alone(start, end, now, more)
-        elif (
-            mode == NODELAY
-            or mode == PUSH
-            or not nbytes % self.mss
-            or (mode == NAGLE and self.snd_una == self.snd_nxt)
-        ):
-            # push: the whole buffer, then nothing left for the probe timer
-            self._send(now, start, end, not more, now)
-        else:
-            self._queue_alone(start, end, now, more)
-            self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
 
