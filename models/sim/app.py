@@ -180,8 +180,11 @@ class AppThread:
     def _step(self, now: int, _arg: object) -> None:
         """Read what is queued; start the next message or go idle."""
         rcv = self.rcv
-        if rcv.rcv_nxt != rcv.copied_seq:
-            copied = rcv.read(now)
+        nxt = rcv.rcv_nxt
+        if nxt != rcv.copied_seq:
+            copied = nxt - rcv.copied_seq  # Receiver.read, inline
+            rcv.copied_seq = nxt
+            rcv.ack.on_read(now)
             if self.read_byte:
                 self.read_cpu += copied * self.read_byte
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)

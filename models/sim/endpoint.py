@@ -93,7 +93,7 @@ class Endpoint:
         self.loop = loop
         self.clock = clock
         self.channel = channel
-        self.app: Any = None  # the host's thread: on_data(now)
+        self.app: Any = None  # the host's thread: on_data(now), busy, waking
         self.trace: list | None = None  # (time, Segment) pairs, or None
         self.pure_acks = 0
         self.inbound: Any = None  # the channel into this host
@@ -138,7 +138,9 @@ class Endpoint:
                 raise AssertionError(f"segment {seq}:{end} out of order (rcv_nxt {rcv.rcv_nxt})")
             rcv.rcv_nxt = end
             ack.data_received(now, end - seq, seg.psh)
-            self.app.on_data(now)
+            app = self.app
+            if not (app.busy or app.waking):  # (else on_data does nothing)
+                app.on_data(now)
         if advanced and sender.queue:
             sender.push_pending(now)
             if sender.soft_cpu:
