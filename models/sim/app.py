@@ -292,20 +292,24 @@ class AppThread:
         tx = self.tx
         end = tx.write_seq + self.unwritten
         expect = self.peer.expect
+        if not self.cork and not self.writes and (at_once or not self.tx_cpu):
+            # every call now, none pending: make them without queueing (each
+            # message's end is told first; the peer reads it only later)
+            sent = 0
+            write = tx.write
+            for op, msg, proc in items:
+                total, calls = (self.setup_plans if op < 0 else self.plans)[msg]
+                end += total
+                expect.append((end, op, msg, proc))
+                for size, more in calls:
+                    sent += write(now, size, more)
+            return sent
         plans = []
         for op, msg, proc in items:
             plan = (self.setup_plans if op < 0 else self.plans)[msg]
             plans.append(plan)
             end += plan[0]
             expect.append((end, op, msg, proc))
-        if not self.cork and not self.writes and (at_once or not self.tx_cpu):
-            # every call now, none pending: make them without queueing
-            sent = 0
-            write = tx.write
-            for _t, calls in plans:
-                for size, more in calls:
-                    sent += write(now, size, more)
-            return sent
         queue = self.writes
         for total, calls in plans:
             if self.cork:
