@@ -263,7 +263,10 @@ class AppThread:
         released = ex.releases[msg]
         if released:
             proc = self.reply_proc[op < 0]  # peer_proc(op)
-            items = [(op, j, proc) for j in released]
+            if len(released) == 1:  # (the common case, without a comprehension)
+                items = [(op, released[0], proc)]
+            else:
+                items = [(op, j, proc) for j in released]
         if got != ex.full[side]:
             self.got[op] = got
             return self.send_messages(now, items)

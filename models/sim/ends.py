@@ -118,7 +118,12 @@ class ClientThread(AppThread):
         self.completed += 1
         self.done_time.append(now)
         self.rtts.append(now - start)
-        items.extend(self._new_op(now))  # the successor (items is finish's own list)
+        new = self.issued  # the successor (_new_op, inline; items is finish's own list)
+        self.issued = new + 1
+        self.issue_time[new] = now
+        proc = self.server_proc
+        for j in self.exchange.roots:
+            items.append((new, j, proc))
         sent = self.send_messages(now, items)
         if self.completed >= self.target:
             self.loop.stop()
