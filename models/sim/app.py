@@ -146,6 +146,7 @@ class AppThread:
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
         self.served = 0  # messages read and processed
+        self.plain_complete = type(self).complete is AppThread.complete
         # peer_proc of an operation and of the setup, fs (looked up once)
         self.reply_proc = (self.peer_proc(0), self.peer_proc(-1))
         # Made once: the bound methods events run (the loop's fast path),
@@ -269,6 +270,8 @@ class AppThread:
                 items = [(op, j, proc) for j in released]
         if got != ex.full[side]:
             self.got[op] = got
+            return self.send_messages(now, items)
+        if self.plain_complete:  # complete(), AppThread's: no call between
             return self.send_messages(now, items)
         return self.complete(now, op, items)
 

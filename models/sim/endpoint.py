@@ -22,7 +22,7 @@ from models.sim.events import FS
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
 from models.sim.rules.ack import _PINGPONG_MAX, AdaptiveAck, LinuxAck
-from models.sim.sender import Sender, TxCosts
+from models.sim.sender import CORK, Sender, TxCosts
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -142,7 +142,7 @@ class Endpoint:
             if not (app.busy or app.waking):  # (else on_data does nothing)
                 app.on_data(now)
         if advanced and sender.queue:
-            sender.push_pending(now)
+            sender.push(now, CORK if sender.corked else sender.mode)  # push_pending
             if sender.soft_cpu:
                 sender.charge_soft(now)
         if ack.owed:  # tcp_ack_snd_check
