@@ -130,9 +130,10 @@ def test_littles_law(sc):
 
 
 def _general_paths_only(monkeypatch) -> None:
-    """Turn off the engine's shortcut for stock rules (the sender's
-    one-buffer write), so every write takes the path a user-registered
-    rule takes."""
+    """Turn off the engine's shortcuts for stock rules (the sender's
+    one-buffer write and its inline ``Autocork.defer``, the endpoint's
+    inline ``LinuxAck`` calls), so every write and every segment takes the
+    path a user-registered rule takes."""
     from models.sim import endpoint as ep_mod
 
     init = ep_mod.Endpoint.__init__
@@ -140,6 +141,8 @@ def _general_paths_only(monkeypatch) -> None:
     def general(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self.sender.plain = False
+        self.sender.stock_cork = False
+        self.stock_ack = False
 
     monkeypatch.setattr(ep_mod.Endpoint, "__init__", general)
 

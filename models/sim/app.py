@@ -145,6 +145,10 @@ class AppThread:
         self.busy_fs = 0  # fs busy (processing and between)
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
+        self.served = 0  # messages read and processed
+        self.plain_complete = type(self).complete is AppThread.complete
+        # peer_proc of an operation and of the setup, fs (looked up once)
+        self.reply_proc = (self.peer_proc(0), self.peer_proc(-1))
         # Made once: the bound methods events run (the loop's fast path),
         # each message's bytes and send() calls (Exchange.plans)
         self.done, self.wake_up = self._done, self._wake
@@ -177,8 +181,11 @@ class AppThread:
     def _step(self, now: int, _arg: object) -> None:
         """Read what is queued; start the next message or go idle."""
         rcv = self.rcv
-        if rcv.rcv_nxt != rcv.copied_seq:
-            copied = rcv.read(now)
+        nxt = rcv.rcv_nxt
+        if nxt != rcv.copied_seq:
+            copied = nxt - rcv.copied_seq  # Receiver.read, inline
+            rcv.copied_seq = nxt
+            rcv.ack.on_read(now)
             if self.read_byte:
                 self.read_cpu += copied * self.read_byte
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)
@@ -208,7 +215,12 @@ class AppThread:
             self.empty_wakeups += 1
 
     def _done(self, now: int, item: tuple) -> None:
-        self._written(now, self.finish(now, item[1], item[2]))
+        sent = self.finish(now, item[1], item[2])
+        if self.writes or self.tx.thread_cpu:
+            self._written(now, sent)
+        else:  # _written with no transmit CPU to take and no call left
+            self.thread_segments += sent
+            self._step(now, None)
 
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
@@ -237,6 +249,7 @@ class AppThread:
         releases (and, if it was the side's last message of the operation,
         what the end of the operation brings); returns the data segments
         the thread's writes sent."""
+        self.served += 1
         ex = self.setup if op < 0 else self.exchange
         assert ex is not None  # a setup message comes with a setup exchange
         got = self.got.pop(op, None)
@@ -250,10 +263,15 @@ class AppThread:
         items = []
         released = ex.releases[msg]
         if released:
-            proc = self.peer_proc(op)
-            items = [(op, j, proc) for j in released]
+            proc = self.reply_proc[op < 0]  # peer_proc(op)
+            if len(released) == 1:  # (the common case, without a comprehension)
+                items = [(op, released[0], proc)]
+            else:
+                items = [(op, j, proc) for j in released]
         if got != ex.full[side]:
             self.got[op] = got
+            return self.send_messages(now, items)
+        if self.plain_complete:  # complete(), AppThread's: no call between
             return self.send_messages(now, items)
         return self.complete(now, op, items)
 
@@ -280,20 +298,24 @@ class AppThread:
         tx = self.tx
         end = tx.write_seq + self.unwritten
         expect = self.peer.expect
+        if not self.cork and not self.writes and (at_once or not self.tx_cpu):
+            # every call now, none pending: make them without queueing (each
+            # message's end is told first; the peer reads it only later)
+            sent = 0
+            write = tx.write
+            for op, msg, proc in items:
+                total, calls = (self.setup_plans if op < 0 else self.plans)[msg]
+                end += total
+                expect.append((end, op, msg, proc))
+                for size, more in calls:
+                    sent += write(now, size, more)
+            return sent
         plans = []
         for op, msg, proc in items:
             plan = (self.setup_plans if op < 0 else self.plans)[msg]
             plans.append(plan)
             end += plan[0]
             expect.append((end, op, msg, proc))
-        if not self.cork and not self.writes and (at_once or not self.tx_cpu):
-            # every call now, none pending: make them without queueing
-            sent = 0
-            write = tx.write
-            for _t, calls in plans:
-                for size, more in calls:
-                    sent += write(now, size, more)
-            return sent
         queue = self.writes
         for total, calls in plans:
             if self.cork:
@@ -342,6 +364,7 @@ class AppThread:
             "cpu_fs": self.cpu_fs,
             "thread_segments": self.thread_segments,
             "count": self.count,
+            "served": self.served,
         }
 
     @staticmethod
@@ -394,7 +417,14 @@ class AppThread:
         never did, one period spans every cycle and grows by the same
         amount in each."""
         shift.grow(
-            self, "busy_counts", "empty_wakeups", "wakeups", "busy_fs", "cpu_fs", "thread_segments"
+            self,
+            "busy_counts",
+            "empty_wakeups",
+            "wakeups",
+            "busy_fs",
+            "cpu_fs",
+            "thread_segments",
+            "served",
         )
         a, b = shift.before, shift.after
         ended_a = sum(a["busy_counts"].values()) + a["empty_wakeups"]

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from models.sim.events import FS
 from models.sim.link import Segment
 from models.sim.receiver import Receiver
-from models.sim.sender import Sender, TxCosts
+from models.sim.rules.ack import _PINGPONG_MAX, AdaptiveAck, LinuxAck
+from models.sim.sender import CORK, Sender, TxCosts
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -71,6 +73,7 @@ class Endpoint:
         "pure_acks",
         "inbound",
         "ack",
+        "stock_ack",
     )
 
     def __init__(
@@ -90,12 +93,14 @@ class Endpoint:
         self.loop = loop
         self.clock = clock
         self.channel = channel
-        self.app: Any = None  # the host's thread: on_data(now)
+        self.app: Any = None  # the host's thread: on_data(now), busy, waking
         self.trace: list | None = None  # (time, Segment) pairs, or None
         self.pure_acks = 0
         self.inbound: Any = None  # the channel into this host
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
+        # its ack_sent, data_sent and check run inline for these exact classes
+        self.stock_ack = type(self.ack) in (LinuxAck, AdaptiveAck)
         self.sender = Sender(
             self,
             mss,
@@ -133,20 +138,47 @@ class Endpoint:
                 raise AssertionError(f"segment {seq}:{end} out of order (rcv_nxt {rcv.rcv_nxt})")
             rcv.rcv_nxt = end
             ack.data_received(now, end - seq, seg.psh)
-            self.app.on_data(now)
+            app = self.app
+            if not (app.busy or app.waking):  # (else on_data does nothing)
+                app.on_data(now)
         if advanced and sender.queue:
-            sender.push_pending(now)
+            sender.push(now, CORK if sender.corked else sender.mode)  # push_pending
             if sender.soft_cpu:
                 sender.charge_soft(now)
         if ack.owed:  # tcp_ack_snd_check
-            ack.check(now)
+            if not self.stock_ack:
+                ack.check(now)
+            elif rcv.rcv_nxt - ack.rcv_wup > ack.rcv_mss or (
+                ack.quick and ack.pingpong < ack.pingpong_thresh
+            ):  # LinuxAck.check, inline
+                self.send_ack(now)
+            else:
+                ack._send_delayed_ack(now)
 
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
-        seg = Segment(self.side, seq, end, self.receiver.rcv_nxt, psh)
+        rcv_nxt = self.receiver.rcv_nxt
+        seg = Segment(self.side, seq, end, rcv_nxt, psh)
         ack = self.ack
-        ack.ack_sent(now)
-        ack.data_sent(now)
+        if self.stock_ack:  # LinuxAck.ack_sent and .data_sent, inline
+            ack.rcv_wup = rcv_nxt
+            if ack.owed:
+                if ack.quick:
+                    ack.quick -= 1
+                ack.owed = False
+            ack.pushed = 0
+            if ack.timer.entry is not None:
+                ack.timer.cancel()
+            ato = ack.ato
+            if ato and (
+                (now - ack.lrcv) * ack.hz <= (ato - 1) * FS
+                or not ack.rcv.clock.ticks_at_least(ack.lrcv, now, ato)
+            ):
+                if ack.pingpong < _PINGPONG_MAX:
+                    ack.pingpong += 1
+        else:
+            ack.ack_sent(now)
+            ack.data_sent(now)
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append((now, seg))

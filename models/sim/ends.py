@@ -27,9 +27,8 @@ class ServerThread(AppThread):
     ``proc``, by the messages it releases (a chain: the next leg)."""
 
     def __init__(self, *args, client_proc: int, **kw) -> None:
+        self.client_proc = client_proc  # (before AppThread's: peer_proc)
         super().__init__(*args, **kw)
-        self.client_proc = client_proc
-        self.served = 0  # messages answered
         self.next_op = -1 if self.setup else 0
 
     def begin(self, op: int, msg: int, ex: Exchange) -> None:
@@ -45,13 +44,6 @@ class ServerThread(AppThread):
     def peer_proc(self, op: int) -> int:
         return self.client_proc
 
-    def finish(self, now: int, op: int, msg: int) -> int:
-        self.served += 1
-        return AppThread.finish(self, now, op, msg)  # (super(), without its cost)
-
-    def cycle_counters(self) -> dict:
-        return {**super().cycle_counters(), "served": self.served}
-
     def cycle_state(self, view: View) -> Hashable:
         return super().cycle_state(view), view.op(self.next_op)
 
@@ -60,7 +52,6 @@ class ServerThread(AppThread):
 
     def cycle_shift(self, shift: Shift) -> None:
         super().cycle_shift(shift)
-        shift.grow(self, "served")
         self.next_op += shift.ops
 
 
@@ -76,10 +67,10 @@ class ClientThread(AppThread):
         target: int,
         **kw,
     ) -> None:
+        self.server_proc = server_proc  # (before AppThread's: peer_proc)
+        self.setup_server_proc = setup_server_proc
         super().__init__(*args, **kw)
         self.qd = qd
-        self.server_proc = server_proc
-        self.setup_server_proc = setup_server_proc
         self.target = target  # completions after which the run stops
         self.pause_every = 0  # pause the loop every n completions
         self.pause_in = 0
@@ -127,7 +118,12 @@ class ClientThread(AppThread):
         self.completed += 1
         self.done_time.append(now)
         self.rtts.append(now - start)
-        items.extend(self._new_op(now))  # the successor (items is finish's own list)
+        new = self.issued  # the successor (_new_op, inline; items is finish's own list)
+        self.issued = new + 1
+        self.issue_time[new] = now
+        proc = self.server_proc
+        for j in self.exchange.roots:
+            items.append((new, j, proc))
         sent = self.send_messages(now, items)
         if self.completed >= self.target:
             self.loop.stop()

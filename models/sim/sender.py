@@ -48,12 +48,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
 from models.sim.rules.cc import NoWindow
-from models.sim.rules.cork import Autocork, Cork
+from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
+from models.sim.sender_view import SenderView
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
-
-    from models.sim.fastforward import Shift, View
+    from models.sim.fastforward import Shift
 
 __all__ = ["Sender", "TxCosts", "NAGLE", "NODELAY", "CORK", "PUSH"]
 
@@ -88,7 +87,7 @@ class _Skb:
         self.t_write = t_write
 
 
-class Sender:
+class Sender(SenderView):
     """Send queue, Nagle, cork, probe timer and windows of one endpoint.
 
     ``ep`` (the endpoint) transmits: ``ep.transmit(now, seq, end, psh)``
@@ -111,6 +110,7 @@ class Sender:
         "nagle",
         "cork",
         "defers",
+        "stock_cork",
         "probe",
         "samples",
         "cc",
@@ -165,6 +165,7 @@ class Sender:
         self.cork = cork
         # (Cork never defers: skip the call)
         self.defers = type(cork).defer is not Cork.defer
+        self.stock_cork = type(cork) is Autocork  # its defer runs inline in write
         self.probe = probe
         self.samples = probe.samples  # (read for every segment)
         self.cc = NoWindow() if cc is None else cc
@@ -199,9 +200,63 @@ class Sender:
 
     def write(self, now: int, nbytes: int, more: bool) -> int:
         """One ``send()`` of ``nbytes`` (``MSG_MORE`` if ``more``);
-        returns the data segments it transmitted."""
-        if self.plain and not self.queue and 0 < nbytes < self.goal:
-            return self._write_alone(now, nbytes, more)
+        returns the data segments it transmitted.
+
+        Less than a buffer into an empty queue, with no window and a
+        stock cork rule (``plain``), takes a shortcut: the same steps,
+        but the buffer leaves without being queued when ``push`` would
+        send it whole at once, which it does unless the push is corked or
+        Nagle may hold it (its ``tcp_nagle_test``: a partial segment,
+        data in flight).  ``Cork`` and ``Autocork`` do not look at the
+        queue, so asking them first is the same (``Autocork.defer`` runs
+        inline: ``stock_cork``)."""
+        if not (self.plain and not self.queue and 0 < nbytes < self.goal):
+            return self._write_queued(now, nbytes, more)
+        self.in_send = True
+        self.sent_in_call = 0
+        if self.send_fs or self.byte_fs:
+            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
+        start = self.write_seq
+        end = self.write_seq = start + nbytes
+        mode = CORK if (more or self.corked) else self.mode
+        if not self.defers:
+            defer = False
+        elif not self.stock_cork:
+            defer = self.cork.defer(self, now, nbytes)
+        elif self.snd_una == self.snd_nxt or self.channel.free_at <= now:
+            defer = False  # Autocork.defer, inline: nothing in flight or queued
+        else:  # (the tail, nbytes, is shorter than the goal)
+            ch = self.channel  # its tx_backlog(now):
+            q = ch.in_nic
+            while q and q[0][0] <= now:  # completed: forget them
+                ch.nic_bytes -= q.popleft()[1]
+            # sk_wmem_alloc > truesize (each skb its payload + the overhead)
+            defer = bool(q) and len(q) * SKB_OVERHEAD_BYTES + ch.nic_bytes + 1 > (
+                SKB_OVERHEAD_BYTES + nbytes
+            )
+            if defer:
+                cork = self.cork
+                cork.throttled = True
+                if cork.event is None:
+                    cork.event = self.loop.schedule(q[0][0], cork._tx_completion, self)
+        if defer:
+            self._queue_alone(start, end, now, more)
+        elif (
+            mode == NODELAY
+            or mode == PUSH
+            or not nbytes % self.mss
+            or (mode == NAGLE and self.snd_una == self.snd_nxt)
+        ):
+            # push: the whole buffer, then nothing left for the probe timer
+            self._send(now, start, end, not more, now)
+        else:
+            self._queue_alone(start, end, now, more)
+            self.push(now, mode)
+        self.in_send = False
+        return self.sent_in_call
+
+    def _write_queued(self, now: int, nbytes: int, more: bool) -> int:
+        """``write`` through the send queue (the general path)."""
         self.in_send = True
         self.sent_in_call = 0
         if self.send_fs or self.byte_fs:
@@ -242,37 +297,6 @@ class Sender:
             mode = CORK if (more or self.corked) else self.mode
             if not (self.defers and self.cork.defer(self, now, tail.end - tail.start)):
                 self.push(now, mode)
-        self.in_send = False
-        return self.sent_in_call
-
-    def _write_alone(self, now: int, nbytes: int, more: bool) -> int:
-        """``write`` of less than a buffer into an empty queue, with no
-        window and a stock cork rule (``plain``): the same steps, but the
-        buffer leaves without being queued when ``push`` would send it
-        whole at once, which it does unless the push is corked or Nagle
-        may hold it (its ``tcp_nagle_test``: a partial segment, data in
-        flight).  ``Cork`` and ``Autocork`` do not look at the queue, so
-        asking them first is the same."""
-        self.in_send = True
-        self.sent_in_call = 0
-        if self.send_fs or self.byte_fs:
-            self.thread_cpu += self.send_fs + nbytes * self.byte_fs
-        start = self.write_seq
-        end = self.write_seq = start + nbytes
-        mode = CORK if (more or self.corked) else self.mode
-        if self.defers and self.cork.defer(self, now, nbytes):
-            self._queue_alone(start, end, now, more)
-        elif (
-            mode == NODELAY
-            or mode == PUSH
-            or not nbytes % self.mss
-            or (mode == NAGLE and self.snd_una == self.snd_nxt)
-        ):
-            # push: the whole buffer, then nothing left for the probe timer
-            self._send(now, start, end, not more, now)
-        else:
-            self._queue_alone(start, end, now, more)
-            self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
 
@@ -424,51 +448,9 @@ class Sender:
                 self._send(now, skb.start, skb.end, True, skb.t_write)
             self.charge_soft(now)
 
-    # -- the fast-forward's view (models.sim.fastforward) -------------------
+    # -- the fast-forward's view: the shift (the rest: SenderView) ------------
 
-    #: Meaningful only inside a ``send()`` call or until the CPU is
-    #: taken (at the same instant).
-    cycle_transient = ("in_send", "sent_in_call", "thread_cpu", "soft_cpu")
-
-    @property
-    def cycle_stream(self) -> int:
-        """Its sequence numbers count this host's bytes."""
-        return self.ep.side
-
-    def cycle_parts(self) -> dict:
-        return {
-            "nagle": self.nagle,
-            "cork": self.cork,
-            "probe": self.probe,
-            "probe_timer": self.probe_timer,
-            "cc": self.cc,
-        }
-
-    def cycle_counters(self) -> dict:
-        return {
-            "data_segments": self.data_segments,
-            "buffers": self.buffers,
-            "soft_cpu_fs": self.soft_cpu_fs,
-            "probes": self.probes,
-            "hold_fs": self.hold_fs,
-        }
-
-    def cycle_state(self, view: View) -> Hashable:
-        seq = view.seq
-        return (
-            seq(self.write_seq),
-            seq(self.snd_nxt),
-            seq(self.snd_una),
-            seq(self.snd_sml) if self.snd_sml > self.snd_una else None,
-            tuple((seq(k.start), seq(k.end), k.psh, view.time(k.t_write)) for k in self.queue),
-            self.mode,
-            self.corked,
-            self.hold_max,
-            self.snd_wnd,
-        )
-
-    def cycle_signature(self, view: View) -> Hashable:
-        return len(self.queue), self.write_seq - self.snd_nxt, self.snd_nxt - self.snd_una
+    cycle_state = SenderView.cycle_state  # (a class's own, as the fast-forward asks)
 
     def cycle_shift(self, shift: Shift) -> None:
         shift.grow(self)

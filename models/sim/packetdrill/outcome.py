@@ -139,6 +139,8 @@ class _Out:
 class _App:
     """The endpoint's application: the script's calls do the reading."""
 
+    busy = waking = False  # (the endpoint tells it of every arrival)
+
     def on_data(self, now: int) -> None:
         """Data arrived (the script reads it with ``read``)."""
 

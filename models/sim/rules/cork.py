@@ -100,8 +100,10 @@ class Autocork(Cork):
         self.event = None
         if self.throttled:
             self.throttled = False
-            sender.push_pending(now)
-            sender.charge_soft(now)
+            if sender.queue:  # push_pending's test
+                sender.push_pending(now)
+            if sender.soft_cpu:  # charge_soft's
+                sender.charge_soft(now)
 
     # end rule: autocork
 
