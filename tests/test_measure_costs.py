@@ -251,16 +251,3 @@ def test_calibrate_cli_checks_its_out_folder(tmp_path, capsys):
         measure_main(["calibrate", "--out", str(tmp_path / "missing" / "p.json")])
     assert e.value.code == 2
     assert "argument --out: folder" in capsys.readouterr().err
-
-
-def test_the_cross_cpu_send_extra_joins_the_per_byte_send_cost():
-    # A loop's server writes for a client on the other CPU: large_cross's extra per byte is added
-    # to the one-thread least-squares per-byte cost; without the benchmark (one CPU, older
-    # results) it is the one-thread cost alone, and a negative or missing extra adds nothing.
-    c = _fake_costs()["costs"]
-    alone = profile.measured_costs(c)["send_byte_s"]
-    assert alone == pytest.approx(0.1e-9)
-    with_cross = dict(c, large_cross={"send_extra_per_byte_ns": 0.06})
-    assert profile.measured_costs(with_cross)["send_byte_s"] == pytest.approx(0.16e-9)
-    below = dict(c, large_cross={"send_extra_per_byte_ns": -0.02})
-    assert profile.measured_costs(below)["send_byte_s"] == pytest.approx(alone)

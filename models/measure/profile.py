@@ -105,15 +105,12 @@ def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     """The fixed costs (seconds, :data:`models.kernel.calibrate.COSTS` names) from a
     :func:`models.measure.costs.summarise` result, and the floor of the work per message."""
     m = costs["send_model"]
-    # what writing for a reader on another CPU adds per byte (a loop's client and server run on
-    # two CPUs), when the microbenchmarks measured it
-    cross = _finite(costs.get("large_cross", {}).get("send_extra_per_byte_ns", 0.0))
     return {
         **wake_costs(costs["wake"]),
         "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
         "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
         "op_floor_s": costs["recv"]["cpu_us_per_segment"] * 1e-6,  # us -> s
-        "send_byte_s": (max(m.get("per_byte_ns", 0.0), 0.0) + cross) * 1e-9,  # ns -> s
+        "send_byte_s": max(m.get("per_byte_ns", 0.0), 0.0) * 1e-9,  # ns -> s
         "recv_byte_s": _finite(costs["recv"].get("large", {}).get("per_byte_ns", 0.0)) * 1e-9,
     }
 
@@ -245,8 +242,7 @@ def build_profile(
         "send_cpu_s": "measured: send() CPU per call, least squares over five sizes",
         "gso_cpu_s": "measured: send() CPU per loopback segment (one super-packet, both stacks)",
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
-        "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes"
-        + (", plus what a reader on another CPU adds (large_cross)" if "large_cross" in c else ""),
+        "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
         "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
     }
     names = {v: k for k, v in calibrate.FIELDS.items()}
