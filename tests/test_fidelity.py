@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 import pandas as pd
+import pytest
 
 from models.validation import fidelity as F
 
@@ -192,3 +193,36 @@ def test_florys_loopback_step_needs_the_soft_interrupts_on_the_sending_cpu():
     assert right["right"].all(), right
     wrong = F.flory_evaluation(machine=False, processes=1).set_index("payloads")
     assert not wrong.loc["65483/65484", "right"]
+
+
+def test_veth_rows_ack_a_whole_super_packet_once():
+    """Wrong model: a veth pair passes a GSO super-packet whole, so the kernel's client sends about
+    one pure ACK per 64 KiB response at MTU 1500 (``client_pure_acks_per_op``).  The field scenario
+    (GRO on for veth rows) gives about that; with GRO off the simulated client ACKs every second
+    1448-byte segment, over ten times as many."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile, simulate
+
+    run = load_kernel_run(prefix=F.FIELD_PREFIX)
+    isc = run.table("iscsi_loop")
+    pick = isc[
+        (isc["link"] == "veth-1500")
+        & (isc["cc"] == "bbr")
+        & (isc["sock_mode"] == "nodelay")
+        & (isc["client_sock_mode"] == "nodelay")
+        & (isc["iosize_bytes"] == 65536)
+        & (isc["qd"] == 8)
+        & isc["rate_limit_bits_per_s"].isna()
+    ]
+    assert len(pick) == 1
+    row = pick.iloc[0].to_dict()
+    kernel = float(row["client_pure_acks_per_op"])
+    sc = F.field_scenario("iscsi_loop", row, F.ProfileHost(hostprofile.shipped()), run.hz)
+    assert sc.client.gro and sc.server.gro
+
+    def acks_per_op(scenario) -> float:
+        r = simulate(scenario)
+        return r.pure_acks["C>S"] / r.completed_total
+
+    assert acks_per_op(sc) == pytest.approx(kernel, rel=0.5)
+    assert acks_per_op(sc.replace(client={"gro": False}, server={"gro": False})) > 10 * kernel
