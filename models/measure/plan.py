@@ -10,6 +10,7 @@ link the user may create (host loopback for a normal user; a private loopback an
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,6 +32,9 @@ __all__ = [
     "FIELD_QDS",
     "PLANS",
     "flory_plan",
+    "repeat_plan",
+    "REPEAT_RUNS",
+    "REPEAT_SEED",
 ]
 
 ISCSI_QDS = (1, 2, 3, 4, 5, 8, 16, 32, 64)
@@ -60,7 +64,10 @@ FIELD_CC_VARIANTS = ("reno", "cubic")
 FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
 FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
 #: The plans ``python -m models.measure sweep --plan`` knows.
-PLANS = ("standard", "field", "flory")
+PLANS = ("standard", "field", "flory", "repeat")
+#: How many field runs the repeat plan measures again, and the seed that picks them.
+REPEAT_RUNS = 240
+REPEAT_SEED = 22
 
 
 @dataclass(frozen=True)
@@ -252,3 +259,25 @@ def flory_plan(
 ) -> list[PlannedRun]:
     """Only the Flory runs of :func:`standard_plan` (``cubic`` is accepted and ignored)."""
     return [pr for pr in standard_plan(root, quick, links, cubic=False) if pr.table == "flory"]
+
+
+def repeat_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """A seeded sample of :func:`field_plan` (:data:`REPEAT_RUNS` runs, seed :data:`REPEAT_SEED`),
+    unchanged and in the field plan's order: the same scenarios measured a second time, to see how
+    far the kernel repeats itself (an audit of the field table, not a test of any model).
+
+    >>> plan = repeat_plan(root=True)
+    >>> len(plan), len({(pr.link.label, pr.spec) for pr in plan})
+    (240, 240)
+    >>> plan == repeat_plan(root=True)  # the same sample every time
+    True
+    """
+    field = field_plan(root, quick, links, cubic)
+    n = min(REPEAT_RUNS, len(field))
+    keep = set(random.Random(REPEAT_SEED).sample(range(len(field)), n))
+    return [pr for i, pr in enumerate(field) if i in keep]
