@@ -226,3 +226,45 @@ def test_veth_rows_ack_a_whole_super_packet_once():
 
     assert acks_per_op(sc) == pytest.approx(kernel, rel=0.5)
     assert acks_per_op(sc.replace(client={"gro": False}, server={"gro": False})) > 10 * kernel
+
+
+def _runs(iops, stalled_pct, qds, sizes=None):
+    """Rows of the iSCSI loop as the harness writes them (the key columns, IOPS and stall share)."""
+    n = len(qds)
+    return pd.DataFrame(
+        {
+            "link": ["veth-1500"] * n,
+            "mtu_bytes": [1500] * n,
+            "rate_limit_bits_per_s": [None] * n,
+            "cc": ["bbr"] * n,
+            "sock_mode": ["nagle"] * n,
+            "client_sock_mode": ["nodelay"] * n,
+            "qd": qds,
+            "iosize_bytes": sizes or [512] * n,
+            "iops": iops,
+            "stalled_pct": stalled_pct,
+        }
+    )
+
+
+def test_the_repeat_audit_holds_the_kernel_to_itself():
+    field = _runs([1000.0, 2000.0, 25.0, 3000.0], [0.0, 0.0, 99.0, 0.0], [8, 16, 1, 32])
+    again = _runs([1100.0, 1900.0, 25.0], [0.0, 0.0, 99.0], [8, 16, 1])
+    table = F.repeat_table(field, again)
+    assert len(table) == 3 and list(table["sim_iops"]) == [1100.0, 1900.0, 25.0]
+    goals = {g.name: g for g in F.repeat_goals(table)}
+    assert "largest stalling QD" not in goals  # a sample leaves groups incomplete
+    assert goals["stall verdicts"].value == "3 of 3" and goals["IOPS within 25%"].met
+
+
+def test_the_repeat_audit_can_fail():
+    """A second run that differs (a stall that does not repeat, a rate half as fast) fails the
+    goals, and a second run of a scenario the field table lacks is an error."""
+    field = _runs([1000.0, 2000.0, 25.0], [0.0, 0.0, 99.0], [8, 16, 1])
+    again = _runs([500.0, 2000.0, 900.0], [0.0, 0.0, 0.0], [8, 16, 1])
+    goals = {g.name: g for g in F.repeat_goals(F.repeat_table(field, again))}
+    assert goals["stall verdicts"].value == "2 of 3" and not goals["stall verdicts"].met
+    assert goals["IOPS within 25%"].value == "50%" and not goals["IOPS within 25%"].met
+    stray = _runs([1000.0], [0.0], [64])
+    with pytest.raises(ValueError, match="1 of its 1 runs have no field row"):
+        F.repeat_table(field, stray)
