@@ -33,6 +33,7 @@ __all__ = [
     "PLANS",
     "flory_plan",
     "repeat_plan",
+    "pacing_plan",
     "REPEAT_RUNS",
     "REPEAT_SEED",
 ]
@@ -64,7 +65,7 @@ FIELD_CC_VARIANTS = ("reno", "cubic")
 FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
 FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
 #: The plans ``python -m models.measure sweep --plan`` knows.
-PLANS = ("standard", "field", "flory", "repeat")
+PLANS = ("standard", "field", "flory", "repeat", "pacing")
 #: How many field runs the repeat plan measures again, and the seed that picks them.
 REPEAT_RUNS = 240
 REPEAT_SEED = 22
@@ -281,3 +282,34 @@ def repeat_plan(
     n = min(REPEAT_RUNS, len(field))
     keep = set(random.Random(REPEAT_SEED).sample(range(len(field)), n))
     return [pr for i, pr in enumerate(field) if i in keep]
+
+
+#: The pacing plan's congestion controls: bbr paces its sends, reno and cubic do not.
+PACING_CCS = ("bbr", "reno", "cubic")
+
+
+def pacing_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """bbr against reno and cubic on the unlimited veth links, where the field plan runs only bbr:
+    Nagle and NODELAY servers, a NODELAY client, 4, 16 and 64 KiB, QD 2, 8 and 32 (``cubic`` is
+    accepted and ignored; veth needs root, so a normal user gets an empty plan).
+
+    >>> len(pacing_plan(root=True)), len(pacing_plan(root=False))
+    (108, 0)
+    """
+    root = is_root() if root is None else root
+    window = 0.5 if quick else 1.0  # seconds
+    plan: list[PlannedRun] = []
+    for link in _links(root, links):
+        if link.kind == "loopback" or link.rate_bits_per_s:
+            continue
+        for cc in PACING_CCS:
+            for size in (4096, 16384, 65536):
+                for mode in ("nagle", "nodelay"):
+                    for qd in (2, 8, 32):
+                        plan.append(_field_run(link, mode, "nodelay", qd, size, window, cc))
+    return plan
