@@ -8,6 +8,7 @@ import functools
 import pandas as pd
 import pytest
 
+from models.validation import draws as D
 from models.validation import fidelity as F
 
 
@@ -250,10 +251,11 @@ def _runs(iops, stalled_pct, qds, sizes=None):
 def test_the_repeat_audit_holds_the_kernel_to_itself():
     field = _runs([1000.0, 2000.0, 25.0, 3000.0], [0.0, 0.0, 99.0, 0.0], [8, 16, 1, 32])
     again = _runs([1100.0, 1900.0, 25.0], [0.0, 0.0, 99.0], [8, 16, 1])
-    table = F.repeat_table(field, again)
+    table = D.repeat_table(field, again)
     assert len(table) == 3 and list(table["sim_iops"]) == [1100.0, 1900.0, 25.0]
-    goals = {g.name: g for g in F.repeat_goals(table)}
+    goals = {g.name: g for g in D.repeat_goals(table)}
     assert "largest stalling QD" not in goals  # a sample leaves groups incomplete
+    assert "largest stalling QD" in {g.name for g in D.repeat_goals(table, whole=True)}
     assert goals["stall verdicts"].value == "3 of 3" and goals["IOPS within 25%"].met
 
 
@@ -262,9 +264,35 @@ def test_the_repeat_audit_can_fail():
     goals, and a second run of a scenario the field table lacks is an error."""
     field = _runs([1000.0, 2000.0, 25.0], [0.0, 0.0, 99.0], [8, 16, 1])
     again = _runs([500.0, 2000.0, 900.0], [0.0, 0.0, 0.0], [8, 16, 1])
-    goals = {g.name: g for g in F.repeat_goals(F.repeat_table(field, again))}
+    goals = {g.name: g for g in D.repeat_goals(D.repeat_table(field, again))}
     assert goals["stall verdicts"].value == "2 of 3" and not goals["stall verdicts"].met
     assert goals["IOPS within 25%"].value == "50%" and not goals["IOPS within 25%"].met
     stray = _runs([1000.0], [0.0], [64])
     with pytest.raises(ValueError, match="1 of its 1 runs have no field row"):
-        F.repeat_table(field, stray)
+        D.repeat_table(field, stray)
+
+
+def test_a_pooled_reference_takes_each_scenario_s_median_over_its_draws():
+    one = _runs([1000.0, 2000.0, 25.0], [0.0, 0.0, 99.0], [8, 16, 1])
+    two = _runs([1300.0, 1000.0, 30.0], [0.0, 0.0, 0.0], [8, 16, 1])
+    three = _runs([1100.0, 28.0], [0.0, 0.0], [8, 1])  # a sample: two scenarios ran again
+    ref = D.pooled([one, two, three])
+    assert list(ref["iops"]) == [1100.0, 1500.0, 28.0] and list(ref["draws"]) == [3, 2, 3]
+    assert list(ref["stalled_pct"]) == [0.0, 0.0, 0.0]
+    assert ref["iops_spread"].iloc[1] == 2.0
+    # an evaluated table held to it: the simulator's columns stay, the kernel's are replaced
+    ev = one.assign(
+        role="test",
+        kernel_stalls=[False, False, True],
+        sim_stalls=[False] * 3,
+        sim_iops=[1120.0, 1450.0, 900.0],
+    )
+    held = D.with_reference(ev, ref)
+    assert (
+        list(held["iops"]) == [1100.0, 1500.0, 28.0] and list(held["kernel_stalls"]) == [False] * 3
+    )
+    goals = {g.name: g for g in F.goals(held)}
+    assert goals["stall verdicts"].value == "3 of 3"  # against the first draw alone: 2 of 3
+    assert {g.name: g for g in F.goals(ev)}["stall verdicts"].value == "2 of 3"
+    with pytest.raises(ValueError, match="must be the same"):
+        D.with_reference(ev, ref.iloc[:2])

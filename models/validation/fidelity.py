@@ -70,10 +70,9 @@ __all__ = [
     "Evaluation",
     "evaluate",
     "flory_evaluation",
-    "REPEAT_TABLE",
-    "ROW_KEY",
-    "repeat_table",
-    "repeat_goals",
+    "simulate_loop",
+    "PACING_PREFIX",
+    "PACING_TABLE",
 ]
 
 #: The field sweep's tables (``python -m models.measure sweep --plan field``, then ``--plan flory``).
@@ -103,19 +102,9 @@ FLORY_PAIRS = (
     ("veth-1500", 3 * _ETH_MSS, 3 * _ETH_MSS + 1),
     ("loopback", _LO_MSS, _LO_MSS + 1),
 )
-#: The field runs measured a second time (``python -m models.measure sweep --plan repeat``).
-REPEAT_TABLE = "kernel6_repeat_iscsi_loop"
-#: Everything that sets a run of the iSCSI loop: two rows with the same key are the same scenario.
-ROW_KEY = [
-    "link",
-    "mtu_bytes",
-    "rate_limit_bits_per_s",
-    "cc",
-    "sock_mode",
-    "client_sock_mode",
-    "qd",
-    "iosize_bytes",
-]
+#: bbr against reno and cubic on the veth links (``python -m models.measure sweep --plan pacing``).
+PACING_PREFIX = "kernel6_pacing"
+PACING_TABLE = "kernel6_pacing_iscsi_loop"  # its one table
 #: One group of the stall-end goal: everything that sets a row but the queue depth.
 GROUP_KEY = ["link", "cc", "client_sock_mode", "sock_mode", "iosize_bytes"]
 
@@ -405,6 +394,21 @@ def evaluate(
     return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
 
 
+def simulate_loop(
+    table: pd.DataFrame, profile: Any = None, hz: int = 250, processes: int | None = None
+) -> pd.DataFrame:
+    """A table of iSCSI-loop runs (any sweep's, e.g. ``load_kernel_run(prefix=...).table(
+    "iscsi_loop")``) with the simulator's columns, each row run as :func:`evaluate` runs the
+    field sweep's (:func:`field_scenario`, ``profile`` default the shipped one, kernel timer
+    rate ``hz``)."""
+    from models.sim import hostprofile
+
+    host = ProfileHost(profile or hostprofile.shipped())
+    n = workers() if processes is None else processes
+    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, hz)
+    return simulated(table, summarise, processes=n)
+
+
 def flory_evaluation(
     profile: Any = None, run: Any = None, machine: bool = True, processes: int | None = None
 ) -> pd.DataFrame:
@@ -430,34 +434,3 @@ def _flory_goal(steps: pd.DataFrame) -> Goal:
         right == len(steps),
         len(steps),
     )
-
-
-def repeat_table(field: pd.DataFrame, again: pd.DataFrame) -> pd.DataFrame:
-    """The kernel held to itself: each run of ``again`` (the same scenario measured a second time,
-    :data:`REPEAT_TABLE`) beside its row of the field table, in the columns :func:`goals` reads.
-
-    The second run stands where the simulator stands (``sim_iops``, ``sim_stalls``), so the goals
-    computed on this table say how far the kernel repeats itself: an audit of the field table and
-    the ceiling no host model can be expected to pass (the model is held to one of two draws).
-    Roles are the field table's.  Every run of ``again`` must have exactly one field row."""
-    from models.kernel import STALL_SHARE_PCT
-
-    base = field.copy()
-    base["role"] = roles(field)
-    base["kernel_stalls"] = base["stalled_pct"] >= STALL_SHARE_PCT
-    second = again[ROW_KEY + ["iops", "stalled_pct"]].rename(
-        columns={"iops": "sim_iops", "stalled_pct": "again_stalled_pct"}
-    )
-    merged = base.merge(second, on=ROW_KEY, how="inner", validate="one_to_one")
-    if len(merged) != len(again):
-        raise ValueError(
-            f"again: {len(again) - len(merged)} of its {len(again)} runs have no field row"
-        )
-    merged["sim_stalls"] = merged["again_stalled_pct"] >= STALL_SHARE_PCT
-    return merged
-
-
-def repeat_goals(table: pd.DataFrame) -> list[Goal]:
-    """:func:`goals` on a :func:`repeat_table`, without the largest stalling QD (a sample of runs
-    leaves a group's queue depths incomplete)."""
-    return [g for g in goals(table) if g.name != "largest stalling QD"]
