@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from models.validation.fidelity import Goal, goals, roles
+from models.validation.fidelity import FIELD_TABLES, Goal, goals, roles
 
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
 __all__ = [
-    "REPEAT_TABLE",
-    "SECOND_DRAW",
+    "DRAW_TABLES",
+    "bundled_draws",
     "ROW_KEY",
     "repeat_table",
     "repeat_goals",
@@ -36,10 +36,14 @@ __all__ = [
     "with_reference",
 ]
 
-#: A seeded sample of the field runs measured a second time (``sweep --plan repeat``).
-REPEAT_TABLE = "kernel6_repeat_iscsi_loop"
-#: The whole field sweep measured a second time (``sweep --plan field --prefix kernel6_field2``).
-SECOND_DRAW = "kernel6_field2_iscsi_loop"
+#: The field sweep's iSCSI-loop table and its repeats, in the order they ran: the whole sweep
+#: (``sweep --plan field``), the whole sweep again (``--prefix kernel6_field2``), and a seeded sample
+#: of its runs a third time (``sweep --plan repeat``).
+DRAW_TABLES = (
+    FIELD_TABLES[0],
+    "kernel6_field2_iscsi_loop",
+    "kernel6_repeat_iscsi_loop",
+)
 #: Everything that sets a run of the iSCSI loop: two rows with the same key are the same scenario.
 ROW_KEY = [
     "link",
@@ -51,6 +55,13 @@ ROW_KEY = [
     "qd",
     "iosize_bytes",
 ]
+
+
+def bundled_draws() -> list[pd.DataFrame]:
+    """The tables of :data:`DRAW_TABLES`, each checked against its sidecar."""
+    from models import data
+
+    return [data.load(name) for name in DRAW_TABLES]
 
 
 def _stalls(df: pd.DataFrame, column: str = "stalled_pct") -> pd.Series:

@@ -103,8 +103,8 @@ FLORY_PAIRS = (
     ("loopback", _LO_MSS, _LO_MSS + 1),
 )
 #: bbr against reno and cubic on the veth links (``python -m models.measure sweep --plan pacing``).
-PACING_PREFIX = "kernel6_pacing"
-PACING_TABLE = "kernel6_pacing_iscsi_loop"  # its one table
+PACING_TABLE = "kernel6_pacing_iscsi_loop"
+PACING_PREFIX = PACING_TABLE.removesuffix("_iscsi_loop")  # the sweep's --prefix
 #: One group of the stall-end goal: everything that sets a row but the queue depth.
 GROUP_KEY = ["link", "cc", "client_sock_mode", "sock_mode", "iosize_bytes"]
 
@@ -394,19 +394,17 @@ def evaluate(
     return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
 
 
-def simulate_loop(
-    table: pd.DataFrame, profile: Any = None, hz: int = 250, processes: int | None = None
-) -> pd.DataFrame:
-    """A table of iSCSI-loop runs (any sweep's, e.g. ``load_kernel_run(prefix=...).table(
-    "iscsi_loop")``) with the simulator's columns, each row run as :func:`evaluate` runs the
-    field sweep's (:func:`field_scenario`, ``profile`` default the shipped one, kernel timer
-    rate ``hz``)."""
+def simulate_loop(run: Any, profile: Any = None, processes: int | None = None) -> pd.DataFrame:
+    """The iSCSI-loop table of a kernel sweep (``run``, a :class:`models.kernel.KernelRun`, e.g.
+    ``load_kernel_run(prefix=PACING_PREFIX)``) with the simulator's columns, each row run as
+    :func:`evaluate` runs the field sweep's (:func:`field_scenario`, ``profile`` default the shipped
+    one, the run's own timer rate)."""
     from models.sim import hostprofile
 
     host = ProfileHost(profile or hostprofile.shipped())
     n = workers() if processes is None else processes
-    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, hz)
-    return simulated(table, summarise, processes=n)
+    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, run.hz)
+    return simulated(run.table("iscsi_loop"), summarise, processes=n)
 
 
 def flory_evaluation(
