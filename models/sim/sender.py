@@ -259,6 +259,8 @@ class Sender(SenderView):
         """``write`` through the send queue (the general path)."""
         self.in_send = True
         self.sent_in_call = 0
+        if self.windowed:
+            self.cc.writing(self, now)  # (tcp_sendmsg_locked's first step)
         if self.send_fs or self.byte_fs:
             self.thread_cpu += self.send_fs + nbytes * self.byte_fs
         goal = self.goal

@@ -18,7 +18,9 @@ family      classes                          module
 
 The congestion rule (module ``cc``: ``NoWindow``, ``Reno``, ``Bbr``)
 is chosen by name (``Kernel.congestion_control``, the profile's
-``congestion_control``).
+``congestion_control``).  ``Bbr`` paces at the rate of bbr's model
+(module ``bbr``), which reads the delivery-rate samples of module
+``rate``.
 
 The receive path (module ``rx``: ``PerWakeup``,
 ``InterruptModeration``) is a host part rather than a kernel rule:

@@ -5,8 +5,8 @@ window and pacing.  (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``,
 ``tcp_update_skb_after_send``; ``net/ipv4/tcp_cong.c``,
 ``tcp_slow_start``, ``tcp_cong_avoid_ai``, ``tcp_reno_cong_avoid``;
 ``net/ipv4/tcp_input.c``, ``tcp_rtt_estimator``,
-``tcp_slow_start_after_idle_check``, ``tcp_cwnd_restart``;
-``net/ipv4/tcp_bbr.c``, ``bbr_init_pacing_rate_from_rtt``)
+``tcp_slow_start_after_idle_check``, ``tcp_cwnd_restart``; for bbr see
+:mod:`models.sim.rules.bbr`)
 
 The sender asks its congestion rule, for the buffer at the head of its
 queue, how many of its bytes may leave now (``NoWindow.limit``):
@@ -29,19 +29,21 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
   queues new data.  (RFC 2861's decay of an application-limited window,
   ``tcp_cwnd_application_limited``, is not modelled: an unused window
   stays.)
-* :class:`Bbr` (``"bbr"``): Reno's window plus pacing: after each
-  buffer the next may leave only ``len / pacing_rate`` later, with
-  ``pacing_rate = gain x cwnd x mss / srtt`` (``srtt``: 1 ms before the
-  first sample) and ``gain`` bbr's startup gain ``2/ln 2`` (about 2.885),
-  kept at its largest value so far: bbr's bandwidth estimate is a windowed
-  maximum that app-limited samples cannot lower (``bbr_update_bw``), so a
-  request/response connection whose RTT samples include delayed-ACK
-  stalls is not slowed by them.
-  Simplifications: bbr's bandwidth filter, its gain cycle and its own
-  cwnd are not modelled (its cwnd is Reno's here); pacing begins after 10
-  data segments and forgives up to half a buffer's time after idleness,
-  as ``tcp_update_skb_after_send`` does.  A paced push resumes on a timer
-  (the TSQ/pacing hrtimer), whose release is CPU of the soft interrupt.
+* :class:`Bbr` (``"bbr"``): Reno's window plus bbr's pacing: after each
+  buffer the next may leave only ``len / pacing_rate`` later.  The rate
+  is bbr's (:mod:`models.sim.rules.bbr`): first ``2/ln 2`` times 10
+  segments per srtt (1 ms before a sample), then its gain times a
+  10-round maximum of the delivery-rate samples
+  (:mod:`models.sim.rules.rate`), never falling during start-up; after
+  start-up it follows the estimate down as well as up.  A ``send()``
+  that finds less than an MSS unsent, nothing in the host's transmit
+  path and room in the window marks the samples to come
+  application-limited, which cannot lower the estimate.  bbr's own
+  congestion window is not modelled (the window is Reno's).  Pacing
+  begins after 10 data segments and forgives up to half a buffer's time
+  after idleness, as ``tcp_update_skb_after_send`` does.  A paced push
+  resumes on a timer (the TSQ/pacing hrtimer), whose release is CPU of
+  the soft interrupt.
 
 srtt is Linux's estimator (``tcp_rtt_estimator``: ``7/8 srtt + 1/8
 sample``, whole microseconds, from the oldest segment each ACK covers; no
@@ -60,18 +62,17 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from models.sim.events import FS, Timer
+from models.sim.rules.bbr import BbrModel
+from models.sim.rules.rate import RateSampler
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["NoWindow", "Reno", "Bbr", "CONGESTION_CONTROLS", "BBR_HIGH_GAIN"]
+__all__ = ["NoWindow", "Reno", "Bbr", "CONGESTION_CONTROLS"]
 
 _US = 10**9  # femtoseconds per microsecond
-#: bbr's startup gain, ``2/ln 2`` as ``BBR_UNIT * 2885 / 1000 + 1``
-#: (``net/ipv4/tcp_bbr.c``, ``bbr_high_gain``), in thousandths.
-BBR_HIGH_GAIN = 2885
 #: Bytes of windows far beyond any simulated flight (no limit), bytes.
 _UNLIMITED = 1 << 62
 
@@ -116,6 +117,9 @@ class NoWindow:
 
     def queued(self, sender, now: int) -> None:
         """Nothing to restart."""
+
+    def writing(self, sender, now: int) -> None:
+        """Nothing to sample (a ``send()`` begins)."""
 
     # end rule: no-window
 
@@ -324,7 +328,7 @@ class Reno(NoWindow):
         return self.cwnd, self.packets_out
 
     def cycle_shift(self, shift: Shift) -> None:
-        shift.grow(self)
+        shift.grow(self, "growth")
         d, dt = shift.seq(), shift.dt
         self.rtx = deque((e + d, t + dt, k) for e, t, k in self.rtx)
         self.max_packets_seq += d
@@ -334,10 +338,11 @@ class Reno(NoWindow):
 
 # rule: bbr
 class Bbr(Reno):
-    """Reno's window plus pacing at ``gain x cwnd x mss / srtt`` (see the
-    module); bbr sets ``cong_control``, so no restart after idle."""
+    """Reno's window plus bbr's pacing (:class:`BbrModel` over the
+    delivery-rate samples of :class:`RateSampler`; see the module); bbr
+    sets ``cong_control``, so no restart after idle."""
 
-    __slots__ = ("gain", "wstamp", "segs_out", "timer", "peak")
+    __slots__ = ("model", "rs", "wstamp", "segs_out", "timer")
 
     def __init__(
         self,
@@ -346,31 +351,27 @@ class Bbr(Reno):
         ssthresh: int | None,
         restart_after_idle: bool = True,
         rto_min: int = FS // 5,
-        gain: int = BBR_HIGH_GAIN,
+        rng_seed: int = 0,
     ) -> None:
         super().__init__(init_cwnd, mss, ssthresh, False, rto_min)
-        self.gain = gain  # thousandths
+        self.model = BbrModel(rng_seed)
+        self.rs = RateSampler(jiffy_fs=FS // 250)  # (the clock's, once bound)
         self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
         self.segs_out = 0  # tp->data_segs_out
         self.timer: Timer | None = None  # the pacing timer (bound later)
-        self.peak = 0  # bytes/s: the largest rate since the first sample
+        self.model.init_rate(init_cwnd, mss, 0)
 
     def bind(self, sender) -> None:
-        """Attach the pacing timer to ``sender``'s loop."""
+        """Attach the pacing timer to ``sender``'s loop; one jiffy of its
+        clock is an RTT sample of 0 us."""
         self.sender = sender
         self.timer = Timer(sender.loop, self._on_pace)
+        hz = getattr(getattr(sender, "clock", None), "hz", 250)
+        self.rs.jiffy_fs = FS // hz  # one jiffy, fs
 
     def rate(self) -> int:
         """Pacing rate, bytes per second."""
-        srtt_us = self.srtt_us >> 3
-        if not srtt_us:  # 1 ms before a sample
-            return max(1, self.gain * self.cwnd * self.mss)
-        # cwnd x mss bytes per srtt_us microseconds, times gain/1000;
-        # never below the peak so far (bbr's max filter)
-        rate = self.gain * self.cwnd * self.mss * 1000 // srtt_us
-        if rate > self.peak:
-            self.peak = rate
-        return max(1, self.peak)
+        return max(1, self.model.rate)
 
     def limit(self, sender, now: int, start: int, n: int) -> int:
         if self.wstamp > now:  # tcp_pacing_check
@@ -380,8 +381,28 @@ class Bbr(Reno):
             return 0
         return super().limit(sender, now, start, n)
 
+    def writing(self, sender, now: int) -> None:
+        """``tcp_rate_check_app_limited`` at the start of a ``send()``."""
+        ch = getattr(sender, "channel", None)
+        queued = ch is not None and ch.tx_backlog(now)[0] > 0
+        self.rs.check_app_limited(
+            sender.write_seq - sender.snd_nxt,
+            self.mss,
+            queued,
+            self.packets_out,
+            self.cwnd,
+        )
+
     def sent(self, sender, now: int, start: int, end: int, nsegs: int) -> None:
         nbytes = end - start
+        if not self.packets_out:  # CA_EVENT_TX_START
+            self.model.tx_start(
+                self.rs.app_limited != 0,
+                self.mss,
+                self.srtt_us >> 3,
+                self.cwnd,
+            )
+        self.rs.sent(now, self.packets_out)
         super().sent(sender, now, start, end, nsegs)
         prior = self.wstamp
         if prior < now:
@@ -392,6 +413,32 @@ class Bbr(Reno):
             credit = self.wstamp - prior
             len_fs -= min(len_fs // 2, credit)
             self.wstamp += len_fs
+
+    def acked(self, now: int, ack: int) -> None:
+        skbs = 0
+        for e, _t, _k in self.rtx:
+            if e > ack:
+                break
+            skbs += 1
+        if not skbs:
+            return
+        prior_in_flight = self.packets_out
+        super().acked(now, ack)  # srtt, then the sample (tcp_ack's order)
+        rs = self.rs
+        sample = rs.acked(
+            now, skbs, prior_in_flight - self.packets_out, prior_in_flight
+        )
+        wait = self.wstamp - now
+        self.model.on_ack(
+            sample,
+            rs.delivered,
+            rs.delivered_fs,
+            self.packets_out,
+            wait if wait > 0 else 0,
+            self.mss,
+            self.srtt_us >> 3,
+            self.cwnd,
+        )
 
     def _on_pace(self, now: int, _arg: object) -> None:
         sender = self.sender
@@ -404,18 +451,72 @@ class Bbr(Reno):
     def cycle_parts(self) -> dict:
         return {} if self.timer is None else {"timer": self.timer}
 
+    def cycle_counters(self) -> dict:
+        m = self.model
+        return {
+            **Reno.cycle_counters(self),
+            "delivered": self.rs.delivered,
+            "rtt_cnt": m.rtt_cnt,
+            "rounds": m.rounds,
+        }
+
     def cycle_state(self, view: View) -> Hashable:
         # (a past departure still sets the credit of the next one)
+        m, rs = self.model, self.rs
+        d, r = rs.delivered, m.rtt_cnt
+        at = view.time
+        al = rs.app_limited
         return (
             Reno.cycle_state(self, view),
             self.wstamp - view.now,
             min(self.segs_out, 10),
-            self.peak,
+            (
+                m.mode,
+                m.pacing_gain,
+                m.cycle_idx,
+                at(m.cycle_fs),
+                m.rate,
+                m.has_seen_rtt,
+            ),
+            tuple((t - r, v) for t, v in m.bw.s),
+            (
+                m.next_rtt_delivered - d,
+                m.round_start,
+                m.full_bw,
+                m.full_bw_cnt,
+            ),
+            (m.full_bw_reached, m.min_rtt_fs, rs.rtt_min_fs),
+            (
+                at(rs.delivered_fs),
+                at(rs.first_tx_fs),
+                al if al <= 0 else al - d,
+            ),
+            tuple(
+                (p - d, at(pu), at(fu), lim, at(tx))
+                for p, pu, fu, lim, tx in rs.snaps
+            ),
         )
 
     def cycle_shift(self, shift: Shift) -> None:
-        super().cycle_shift(shift)
-        self.wstamp += shift.dt  # (segs_out matters only below 10)
+        m, rs = self.model, self.rs
+        dd = shift.grown("delivered") - rs.delivered
+        dr = shift.grown("rtt_cnt") - m.rtt_cnt
+        dt = shift.dt
+        super().cycle_shift(shift)  # (sets the counters)
+        m.rtt_cnt, m.rounds = shift.grown("rtt_cnt"), shift.grown("rounds")
+        rs.delivered = shift.grown("delivered")
+        self.wstamp += dt  # (segs_out matters only below 10)
+        m.bw.s = [(t + dr, v) for t, v in m.bw.s]
+        m.next_rtt_delivered += dd
+        m.cycle_fs += dt
+        rs.delivered_fs += dt
+        rs.first_tx_fs += dt
+        if rs.app_limited > 0:
+            rs.app_limited += dd
+        rs.snaps = deque(
+            (p + dd, pu + dt, fu + dt, lim, tx + dt)
+            for p, pu, fu, lim, tx in rs.snaps
+        )
 
 
 #: The congestion controls a scenario may name (``Kernel.congestion_control``).

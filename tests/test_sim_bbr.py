@@ -1,0 +1,164 @@
+"""bbr as the simulator models it: the delivery-rate samples of
+``tcp_rate.c`` (models.sim.rules.rate) and bbr's state machine and pacing
+rate (models.sim.rules.bbr), each rule checked on the objects, then the
+split that ``ss -ti`` showed in the kernel's veth-1500 runs (chapter 9): a
+Nagle server, whose held tails keep bytes unsent, leaves start-up; a
+NODELAY server, every sample application-limited, stays in it."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.sim.rules.bbr import (
+    BBR_UNIT,
+    CYCLE_GAINS,
+    DRAIN,
+    HIGH_GAIN,
+    PROBE_BW,
+    STARTUP,
+    BbrModel,
+)
+from models.sim.rules.rate import Minmax, RateSample, RateSampler
+
+US = 10**9  # femtoseconds per microsecond
+MSS = 1448
+
+
+def _sample(prior: int, delivered: int, interval_us: int, limited: bool = False) -> RateSample:
+    return RateSample(prior, delivered, interval_us * US, limited, 10 * US, 4, delivered)
+
+
+# -- the delivery-rate samples ------------------------------------------------
+
+
+def test_a_send_with_less_than_an_mss_unsent_marks_the_samples_app_limited():
+    s = RateSampler(jiffy_fs=4000 * US)
+    s.sent(0, packets_out=0)
+    s.acked(20 * US, skbs=1, packets=1, prior_in_flight=1)  # clears the start mark
+    assert s.app_limited == 0
+    s.check_app_limited(unsent=MSS, mss=MSS, host_queued=False, in_flight=0, cwnd=10)
+    assert s.app_limited == 0  # a full MSS waits: the sender is not short of data
+    s.check_app_limited(unsent=100, mss=MSS, host_queued=True, in_flight=0, cwnd=10)
+    assert s.app_limited == 0  # a frame still in the host's queue
+    s.check_app_limited(unsent=100, mss=MSS, host_queued=False, in_flight=10, cwnd=10)
+    assert s.app_limited == 0  # the window is full
+    s.check_app_limited(unsent=100, mss=MSS, host_queued=False, in_flight=3, cwnd=10)
+    assert s.app_limited == 1 + 3  # delivered + in flight: until those are delivered
+    s.sent(30 * US, packets_out=0)
+    rs = s.acked(50 * US, skbs=1, packets=1, prior_in_flight=1)
+    assert rs.is_app_limited and s.app_limited == 4  # (delivered 2: not yet past 4)
+
+
+def test_a_sample_spans_the_longer_of_the_send_and_ack_intervals():
+    s = RateSampler(jiffy_fs=4000 * US)
+    s.sent(0, packets_out=0)
+    s.sent(30 * US, packets_out=1)  # sent 30 us after the flight began
+    rs = s.acked(40 * US, skbs=2, packets=2, prior_in_flight=2)
+    assert (rs.delivered, rs.interval_fs) == (2, 40 * US)  # ACK interval 40 > send 30
+    assert rs.rtt_fs == 10 * US and s.rtt_min_fs == 10 * US  # the newest buffer's RTT
+    s.sent(41 * US, packets_out=0)
+    rs = s.acked(41 * US + 500, skbs=1, packets=1, prior_in_flight=1)
+    assert rs.rtt_fs == 500  # under a microsecond: 0 to the kernel,
+    assert s.rtt_min_fs == 10 * US  # which its minimum-RTT filter takes as a jiffy
+    s2 = RateSampler(jiffy_fs=4000 * US)
+    s2.sent(0, packets_out=0)
+    s2.acked(500, skbs=1, packets=1, prior_in_flight=1)
+    assert s2.rtt_min_fs == 4000 * US
+
+
+def test_the_max_filter_forgets_a_sample_after_its_window():
+    f = Minmax(0, 0)
+    assert f.update(10, 1, 90) == 90
+    for t in range(2, 12):
+        assert f.update(10, t, 30) == 90
+    assert f.update(10, 12, 30) == 30  # 11 rounds on: the 90 has expired
+
+
+# -- bbr's state machine -------------------------------------------------------
+
+
+def _rounds(m: BbrModel, bws: list[int], limited: bool = False) -> None:
+    """One valid sample per round, ``bw`` packets per 10 us each."""
+    delivered = m.next_rtt_delivered
+    for bw in bws:
+        prior = delivered
+        delivered += bw
+        m.on_ack(_sample(prior, bw, 10, limited), delivered, 0, 0, 0, MSS, 10, 10)
+
+
+def test_startup_ends_after_three_rounds_without_25_percent_growth():
+    m = BbrModel()
+    _rounds(m, [10, 20, 40])
+    assert m.mode == STARTUP and m.pacing_gain == HIGH_GAIN
+    _rounds(m, [45, 45])
+    assert m.mode == STARTUP and m.full_bw_cnt == 2
+    _rounds(m, [45])
+    assert m.full_bw_reached
+    # DRAIN, and straight on to PROBE_BW: nothing is in flight
+    assert m.mode == PROBE_BW and m.drained_at == 6
+    assert m.cycle_idx != 1  # bbr never starts the cycle in its 3/4 phase
+    assert m.pacing_gain == CYCLE_GAINS[m.cycle_idx]
+
+
+def test_app_limited_rounds_never_end_startup():
+    m = BbrModel()
+    _rounds(m, [40] * 20, limited=True)
+    assert m.mode == STARTUP and not m.full_bw_reached
+
+
+def test_startup_never_lowers_the_rate_and_probe_bw_follows_the_estimate():
+    m = BbrModel()
+    _rounds(m, [40])
+    fast = m.rate
+    assert fast == BbrModel.pacing_rate((40 << 24) // 10, HIGH_GAIN, MSS)
+    _rounds(m, [40] * 3)  # full: DRAIN, then PROBE_BW
+    assert m.mode == PROBE_BW
+    assert m.rate < fast  # gain about 1 now, not 2.89
+    m.cycle_idx, m.pacing_gain = 2, BBR_UNIT  # a gain-1 phase
+    _rounds(m, [1] * 12)  # the 40 has left the 10-round window
+    assert m.max_bw() == (1 << 24) // 10
+    assert m.rate <= BbrModel.pacing_rate((1 << 24) // 10, CYCLE_GAINS[0], MSS)
+
+
+def test_drain_waits_for_the_flight_to_fall_to_one_bdp():
+    m = BbrModel()
+    delivered = 0
+    for bw in [40, 40, 40, 40]:
+        prior, delivered = delivered, delivered + bw
+        m.on_ack(_sample(prior, bw, 10), delivered, 0, 500, 0, MSS, 10, 10)
+    assert m.full_bw_reached and m.mode == DRAIN  # 500 packets out: not drained
+    m.on_ack(_sample(delivered, 40, 10), delivered + 40, 0, 2, 0, MSS, 10, 10)
+    assert m.mode == PROBE_BW
+
+
+def test_the_first_probe_bw_phase_comes_from_the_seed():
+    seen = set()
+    for seed in range(40):
+        m = BbrModel(rng_seed=seed)
+        _rounds(m, [40] * 4)
+        seen.add(m.cycle_idx)
+    assert seen == {0, 2, 3, 4, 5, 6, 7}
+
+
+# -- the split ss showed in the kernel's runs ----------------------------------
+
+
+@pytest.mark.parametrize("mode,left_startup", [("nagle", True), ("nodelay", False)])
+def test_veth_1500_nagle_server_leaves_startup_and_nodelay_server_stays(mode, left_startup):
+    # the pacing sweep's run (veth-1500, 16 KiB, QD 8, NODELAY client) as chapter 9 simulates it
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+    from models.sim.engine import Simulation
+    from models.validation import fidelity as FID
+
+    run = load_kernel_run(prefix=FID.PACING_PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (t.link == "veth-1500") & (t.sock_mode == mode) & (t.cc == "bbr")
+    row = t[pick & (t.qd == 8) & (t.iosize_bytes == 16384)].iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped())
+    sc = FID.field_scenario("iscsi_loop", row, host, run.hz)
+    sim = Simulation(sc.replace(run={"ops": 1500, "fast_forward": False}))
+    sim.run()
+    m = sim.server_ep.sender.cc.model
+    assert (m.mode != STARTUP) == left_startup, (m.mode, m.rounds)
+    assert m.rounds > 1000
