@@ -162,3 +162,24 @@ def test_veth_1500_nagle_server_leaves_startup_and_nodelay_server_stays(mode, le
     m = sim.server_ep.sender.cc.model
     assert (m.mode != STARTUP) == left_startup, (m.mode, m.rounds)
     assert m.rounds > 1000
+
+
+@pytest.mark.parametrize("mode", ["nagle", "nodelay"])
+def test_bbr_runs_fast_forward_and_the_result_is_exact(mode):
+    # bbr's state repeats once a sample and a phase are older than they can
+    # matter (the filter's window, the minimum RTT): the fast-forward skips
+    # most of the run and changes no round trip
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile, simulate
+    from models.validation import fidelity as FID
+
+    run = load_kernel_run(prefix=FID.PACING_PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (t.link == "veth-9000") & (t.sock_mode == mode) & (t.cc == "bbr")
+    row = t[pick & (t.qd == 2) & (t.iosize_bytes == 16384)].iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped())
+    sc = FID.field_scenario("iscsi_loop", row, host, run.hz).replace(run={"ops": 3000})
+    fast = simulate(sc)
+    slow = simulate(sc.replace(run={"ops": 3000, "fast_forward": False}))
+    assert fast.skipped_ops > 2000
+    assert fast.rtts_s == slow.rtts_s and fast.directions == slow.directions

@@ -62,7 +62,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from models.sim.events import FS, Timer
-from models.sim.rules.bbr import BbrModel
+from models.sim.rules.bbr import BW_RTTS, PROBE_BW, BbrModel
 from models.sim.rules.rate import RateSampler
 
 if TYPE_CHECKING:
@@ -466,6 +466,13 @@ class Bbr(Reno):
         d, r = rs.delivered, m.rtt_cnt
         at = view.time
         al = rs.app_limited
+        # the phase's age matters only until it exceeds the minimum RTT
+        # (the next ACK's delivery time is later still): then "full"
+        age: int | str = at(m.cycle_fs)
+        if m.mode != PROBE_BW or (
+            m.min_rtt_fs is not None and -age > m.min_rtt_fs
+        ):
+            age = "full"
         return (
             Reno.cycle_state(self, view),
             self.wstamp - view.now,
@@ -474,11 +481,15 @@ class Bbr(Reno):
                 m.mode,
                 m.pacing_gain,
                 m.cycle_idx,
-                at(m.cycle_fs),
+                age,
                 m.rate,
                 m.has_seen_rtt,
             ),
-            tuple((t - r, v) for t, v in m.bw.s),
+            # a sample more than the filter's window old is replaced
+            # at the next update whatever its age: "old"
+            tuple(
+                (t - r if r - t <= BW_RTTS else "old", v) for t, v in m.bw.s
+            ),
             (
                 m.next_rtt_delivered - d,
                 m.round_start,
