@@ -468,9 +468,10 @@ class Bbr(Reno):
         al = rs.app_limited
         # the phase's age matters only until it exceeds the minimum RTT
         # (the next ACK's delivery time is later still): then "full"
-        age: int | str = at(m.cycle_fs)
+        since = view.now - m.cycle_fs
+        age: int | str = -since
         if m.mode != PROBE_BW or (
-            m.min_rtt_fs is not None and -age > m.min_rtt_fs
+            m.min_rtt_fs is not None and since > m.min_rtt_fs
         ):
             age = "full"
         return (
