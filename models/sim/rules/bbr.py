@@ -25,8 +25,9 @@ of microseconds, the 10-round window forgets the fast samples quickly.
 Fixed point as the kernel's: gains in 1/256 (``BBR_UNIT``), bandwidth in
 packets per microsecond times ``2**24`` (``BW_UNIT``).  Not modelled: the
 congestion window bbr computes (the simulator keeps Reno's, which grows
-without loss; Linux's bbr window, with its ACK-aggregation allowance, was
-230-246 segments in the runs sampled, so it did not bind), PROBE_RTT
+without loss; Linux's bbr window, which follows the estimate, fell at
+times below the flight of a QD-8, 16 KiB loop in the traced Nagle run of
+``kernel6_bbr_trace``: a missing mechanism, chapter 9), PROBE_RTT
 (every 10 s), the long-term (policer) bandwidth, losses.  PROBE_BW's first
 phase is drawn from ``rng`` as ``bbr_reset_probe_bw_mode`` does.
 
@@ -85,6 +86,7 @@ class BbrModel:
         "rng",
         "rounds",
         "drained_at",
+        "trace",
     )
 
     def __init__(self, rng_seed: int = 0) -> None:
@@ -105,6 +107,9 @@ class BbrModel:
         self.rng = random.Random(rng_seed)  # prandom_u32_max
         self.rounds = 0  # a statistic: rounds counted
         self.drained_at = -1  # a statistic: round that left STARTUP
+        # a list to record (estimate, pacing rate, mode) after each ACK
+        # the run simulates (a fast-forwarded stretch records nothing)
+        self.trace: list | None = None
 
     # -- rates ----------------------------------------------------------------
 
@@ -207,6 +212,8 @@ class BbrModel:
         else:
             self.pacing_gain = CYCLE_GAINS[self.cycle_idx]
         self.set_rate(self.max_bw(), self.pacing_gain, mss, srtt_us, cwnd)
+        if self.trace is not None:
+            self.trace.append((self.max_bw(), self.rate, self.mode))
 
     def _update_bw(self, rs: RateSample, delivered: int) -> None:
         self.round_start = False

@@ -338,9 +338,10 @@ class Reno(NoWindow):
 
 # rule: bbr
 class Bbr(Reno):
-    """Reno's window plus bbr's pacing (:class:`BbrModel` over the
-    delivery-rate samples of :class:`RateSampler`; see the module); bbr
-    sets ``cong_control``, so no restart after idle."""
+    """Reno's window plus bbr's pacing
+    (:class:`~models.sim.rules.bbr.BbrModel` over the delivery-rate
+    samples of :class:`~models.sim.rules.rate.RateSampler`; see the
+    module); bbr sets ``cong_control``, so no restart after idle."""
 
     __slots__ = ("model", "rs", "wstamp", "segs_out", "timer")
 

@@ -1,0 +1,113 @@
+"""bbr's state in the kernel's traced runs beside the simulator's (comparisons only).
+
+The kernel side is the dataset ``kernel6_bbr_trace`` (``tools/bbr_trace.py``: bpftrace at every
+segment the server socket of a veth-1500, 16 KiB, QD-8 run received, one run with a Nagle server and
+one with a NODELAY server); the simulator side runs the same scenario (the pacing sweep's row,
+:func:`models.validation.fidelity.field_scenario`) and records bbr's estimate after every ACK.  Each
+side is summarised per server mode: the mode bbr spent most rows in, the share of rows in start-up,
+the pacing gain, and quantiles of the bandwidth estimate in Gb/s.
+
+Rows are labelled as everywhere in the book: both sides here are *tests* of the bbr model (nothing
+in it was fitted to the trace), and :func:`states_agree` is the check: the simulated server is in
+start-up exactly when the kernel's was (a share of rows above one half).
+
+>>> row = {"startup_share": 1.0}
+>>> states_agree(pd.DataFrame([{"source": "kernel", "server_sock_mode": "nodelay", **row},
+...                            {"source": "simulator", "server_sock_mode": "nodelay", **row}]))
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from models import framing
+
+__all__ = [
+    "TRACE_TABLE",
+    "QUANTILES",
+    "MSS_BYTES",
+    "GBPS_PER_PACKET_PER_US",
+    "kernel_states",
+    "simulated_states",
+    "states_agree",
+]
+
+#: The bundled trace (``tools/bbr_trace.py``).
+TRACE_TABLE = "kernel6_bbr_trace"
+#: Quantiles of the estimate each summary gives.
+QUANTILES = (0.1, 0.5, 0.9)
+#: The traced runs' MSS (veth at MTU 1500), bytes.
+MSS_BYTES = framing.mss(1500)
+#: Gb/s of one full segment per microsecond (x MSS bytes x 8 bits, / 1000: Mb/us -> Gb/s).
+GBPS_PER_PACKET_PER_US = MSS_BYTES * 8 / 1e3
+
+
+def _summary(source: str, mode: str, bw_gbps: pd.Series, modes: pd.Series, gain: float) -> dict:
+    out: dict[str, Any] = {
+        "source": source,
+        "server_sock_mode": mode,
+        "bbr_mode": modes.mode().iloc[0],
+        "startup_share": float((modes == "startup").mean()),
+        "pacing_gain": gain,
+    }
+    for q in QUANTILES:
+        out[f"estimate_q{round(q * 100)}_gbps"] = float(bw_gbps.quantile(q))
+    return out
+
+
+def kernel_states(trace: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One summary row per server mode of the kernel's trace (default: the bundled one)."""
+    from models import data
+
+    t = data.load(TRACE_TABLE) if trace is None else trace
+    rows = []
+    for mode, g in t.groupby("server_sock_mode", sort=True):
+        bw = g["bw_estimate_packets_per_us"] * GBPS_PER_PACKET_PER_US
+        rows.append(
+            _summary("kernel", str(mode), bw, g["bbr_mode"], float(g["pacing_gain"].median()))
+        )
+    return pd.DataFrame(rows)
+
+
+def simulated_states(profile: Any = None, ops: int = 1500) -> pd.DataFrame:
+    """The simulator's summary for the traced scenario, each server mode run for ``ops``
+    operations without the fast-forward (every ACK recorded), host ``profile`` (default the shipped
+    one)."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+    from models.sim.engine import Simulation
+    from models.sim.rules.bbr import BBR_UNIT, BW_SCALE
+    from models.validation.fidelity import PACING_PREFIX, ProfileHost, field_scenario
+
+    run = load_kernel_run(prefix=PACING_PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (t["link"] == "veth-1500") & (t["cc"] == "bbr") & (t["iosize_bytes"] == 16384)
+    host = ProfileHost(profile or hostprofile.shipped())
+    rows = []
+    for mode in ("nagle", "nodelay"):
+        row = t[pick & (t["qd"] == 8) & (t["sock_mode"] == mode)].iloc[0].to_dict()
+        sc = field_scenario("iscsi_loop", row, host, run.hz)
+        sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
+        model = sim.server_ep.sender.cc.model
+        model.trace = []
+        sim.run()
+        tr = model.trace[len(model.trace) // 10 :]  # past the start
+        bw = (
+            pd.Series([b for b, _, _ in tr], dtype=float)
+            / (1 << BW_SCALE)
+            * GBPS_PER_PACKET_PER_US
+        )
+        modes = pd.Series([m for _, _, m in tr])
+        rows.append(_summary("simulator", mode, bw, modes, model.pacing_gain / BBR_UNIT))
+    return pd.DataFrame(rows)
+
+
+def states_agree(states: pd.DataFrame) -> bool:
+    """Whether, for every server mode, the simulator is in start-up (in more than half of its
+    rows) exactly when the kernel is."""
+    k = states[states["source"] == "kernel"].set_index("server_sock_mode")["startup_share"]
+    s = states[states["source"] == "simulator"].set_index("server_sock_mode")["startup_share"]
+    return bool(((k > 0.5) == (s.reindex(k.index) > 0.5)).all())
