@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.measure import sysinfo  # noqa: E402
+from models.sim.rules.bbr import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
 
 # struct bbr (net/ipv4/tcp_bbr.c) as 64-bit words of icsk_ca_priv:
 # [1] high: bw.s[0].t; [2] low: bw.s[0].v (the estimate, packets/us << 24);
@@ -56,9 +57,9 @@ tracepoint:tcp:tcp_probe
          $ic->icsk_ca_priv[7], $ic->icsk_ca_priv[9]);
 }
 """
-MODES = {0: "startup", 1: "drain", 2: "probe_bw", 3: "probe_rtt"}
-BW_UNIT = 1 << 24  # bbr's bandwidth unit: packets per microsecond << 24
-BBR_UNIT = 256  # bbr's gain unit
+#: enum bbr_mode (net/ipv4/tcp_bbr.c), as the simulator names the modes
+MODES = {0: STARTUP, 1: DRAIN, 2: PROBE_BW, 3: "probe_rtt"}
+BW_UNIT = 1 << BW_SCALE  # bbr's bandwidth unit: packets per microsecond << 24
 
 FIELDS = [
     ("server_sock_mode", "string", "", "server socket mode of the run: nagle or nodelay"),

@@ -43,7 +43,18 @@ import random
 
 from models.sim.rules.rate import Minmax, RateSample
 
-__all__ = ["BbrModel", "BBR_UNIT", "HIGH_GAIN", "DRAIN_GAIN", "CYCLE_GAINS"]
+__all__ = [
+    "BbrModel",
+    "BBR_UNIT",
+    "BW_SCALE",
+    "HIGH_GAIN",
+    "DRAIN_GAIN",
+    "CYCLE_GAINS",
+    "BW_RTTS",
+    "STARTUP",
+    "DRAIN",
+    "PROBE_BW",
+]
 
 _US = 10**9  # femtoseconds per microsecond
 
