@@ -160,8 +160,8 @@ def test_veth_1500_nagle_server_leaves_startup_and_nodelay_server_stays(mode, le
     sim = Simulation(sc.replace(run={"ops": 1500, "fast_forward": False}))
     sim.run()
     m = sim.server_ep.sender.cc.model
-    assert (m.mode != STARTUP) == left_startup, (m.mode, m.rounds)
-    assert m.rounds > 1000
+    assert (m.mode != STARTUP) == left_startup, (m.mode, m.rtt_cnt)
+    assert m.rtt_cnt > 1000
 
 
 @pytest.mark.parametrize("mode", ["nagle", "nodelay"])

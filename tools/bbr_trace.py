@@ -156,8 +156,14 @@ def trace_run(mode: str, duration_s: float, program: Path) -> tuple[list[dict], 
         cmd += ["--sock", mode, "--client-sock", "nodelay", "--qd", "8", "--iosize", "16384"]
         cmd += ["--link", "veth", "--mtu", "1500", "--duration", str(duration_s)]
         cmd += ["--cc", "bbr", "--no-capture", "--json"]
-        run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-        bt.send_signal(2)  # SIGINT: flush and exit
+        limit_s = 4 * duration_s + 120  # warm-up, setup and teardown included
+        try:
+            run = subprocess.run(
+                cmd, cwd=ROOT, capture_output=True, text=True, check=True, timeout=limit_s
+            )
+        finally:
+            if bt.poll() is None:
+                bt.send_signal(2)  # SIGINT: flush and exit
         bt.wait(timeout=30)
         return parse(Path(out.name).read_text().splitlines()), json.loads(run.stdout)
 

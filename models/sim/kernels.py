@@ -45,6 +45,7 @@ from typing import Any
 
 from models.sim.events import FS
 from models.sim.rules import (
+    CONGESTION_CONTROLS,
     FAMILIES,
     AckPolicy,
     AdaptiveAck,
@@ -58,7 +59,7 @@ from models.sim.rules import (
     TickClock,
     WheelClock,
 )
-from models.sim.rules.cc import CONGESTION_CONTROLS, NoWindow
+from models.sim.rules.cc import NoWindow
 
 __all__ = ["KernelProfile", "PROFILES", "get_profile", "register_profile"]
 
@@ -105,7 +106,7 @@ class KernelProfile:
         The class of each rule family (``models.sim.rules.FAMILIES``).
     congestion_control : str
         The congestion rule by name (a key of
-        ``models.sim.rules.cc.CONGESTION_CONTROLS``): ``"cubic"`` today
+        ``models.sim.rules.CONGESTION_CONTROLS``): ``"cubic"`` today
         (grown as Reno without loss), ``"reno"`` in 2.4 (BIC and CUBIC came
         with 2.6).
     init_cwnd : int

@@ -11,7 +11,7 @@ import dataclasses
 
 from models.sim.kernels import PROFILES, KernelProfile, get_profile
 from models.sim.params import OneOf, Part, param
-from models.sim.rules.cc import CONGESTION_CONTROLS
+from models.sim.rules import CONGESTION_CONTROLS
 
 __all__ = ["Kernel"]
 

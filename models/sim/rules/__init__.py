@@ -16,11 +16,11 @@ family      classes                          module
 ``clock``   ``TickClock``, ``WheelClock``    ``clock``
 ==========  ===============================  ==========
 
-The congestion rule (module ``cc``: ``NoWindow``, ``Reno``, ``Bbr``)
-is chosen by name (``Kernel.congestion_control``, the profile's
-``congestion_control``).  ``Bbr`` paces at the rate of bbr's model
-(module ``bbr``), which reads the delivery-rate samples of module
-``rate``.
+The congestion rule (module ``cc``: ``NoWindow``, ``Reno``; module
+``bbr``: ``Bbr``) is chosen by name from ``CONGESTION_CONTROLS``
+(``Kernel.congestion_control``, the profile's ``congestion_control``).
+``Bbr`` paces at the rate of bbr's model (module ``bbr``), which reads
+the delivery-rate samples of module ``rate``.
 
 The receive path (module ``rx``: ``PerWakeup``,
 ``InterruptModeration``) is a host part rather than a kernel rule:
@@ -33,11 +33,22 @@ fast-forward (:mod:`models.sim.fastforward`), after its rule.
 """
 
 from models.sim.rules.ack import AckPolicy, AdaptiveAck, ImmediateAck, LinuxAck
+from models.sim.rules.bbr import Bbr
+from models.sim.rules.cc import NoWindow, Reno
 from models.sim.rules.clock import TickClock, WheelClock
 from models.sim.rules.cork import Autocork, Cork
 from models.sim.rules.nagle import ClassicNagle, MinshallNagle, NaglePolicy
 from models.sim.rules.probe import RtoMinProbe, SrttProbe
 from models.sim.rules.rx import InterruptModeration, PerWakeup
+
+#: The congestion controls a scenario may name (``Kernel.congestion_control``);
+#: ``"cubic"`` grows as Reno's slow start does while nothing is lost.
+CONGESTION_CONTROLS: dict[str, type[NoWindow]] = {
+    "none": NoWindow,
+    "reno": Reno,
+    "cubic": Reno,
+    "bbr": Bbr,
+}
 
 #: The base class of each family, by the profile field that names it.
 FAMILIES = {
@@ -50,6 +61,10 @@ FAMILIES = {
 
 __all__ = [
     "FAMILIES",
+    "CONGESTION_CONTROLS",
+    "NoWindow",
+    "Reno",
+    "Bbr",
     "NaglePolicy",
     "MinshallNagle",
     "ClassicNagle",

@@ -29,8 +29,9 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
   queues new data.  (RFC 2861's decay of an application-limited window,
   ``tcp_cwnd_application_limited``, is not modelled: an unused window
   stays.)
-* :class:`Bbr` (``"bbr"``): Reno's window plus bbr's pacing: after each
-  buffer the next may leave only ``len / pacing_rate`` later.  The rate
+* :class:`~models.sim.rules.bbr.Bbr` (``"bbr"``): Reno's window plus
+  bbr's pacing: after each buffer the next may leave only
+  ``len / pacing_rate`` later.  The rate
   is bbr's (:mod:`models.sim.rules.bbr`): first ``2/ln 2`` times 10
   segments per srtt (1 ms before a sample), then its gain times a
   10-round maximum of the delivery-rate samples
@@ -61,16 +62,14 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from models.sim.events import FS, Timer
-from models.sim.rules.bbr import BW_RTTS, PROBE_BW, BbrModel
-from models.sim.rules.rate import RateSampler
+from models.sim.events import FS
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["NoWindow", "Reno", "Bbr", "CONGESTION_CONTROLS"]
+__all__ = ["NoWindow", "Reno"]
 
 _US = 10**9  # femtoseconds per microsecond
 #: Bytes of windows far beyond any simulated flight (no limit), bytes.
@@ -334,208 +333,3 @@ class Reno(NoWindow):
         self.max_packets_seq += d
         if self.lsndtime >= 0:
             self.lsndtime += dt
-
-
-# rule: bbr
-class Bbr(Reno):
-    """Reno's window plus bbr's pacing
-    (:class:`~models.sim.rules.bbr.BbrModel` over the delivery-rate
-    samples of :class:`~models.sim.rules.rate.RateSampler`; see the
-    module); bbr sets ``cong_control``, so no restart after idle."""
-
-    __slots__ = ("model", "rs", "wstamp", "segs_out", "timer")
-
-    def __init__(
-        self,
-        init_cwnd: int,
-        mss: int,
-        ssthresh: int | None,
-        restart_after_idle: bool = True,
-        rto_min: int = FS // 5,
-        rng_seed: int = 0,
-    ) -> None:
-        super().__init__(init_cwnd, mss, ssthresh, False, rto_min)
-        self.model = BbrModel(rng_seed)
-        self.rs = RateSampler(jiffy_fs=FS // 250)  # (the clock's, once bound)
-        self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
-        self.segs_out = 0  # tp->data_segs_out
-        self.timer: Timer | None = None  # the pacing timer (bound later)
-        self.model.init_rate(init_cwnd, mss, 0)
-
-    def bind(self, sender) -> None:
-        """Attach the pacing timer to ``sender``'s loop; one jiffy of its
-        clock is an RTT sample of 0 us."""
-        self.sender = sender
-        self.timer = Timer(sender.loop, self._on_pace)
-        hz = getattr(getattr(sender, "clock", None), "hz", 250)
-        self.rs.jiffy_fs = FS // hz  # one jiffy, fs
-
-    def rate(self) -> int:
-        """Pacing rate, bytes per second."""
-        return max(1, self.model.rate)
-
-    def limit(self, sender, now: int, start: int, n: int) -> int:
-        if self.wstamp > now:  # tcp_pacing_check
-            t = self.timer
-            if t is not None and t.entry is None:
-                t.arm(self.wstamp)
-            return 0
-        return super().limit(sender, now, start, n)
-
-    def writing(self, sender, now: int) -> None:
-        """``tcp_rate_check_app_limited`` at the start of a ``send()``."""
-        ch = getattr(sender, "channel", None)
-        queued = ch is not None and ch.tx_backlog(now)[0] > 0
-        self.rs.check_app_limited(
-            sender.write_seq - sender.snd_nxt,
-            self.mss,
-            queued,
-            self.packets_out,
-            self.cwnd,
-        )
-
-    def sent(self, sender, now: int, start: int, end: int, nsegs: int) -> None:
-        nbytes = end - start
-        if not self.packets_out:  # CA_EVENT_TX_START
-            self.model.tx_start(
-                self.rs.app_limited != 0,
-                self.mss,
-                self.srtt_us >> 3,
-                self.cwnd,
-            )
-        self.rs.sent(now, self.packets_out)
-        super().sent(sender, now, start, end, nsegs)
-        prior = self.wstamp
-        if prior < now:
-            self.wstamp = now
-        self.segs_out += nsegs
-        if self.segs_out >= 10:  # tcp_update_skb_after_send
-            len_fs = nbytes * FS // self.rate()  # bytes at bytes/s -> fs
-            credit = self.wstamp - prior
-            len_fs -= min(len_fs // 2, credit)
-            self.wstamp += len_fs
-
-    def acked(self, now: int, ack: int) -> None:
-        skbs = 0
-        for e, _t, _k in self.rtx:
-            if e > ack:
-                break
-            skbs += 1
-        if not skbs:
-            return
-        prior_in_flight = self.packets_out
-        super().acked(now, ack)  # srtt, then the sample (tcp_ack's order)
-        rs = self.rs
-        sample = rs.acked(
-            now, skbs, prior_in_flight - self.packets_out, prior_in_flight
-        )
-        wait = self.wstamp - now
-        self.model.on_ack(
-            sample,
-            rs.delivered,
-            rs.delivered_fs,
-            self.packets_out,
-            wait if wait > 0 else 0,
-            self.mss,
-            self.srtt_us >> 3,
-            self.cwnd,
-        )
-
-    def _on_pace(self, now: int, _arg: object) -> None:
-        sender = self.sender
-        if sender is not None and sender.queue:
-            sender.push_pending(now)
-            sender.charge_soft(now)
-
-    # end rule: bbr
-
-    def cycle_parts(self) -> dict:
-        return {} if self.timer is None else {"timer": self.timer}
-
-    def cycle_counters(self) -> dict:
-        m = self.model
-        return {
-            **Reno.cycle_counters(self),
-            "delivered": self.rs.delivered,
-            "rtt_cnt": m.rtt_cnt,
-            "rounds": m.rounds,
-        }
-
-    def cycle_state(self, view: View) -> Hashable:
-        # (a past departure still sets the credit of the next one)
-        m, rs = self.model, self.rs
-        d, r = rs.delivered, m.rtt_cnt
-        at = view.time
-        al = rs.app_limited
-        # the phase's age matters only until it exceeds the minimum RTT
-        # (the next ACK's delivery time is later still): then "full"
-        since = view.now - m.cycle_fs
-        age: int | str = -since
-        if m.mode != PROBE_BW or (
-            m.min_rtt_fs is not None and since > m.min_rtt_fs
-        ):
-            age = "full"
-        return (
-            Reno.cycle_state(self, view),
-            self.wstamp - view.now,
-            min(self.segs_out, 10),
-            (
-                m.mode,
-                m.pacing_gain,
-                m.cycle_idx,
-                age,
-                m.rate,
-                m.has_seen_rtt,
-            ),
-            # a sample more than the filter's window old is replaced
-            # at the next update whatever its age: "old"
-            tuple(
-                (t - r if r - t <= BW_RTTS else "old", v) for t, v in m.bw.s
-            ),
-            (
-                m.next_rtt_delivered - d,
-                m.round_start,
-                m.full_bw,
-                m.full_bw_cnt,
-            ),
-            (m.full_bw_reached, m.min_rtt_fs, rs.rtt_min_fs),
-            (
-                at(rs.delivered_fs),
-                at(rs.first_tx_fs),
-                al if al <= 0 else al - d,
-            ),
-            tuple(
-                (p - d, at(pu), at(fu), lim, at(tx))
-                for p, pu, fu, lim, tx in rs.snaps
-            ),
-        )
-
-    def cycle_shift(self, shift: Shift) -> None:
-        m, rs = self.model, self.rs
-        dd = shift.grown("delivered") - rs.delivered
-        dr = shift.grown("rtt_cnt") - m.rtt_cnt
-        dt = shift.dt
-        super().cycle_shift(shift)  # (sets the counters)
-        m.rtt_cnt, m.rounds = shift.grown("rtt_cnt"), shift.grown("rounds")
-        rs.delivered = shift.grown("delivered")
-        self.wstamp += dt  # (segs_out matters only below 10)
-        m.bw.s = [(t + dr, v) for t, v in m.bw.s]
-        m.next_rtt_delivered += dd
-        m.cycle_fs += dt
-        rs.delivered_fs += dt
-        rs.first_tx_fs += dt
-        if rs.app_limited > 0:
-            rs.app_limited += dd
-        rs.snaps = deque(
-            (p + dd, pu + dt, fu + dt, lim, tx + dt)
-            for p, pu, fu, lim, tx in rs.snaps
-        )
-
-
-#: The congestion controls a scenario may name (``Kernel.congestion_control``).
-CONGESTION_CONTROLS: dict[str, type[NoWindow]] = {
-    "none": NoWindow,
-    "reno": Reno,
-    "cubic": Reno,
-    "bbr": Bbr,
-}
