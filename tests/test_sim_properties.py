@@ -77,8 +77,8 @@ def test_deterministic_for_a_seed(sc):
 @given(
     scenarios(
         run={"jitter": 0.0, "trace": False},
-        client={"wake_spread_s": 0.0},
-        server={"wake_spread_s": 0.0},
+        client={"wake_spread_s": 0.0, "wake_late_share": 0.0},
+        server={"wake_spread_s": 0.0, "wake_late_share": 0.0},
     ),
     st.integers(150, 600),
 )
@@ -104,7 +104,11 @@ def test_random_scenarios_give_the_same_numbers_in_both_modes(sc, ops):
     slow = simulate(sc.replace(run={"fast_forward": False}))
     fast = simulate(sc.replace(run={"fast_forward": True}))
     assert_same_numbers(fast, slow)
-    random = sc.run.jitter or sc.run.trace or sc.client.wake_spread_s or sc.server.wake_spread_s
+    random = (
+        sc.run.jitter
+        or sc.run.trace
+        or any(h.wake_spread_s or h.wake_late_share for h in (sc.client, sc.server))
+    )
     if random:
         assert fast.skipped_ops == 0 and fast.fast_forward_off_reason
 

@@ -77,6 +77,9 @@ class AppThread:
     wake_fast, wake_fast_idle : int
         Wake-up latency, fs, of a thread idle for less than
         ``wake_fast_idle`` fs (0: every wake-up takes ``wake``).
+    wake_late : callable or None
+        A draw: whether such a brief-idle wake-up still takes ``wake``
+        (``None``: never).
     read_byte : int
         CPU per byte read (the copy to the application), fs, added to
         the processing of the next message the thread handles.
@@ -100,6 +103,7 @@ class AppThread:
         wake_cpu: int = 0,
         wake_extra: Callable[[], int] | None = None,
         cpu=None,
+        wake_late: Callable[[], bool] | None = None,
         *,
         exchange: Exchange,
         setup: Exchange | None = None,
@@ -123,6 +127,7 @@ class AppThread:
         self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
         self.wake_extra = wake_extra
+        self.wake_late = wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
@@ -160,8 +165,10 @@ class AppThread:
         if not self.busy and not self.waking:
             self.waking = True
             delay = self.wake
-            if now - self.idle_since < self.wake_fast_idle:
-                delay = self.wake_fast  # its CPU was idle only briefly
+            if now - self.idle_since < self.wake_fast_idle and not (
+                self.wake_late is not None and self.wake_late()
+            ):
+                delay = self.wake_fast  # its CPU was idle only briefly (and not late)
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])

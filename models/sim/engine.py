@@ -74,6 +74,13 @@ class Simulation:
                 return None
             return lambda: int(rng.random() * top)  # uniform [0, top)
 
+        def wake_late(host):
+            """Whether a brief-idle wake-up of ``host`` is late (a draw), or None."""
+            share = host.wake_late_share
+            if not share:
+                return None
+            return lambda: rng.random() < share
+
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
         cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
@@ -101,6 +108,7 @@ class Simulation:
             client_proc=fs(c.proc_s),
             wake_cpu=fs(s.wake_cpu_s),
             wake_extra=wake_extra(s),
+            wake_late=wake_late(s),
             cpu=cpu_s,
             wake_fast=fs(s.wake_fast_s),
             wake_fast_idle=fs(s.wake_fast_idle_s),
@@ -116,6 +124,7 @@ class Simulation:
             factor,
             wake_cpu=fs(c.wake_cpu_s),
             wake_extra=wake_extra(c),
+            wake_late=wake_late(c),
             cpu=cpu_c,
             wake_fast=fs(c.wake_fast_s),
             wake_fast_idle=fs(c.wake_fast_idle_s),
@@ -306,6 +315,8 @@ class Simulation:
         for side in ("client", "server"):
             if sc.host(side).wake_spread_s:
                 return f"{side}.wake_spread_s draws random wake-up latencies"
+            if sc.host(side).wake_late_share:
+                return f"{side}.wake_late_share draws which wake-ups are late"
         return None
 
     def _result(self, wall: float) -> Result:

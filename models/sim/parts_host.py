@@ -46,7 +46,9 @@ class Host(Part):
     interrupt per pure ACK received), ``wake_fast_s`` and
     ``wake_fast_idle_s`` (a thread idle for less than the second wakes
     in the first instead of ``wake_s``: a virtual CPU that halted only
-    briefly is still polling), ``wake_cpu_s`` (thread CPU per
+    briefly is still polling), ``wake_late_share`` (the share of those
+    brief-idle wake-ups that still take ``wake_s``: the CPU had gone
+    into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
     ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
@@ -151,6 +153,14 @@ class Host(Part):
         "seconds",
         "thread CPU per wake-up, before it reads (context switch, recv() return)",
         sample=Between(0, 5e-6),
+    )
+    wake_late_share: float = param(
+        0.0,
+        "fraction",
+        "share",
+        "share of the wake-ups after a brief idle (under wake_fast_idle_s) that still take "
+        "wake_s, drawn per wake-up (seeded; turns the fast-forward off)",
+        sample=OneOf(0.0, 0.05),
     )
     wake_spread_s: float = param(
         0.0,
