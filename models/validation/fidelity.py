@@ -71,6 +71,7 @@ __all__ = [
     "evaluate",
     "flory_evaluation",
     "simulate_loop",
+    "resimulate",
     "PACING_PREFIX",
     "PACING_TABLE",
 ]
@@ -405,6 +406,19 @@ def simulate_loop(run: Any, profile: Any = None, processes: int | None = None) -
     n = workers() if processes is None else processes
     summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, run.hz)
     return simulated(run.table("iscsi_loop"), summarise, processes=n)
+
+
+def resimulate(
+    rows: pd.DataFrame, profile: Any, hz: int, processes: int | None = None
+) -> pd.DataFrame:
+    """Rows of an evaluated iSCSI-loop table (:attr:`Evaluation.iscsi`) simulated again as
+    :func:`evaluate` does, with another host ``profile`` (e.g. a wrong model); ``hz`` is the
+    sweep's timer rate.  Returns the rows with new ``sim_iops`` and ``sim_stalls``."""
+    host = ProfileHost(profile)
+    n = workers() if processes is None else processes
+    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, hz)
+    sims = _each(summarise, rows.to_dict("records"), n)
+    return rows.assign(sim_iops=[s.iops for s in sims], sim_stalls=[bool(s.stalls) for s in sims])
 
 
 def flory_evaluation(
