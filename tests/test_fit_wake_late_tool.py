@@ -13,7 +13,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import fit_wake_late as T  # noqa: E402
 
 from models.kernel import load_kernel_run  # noqa: E402
-from models.kernel.runs import STALL_SHARE_PCT  # noqa: E402
 from models.sim import hostprofile  # noqa: E402
 from models.validation import fidelity as FID  # noqa: E402
 
@@ -21,10 +20,7 @@ from models.validation import fidelity as FID  # noqa: E402
 @pytest.fixture(scope="module")
 def training():
     run = load_kernel_run(prefix=FID.FIELD_PREFIX)
-    df = run.table("iscsi_loop")
-    rows = df[FID.roles(df) == "train"].copy()
-    rows["kernel_stalls"] = rows["stalled_pct"] >= STALL_SHARE_PCT
-    return run, rows
+    return run, T.training_rows(run)
 
 
 def test_the_shipped_share_beats_none_on_the_training_rows(training):

@@ -18,33 +18,29 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 
-from models.kernel.runs import load_kernel_run, simulate_summary
+import pandas as pd
+
+from models.kernel.runs import STALL_SHARE_PCT, load_kernel_run
 from models.sim import hostprofile
 from models.validation import fidelity as FID
 
 GRID = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
 
 
-def _one(make, hz: int, row: dict):
-    s = simulate_summary(make("iscsi_loop", row, hz))
-    return s.iops, bool(s.stalls)
+def training_rows(run) -> pd.DataFrame:
+    """The field sweep's training rows (``run``: the field sweep), with the kernel's verdict."""
+    df = run.table("iscsi_loop")
+    rows = df[FID.roles(df) == "train"]
+    return rows.assign(kernel_stalls=rows["stalled_pct"] >= STALL_SHARE_PCT)
 
 
-def _make(profile, table: str, row: dict, hz: int):
-    return FID.field_scenario(table, row, FID.ProfileHost(profile), hz)
-
-
-def score(share: float, run, rows) -> dict:
-    """Training rows right with ``share`` on both ends of the shipped profile."""
+def score(share: float, run, rows: pd.DataFrame) -> dict:
+    """Training ``rows`` right with ``share`` on both ends of the shipped profile."""
     base = hostprofile.shipped()
-    host = {**base.host, "wake_late_share": share}
-    profile = dataclasses.replace(base, host=host)
-    make = functools.partial(_make, profile)
-    sims = FID._each(functools.partial(_one, make, run.hz), rows.to_dict("records"), FID.workers())
-    out = rows.assign(sim_iops=[i for i, _ in sims], sim_stalls=[s for _, s in sims])
+    profile = dataclasses.replace(base, host={**base.host, "wake_late_share": share})
+    out = FID.resimulate(rows, profile, run.hz)
     verdicts = int((out["kernel_stalls"] == out["sim_stalls"]).sum())
     io = FID.iops_table(out.assign(role="test"))  # (the training rows, scored the same way)
     within = int(io["within"].sum())
@@ -63,12 +59,8 @@ def main(argv=None) -> list[dict]:
         "--write", action="store_true", help="write the winner into the shipped profile"
     )
     ns = p.parse_args(argv)
-    from models.kernel.runs import STALL_SHARE_PCT
-
     run = load_kernel_run(prefix=FID.FIELD_PREFIX)
-    df = run.table("iscsi_loop")
-    rows = df[FID.roles(df) == "train"].copy()
-    rows["kernel_stalls"] = rows["stalled_pct"] >= STALL_SHARE_PCT
+    rows = training_rows(run)
     scores = [score(s, run, rows) for s in ns.grid]
     for s in scores:
         print(
