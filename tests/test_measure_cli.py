@@ -29,6 +29,7 @@ BAD: dict[tuple[str, str], tuple[list[str], str]] = {
     ("run", "--proto"): (["http"], "invalid choice"),
     ("run", "--sock"): (["cork"], "invalid choice"),
     ("run", "--client-sock"): (["more"], "invalid choice"),
+    ("run", "--pin"): (["both", ""], "invalid choice"),
     ("run", "--qd"): (["0", "4097", "-3", "x", "1.5", ""], "an integer 1..4096"),
     ("run", "--iosize"): (["-1", "4194305", "1k"], "an integer 0..4194304 bytes"),
     ("run", "--duration"): (["0", "600.5", "-1", "nan", "inf", "x"], "(0, 600] seconds"),

@@ -146,3 +146,35 @@ def test_sweep_writes_a_valid_dataset(loopback: Link, tmp_path: Path) -> None:
     meta = json.loads((tmp_path / "smoke6_flory.json").read_text())["measurement"]
     assert meta["kernel"]["release"] and "net.ipv4.tcp_autocorking" in meta["host_sysctls"]
     assert meta["links"]["loopback"]["server"]["interfaces"]["lo"]["mtu"] > 0
+
+
+def test_pinned_processes_start_on_the_cpus_asked_for() -> None:
+    """``--pin``: the child is on its CPU before the program runs (the affinity survives exec)."""
+    import os
+    import subprocess
+
+    from models.measure.runner import _affinity, pin_cpus
+
+    cpus = sorted(os.sched_getaffinity(0))
+    for pin in ("same", "apart") if len(cpus) >= 2 else ("same",):
+        for role, want in pin_cpus(pin).items():
+            out = subprocess.run(
+                ["grep", "Cpus_allowed_list", "/proc/self/status"],
+                preexec_fn=_affinity(want),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert out.split()[-1] == str(min(want)), (pin, role, out)
+    assert pin_cpus("none") is None
+
+
+def test_a_pinned_run_completes(loopback: Link) -> None:
+    import os
+
+    pin = "apart" if len(os.sched_getaffinity(0)) >= 2 else "same"
+    r = run_one(
+        RunSpec("iscsi", "nodelay", 4, 512, duration_s=0.2, warmup_s=0.05, capture=False, pin=pin),
+        loopback,
+    )
+    assert r.spec.pin == pin and r.client["completed"] == r.server["ops"] > 0

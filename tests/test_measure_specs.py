@@ -20,6 +20,7 @@ from models.measure.sweep import SCHEMAS, flory_payloads, standard_plan
         ({"count": 0}, "count"),
         ({"cc": "cubic; rm"}, "cc"),
         ({"client_sock": "more"}, "client_sock"),
+        ({"pin": "both"}, "pin"),
     ],
 )
 def test_runspec_rejects_bad_values(kwargs: dict, word: str) -> None:

@@ -112,6 +112,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cc=args.cc,
         client_sock=args.client_sock,
         capture=True if args.pcap is not None else args.capture,
+        pin=args.pin,
     )
     with Link(_link_spec(args)) as link:
         res = run_one(spec, link, keep_pcap=args.pcap)
@@ -124,6 +125,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(
         f"link {res.link_label}  proto {spec.proto}  sock {spec.sock}  client {spec.client_sock}  cc {s.get('cc')}  "
         f"qd {spec.qd}  payload {spec.payload_bytes} bytes  mss {s['tcp_maxseg_bytes']} bytes"
+        + (f"  pin {spec.pin}" if spec.pin != "none" else "")
     )
     print(
         f"  ops {c['window_ops']} in {c['window_s']:.3f} s = {c['iops']:.1f} IOPS; "

@@ -35,10 +35,12 @@ from .runner import (
     COUNT_MAX,
     DURATION_MAX_S,
     PAYLOAD_MAX_BYTES,
+    PIN_MODES,
     PROTOCOLS,
     QD_MAX,
     SOCK_MODES,
     WARMUP_MAX_S,
+    pin_cpus,
 )
 
 __all__ = ["parser", "subparser", "check", "USAGE", "DEFAULT_MTU", "SMOKE_MAX_S"]
@@ -91,6 +93,10 @@ def _check_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             "argument --isolate: applies to --link loopback only (a veth link always runs "
             "between namespaces of its own)"
         )
+    try:
+        pin_cpus(args.pin)
+    except ValueError as exc:
+        p.error(f"argument --pin: {exc}")
     if args.pcap is not None and args.capture is False:
         p.error("argument --pcap: keeping a capture needs one; drop --no-capture")
     if args.pcap is not None or args.capture:
@@ -125,6 +131,13 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--client-sock", choices=CLIENT_SOCK_MODES, default="nagle", help="client socket mode"
+    )
+    run.add_argument(
+        "--pin",
+        choices=PIN_MODES,
+        default="none",
+        help="where the server and client processes run: none (the scheduler decides), same "
+        "(both on one CPU), apart (each on a CPU of its own; needs two)",
     )
     run.add_argument(
         "--qd",

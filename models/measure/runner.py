@@ -22,7 +22,16 @@ from typing import Any
 from . import build, capture, sysinfo
 from .netns import Link
 
-__all__ = ["PROTOCOLS", "SOCK_MODES", "RunSpec", "RunResult", "run_one", "HarnessError"]
+__all__ = [
+    "PROTOCOLS",
+    "SOCK_MODES",
+    "PIN_MODES",
+    "RunSpec",
+    "RunResult",
+    "run_one",
+    "pin_cpus",
+    "HarnessError",
+]
 
 # Bounds of one run, checked by RunSpec and by the command line (models.measure.cli_args).
 #: Most requests the client keeps outstanding.
@@ -43,6 +52,40 @@ PROTOCOLS = {"flory": 8, "iscsi": 48}
 #: Server socket modes (see ``csrc/qdperf.c``); the first four are the book's, ``more_all`` is the misuse.
 SOCK_MODES = ("nagle", "nodelay", "more", "more_nodelay", "more_all")
 CLIENT_SOCK_MODES = ("nagle", "nodelay")
+#: Where the server and client processes run: wherever the scheduler puts them, both on one CPU,
+#: or each on a CPU of its own (``sched_setaffinity`` before the program starts).
+PIN_MODES = ("none", "same", "apart")
+
+
+def pin_cpus(pin: str, allowed: list[int] | None = None) -> dict[str, set[int]] | None:
+    """The CPU sets of the server and the client for ``pin`` (:data:`PIN_MODES`), chosen from
+    ``allowed`` (default: the CPUs this process may run on), or ``None`` for ``"none"``.
+
+    >>> pin_cpus("same", [2, 3]), pin_cpus("apart", [2, 3]), pin_cpus("none", [2, 3])
+    ({'server': {2}, 'client': {2}}, {'server': {2}, 'client': {3}}, None)
+    >>> pin_cpus("apart", [0])
+    Traceback (most recent call last):
+    ...
+    ValueError: pin 'apart' needs two CPUs, this process may run on 1: [0]
+    """
+    if pin not in PIN_MODES:
+        raise ValueError(f"pin must be one of {PIN_MODES}, got {pin!r}")
+    if pin == "none":
+        return None
+    cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
+    if pin == "apart" and len(cpus) < 2:
+        raise ValueError(
+            f"pin 'apart' needs two CPUs, this process may run on {len(cpus)}: {cpus}"
+        )
+    return {"server": {cpus[0]}, "client": {cpus[1] if pin == "apart" else cpus[0]}}
+
+
+def _affinity(cpus: set[int] | None) -> Any:
+    """A ``preexec_fn`` that puts the child on ``cpus`` before it runs the program (``exec``
+    keeps the affinity, also through ``ip netns exec``), or ``None``."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
 
 
 def cc_name_ok(name: str) -> bool:
@@ -84,6 +127,9 @@ class RunSpec:
         Client socket mode: ``nagle`` (default socket) or ``nodelay``.
     capture
         ``True`` capture with tcpdump (fail if impossible), ``False`` never, ``None`` if available.
+    pin
+        Where the two processes run: ``none`` (the scheduler decides), ``same`` (both on the
+        first CPU this process may use), ``apart`` (server on the first, client on the second).
     """
 
     proto: str = "iscsi"
@@ -96,8 +142,11 @@ class RunSpec:
     cc: str | None = None
     client_sock: str = "nagle"
     capture: bool | None = None
+    pin: str = "none"
 
     def __post_init__(self) -> None:
+        if self.pin not in PIN_MODES:
+            raise ValueError(f"pin must be one of {PIN_MODES}, got {self.pin!r}")
         if self.proto not in PROTOCOLS:
             raise ValueError(f"proto must be one of {sorted(PROTOCOLS)}, got {self.proto!r}")
         if self.sock not in SOCK_MODES:
@@ -229,6 +278,10 @@ def run_one(
         A process failed, printed no report, or ran past its time limit.
     """
     binary = build.qdperf_binary()
+    try:
+        pins = pin_cpus(spec.pin) or {}
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
     limit = spec.time_limit_s
     cc = ["--cc", spec.cc] if spec.cc else []
     common = ["--proto", spec.proto, "--time-limit", f"{limit:g}", *cc]
@@ -256,6 +309,7 @@ def run_one(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_affinity(pins.get("server")),
         )
         port = _read_port(server, 10.0)
         cap: capture.Capture | None = None
@@ -302,6 +356,7 @@ def run_one(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                preexec_fn=_affinity(pins.get("client")),
             )
             try:
                 c_out, c_err = client.communicate(timeout=limit + 5)

@@ -1,0 +1,47 @@
+"""tools/placement_sweep.py: its columns are the bundled dataset's, its sweep covers every size and
+placement the comparison reads, and bad arguments are refused before any run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from models import data
+from models.measure.runner import PIN_MODES
+from models.validation import placement as P
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import placement_sweep  # noqa: E402
+
+
+def test_the_tool_writes_the_bundled_columns_and_configuration():
+    desc = data.describe(P.DATASET)
+    assert [f["name"] for f in desc["schema"]["fields"]] == [n for n, *_ in placement_sweep.FIELDS]
+    df = data.load(P.DATASET)
+    assert sorted(df["iosize_bytes"].unique()) == list(placement_sweep.SIZES)
+    assert set(df["pin"]) == set(PIN_MODES)
+    cfg = (placement_sweep.SOCK, placement_sweep.CLIENT_SOCK, placement_sweep.QD)
+    assert cfg == (P.CONFIG["sock_mode"], P.CONFIG["client_sock_mode"], P.CONFIG["qd"])
+    # every sweep recorded its machine; the CSV's sweep numbers are the sidecar's
+    sweeps = desc["measurement"]["sweeps"]
+    assert sorted(df["sweep"].unique()) == [w["sweep"] for w in sweeps]
+    assert all(w["machine"]["config_hz"] and w["machine"]["date"] for w in sweeps)
+
+
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["--repeats", "0"], "--repeats"),
+        (["--duration", "0"], "--duration"),
+        (["--append", "--prefix", "no_such_table"], "does not exist"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_run(argv, word, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        placement_sweep.main(["--out", str(tmp_path), *argv])
+    assert info.value.code == 2
+    assert word in capsys.readouterr().err

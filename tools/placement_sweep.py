@@ -1,0 +1,190 @@
+"""Measure how much the kernel's rate depends on where the two ends run.
+
+    sudo .venv/bin/python tools/placement_sweep.py --out data --prefix kernel6_placement
+
+The iSCSI-like loop on the loopback inside a namespace of its own
+(``python -m models.measure run --isolate``), TCP_NODELAY on both
+sockets, QD 8, responses of 512 B, 4 KiB, 16 KiB and 64 KiB, each run
+with the server and client processes placed three ways (``--pin``):
+wherever the scheduler puts them (``none``), both on one CPU (``same``)
+and each on a CPU of its own (``apart``).  Every placement of every size
+is run ``--repeats`` times, the placements and sizes interleaved within
+each repeat so that a drift of the machine touches them alike.  Writes
+``PREFIX.csv`` (one row per run) and its sidecar ``PREFIX.json`` with the
+machine's settings; ``--append`` adds a further sweep (numbered in the
+``sweep`` column) to an existing pair, to see whether the machine's rates
+move between hours.  Needs root (the namespace) and two CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.measure import sysinfo  # noqa: E402
+from models.measure.netns import Link, LinkSpec  # noqa: E402
+from models.measure.runner import PIN_MODES, RunSpec, run_one  # noqa: E402
+
+#: Response payloads measured, bytes.
+SIZES = (512, 4096, 16384, 65536)
+#: The one socket configuration and queue depth of the sweep.
+SOCK, CLIENT_SOCK, QD = "nodelay", "nodelay", 8
+
+#: (name, type, unit, description) of each column.
+FIELDS = [
+    ("sweep", "integer", "sweeps", "the sweep the run belongs to, from 0 (see the sidecar)"),
+    ("iosize_bytes", "integer", "bytes", "payload bytes per response"),
+    ("pin", "string", None, "placement: none (scheduler), same (one CPU), apart (two CPUs)"),
+    ("repeat", "integer", "runs", "the run's repeat, from 0"),
+    ("iops", "number", "1/s", "operations completed per second of the measured window"),
+    ("lat_p50_us", "number", "us", "median operation latency"),
+    ("other_cpu_pct", "number", "%", "CPU time other processes used during the run"),
+    ("load_1min", "number", "tasks", "1-minute load average before the run"),
+]
+
+
+def sweep(number: int, repeats: int, duration_s: float) -> list[dict]:
+    """The runs of sweep ``number``, one row each (see :data:`FIELDS`)."""
+    rows = []
+    with Link(LinkSpec("loopback", isolate=True)) as link:
+        for rep in range(repeats):
+            for size in SIZES:
+                for pin in PIN_MODES:
+                    spec = RunSpec(
+                        "iscsi",
+                        SOCK,
+                        QD,
+                        size,
+                        duration_s=duration_s,
+                        client_sock=CLIENT_SOCK,
+                        capture=False,
+                        pin=pin,
+                    )
+                    res = run_one(spec, link)
+                    rows.append(
+                        {
+                            "sweep": number,
+                            "iosize_bytes": size,
+                            "pin": pin,
+                            "repeat": rep,
+                            "iops": round(res.client["iops"], 1),
+                            "lat_p50_us": round(res.client["lat_p50_us"], 1),
+                            "other_cpu_pct": round(res.other_cpu_pct, 1),
+                            "load_1min": res.load_before[0],
+                        }
+                    )
+                    print(f"{size:6d} B  pin {pin:5s}  repeat {rep}: {rows[-1]['iops']:,.0f} IOPS")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True, help="folder for PREFIX.csv and .json")
+    p.add_argument("--prefix", default="kernel6_placement")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each size and placement")
+    p.add_argument("--duration", type=float, default=1.0, help="measured seconds of each run")
+    p.add_argument("--append", action="store_true", help="add a sweep to PREFIX.csv and .json")
+    ns = p.parse_args(argv)
+    if not 1 <= ns.repeats <= 20:
+        p.error(f"--repeats must be 1..20, got {ns.repeats}")
+    if not 0 < ns.duration <= 10:
+        p.error(f"--duration must be in (0, 10] seconds, got {ns.duration}")
+    csv_path = ns.out / f"{ns.prefix}.csv"
+    old_rows: list[dict] = []
+    old_sweeps: list[dict] = []
+    if ns.append:
+        if not csv_path.is_file():
+            p.error(f"--append: {csv_path} does not exist")
+        with csv_path.open(newline="") as f:
+            old_rows = list(csv.DictReader(f))
+        old_sweeps = json.loads((ns.out / f"{ns.prefix}.json").read_text())["measurement"][
+            "sweeps"
+        ]
+    if len(os.sched_getaffinity(0)) < 2:
+        p.error("needs two CPUs (pin 'apart')")
+    start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    rows = old_rows + sweep(len(old_sweeps), ns.repeats, ns.duration)
+    ns.out.mkdir(parents=True, exist_ok=True)
+    with csv_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[name for name, *_ in FIELDS], lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    k = sysinfo.kernel_info()
+    ctl = sysinfo.tcp_sysctls()
+    kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
+    command = (
+        f"tools/placement_sweep.py --out {ns.out} --prefix {ns.prefix} "
+        f"--repeats {ns.repeats} --duration {ns.duration:g}" + (" --append" if ns.append else "")
+    )
+    machine = {
+        "kernel": k["release"],
+        "config_hz": k["config_hz"],
+        "cpus": k["cpus"],
+        "congestion_control": ctl.get("net.ipv4.tcp_congestion_control"),
+        "autocorking": ctl.get("net.ipv4.tcp_autocorking"),
+        "date": start,
+    }
+    sweeps = [*old_sweeps, {"sweep": len(old_sweeps), "command": command, "machine": machine}]
+    meta = {
+        "name": ns.prefix,
+        "path": csv_path.name,
+        "profile": "tabular-data-resource",
+        "format": "csv",
+        "encoding": "utf-8",
+        "title": "The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
+        "description": (
+            f"Harness runs of the iSCSI-like loop on the loopback in a namespace of its own, "
+            f"TCP_NODELAY on both sockets, QD {QD}, responses of "
+            f"{', '.join(str(s) for s in SIZES)} bytes, the server and client processes pinned "
+            "to one CPU (same), to a CPU each (apart), or not pinned (none); "
+            f"{ns.repeats} repeats, interleaved, per sweep; {len(sweeps)} sweep(s), each "
+            "with its start time and the machine's settings under measurement.sweeps."
+        ),
+        "sources": [
+            {
+                "title": "Queue Depth placement sweep",
+                "author": "Queue Depth authors",
+                "year": int(start[:4]),
+                "file": "tools/placement_sweep.py",
+                "section": "command lines: " + "; ".join(w["command"] for w in sweeps),
+            }
+        ],
+        "transcription": (
+            f"Measured by tools/placement_sweep.py on kernel {kernel} (default congestion "
+            f"control {machine['congestion_control']}, tcp_autocorking "
+            f"{machine['autocorking']}); sweeps started "
+            f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
+            "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
+        ),
+        "hash": "sha256:" + hashlib.sha256(csv_path.read_bytes()).hexdigest(),
+        "schema": {
+            "fields": [
+                {
+                    "name": name,
+                    "type": typ,
+                    "description": desc,
+                    **({"unit": unit} if unit else {}),
+                    "constraints": {"required": True},
+                }
+                for name, typ, unit, desc in FIELDS
+            ],
+            "primaryKey": ["sweep", "iosize_bytes", "pin", "repeat"],
+        },
+        "measurement": {"sweeps": sweeps},
+    }
+    (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"wrote {csv_path} ({len(rows)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
