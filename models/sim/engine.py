@@ -84,8 +84,12 @@ class Simulation:
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
         cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
-        if cpu is None and link.softirq_on_sender:  # a CPU each, with the frames they send
+        apart = cpu is None and link.softirq_on_sender
+        if apart:  # a CPU each, with the frames they send
             cpu_c, cpu_s = CpuPool(1), CpuPool(1)
+        # seconds per message, with the hand-off between the CPUs of one machine
+        proc_c = c.proc_s + (c.handoff_cpu_s if apart else 0.0)
+        proc_s = s.proc_s + (s.handoff_cpu_s if apart else 0.0)
         # one machine: a frame's receive soft interrupt runs on the sender's CPU(s)
         self.c2s.cpu, self.s2c.cpu = cpu_c, cpu_s
         wl = sc.workload
@@ -98,14 +102,14 @@ class Simulation:
         self.server = ServerThread(
             loop,
             self.server_ep,
-            fs(s.proc_s),
+            fs(proc_s),
             fs(s.wake_s),
             _tx_cost(s),
             s,
             factor,
             exchange=exchange,
             setup=setup,
-            client_proc=fs(c.proc_s),
+            client_proc=fs(proc_c),
             wake_cpu=fs(s.wake_cpu_s),
             wake_extra=wake_extra(s),
             wake_late=wake_late(s),
@@ -117,7 +121,7 @@ class Simulation:
         self.client = ClientThread(
             loop,
             self.client_ep,
-            fs(c.proc_s),
+            fs(proc_c),
             fs(c.wake_s),
             _tx_cost(c),
             c,
@@ -132,7 +136,7 @@ class Simulation:
             qd=wl.qd,
             exchange=exchange,
             setup=setup,
-            server_proc=fs(s.proc_s),
+            server_proc=fs(proc_s),
             setup_server_proc=fs(wl.setup_proc_s),
             target=sc.warmup + sc.run.ops,
         )
@@ -446,6 +450,8 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
     if receiver.rx_usecs is not None:
         rx = InterruptModeration(rx_lat, fs(receiver.rx_usecs))
     ack = receiver.ack_cpu_s
+    if ack is not None and link.softirq_on_sender and not link.shared_cpus:
+        ack += receiver.handoff_ack_cpu_s  # the ACK's CPU is not its socket owner's
     return Channel(
         loop,
         rate,

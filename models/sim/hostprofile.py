@@ -165,6 +165,16 @@ COST_RANGES: dict[str, Range] = {
         unit="share of wake-ups",
     ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
+    "handoff_cpu_s": Range(
+        0.0,
+        50e-6,
+        "a message passed between two CPUs: its cache lines move and the other CPU is woken "
+        "by an interrupt between processors, a virtual machine's exit when virtual; at most a "
+        "context switch's range",
+    ),
+    "handoff_ack_cpu_s": Range(
+        0.0, 20e-6, "a pure ACK processed away from its socket's CPU, at most a segment's"
+    ),
     "send_byte_cpu_s": Range(
         0.0,
         10e-9,

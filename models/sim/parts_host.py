@@ -132,6 +132,22 @@ class Host(Part):
         optional=True,
         sample=OneOf(None, 0.0, 1e-6),
     )
+    handoff_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "extra thread CPU per message (added to proc_s) when both ends run on one machine "
+        "with a CPU each (Link.softirq_on_sender): a message made on the other CPU",
+        sample=OneOf(0.0, 2e-6),
+    )
+    handoff_ack_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "extra CPU per pure ACK (added to ack_cpu_s) when both ends run on one machine with a "
+        "CPU each (Link.softirq_on_sender)",
+        sample=OneOf(0.0, 1e-6),
+    )
     wake_fast_s: float = param(
         0.0,
         "seconds",
