@@ -24,6 +24,7 @@ def test_the_tool_writes_the_bundled_columns_and_configuration():
     df = data.load(P.DATASET)
     assert sorted(df["iosize_bytes"].unique()) == list(placement_sweep.SIZES)
     assert set(df["pin"]) == set(PIN_MODES)
+    assert set(df["link"]) == set(placement_sweep.LINKS)
     cfg = (placement_sweep.SOCK, placement_sweep.CLIENT_SOCK, placement_sweep.QD)
     assert cfg == (P.CONFIG["sock_mode"], P.CONFIG["client_sock_mode"], P.CONFIG["qd"])
     # every sweep recorded its machine; the CSV's sweep numbers are the sidecar's
@@ -38,6 +39,8 @@ def test_the_tool_writes_the_bundled_columns_and_configuration():
         (["--repeats", "0"], "--repeats"),
         (["--duration", "0"], "--duration"),
         (["--append", "--prefix", "no_such_table"], "does not exist"),
+        (["--links", "wifi"], "--links"),
+        (["--links", "loopback,loopback"], "--links"),
     ],
 )
 def test_bad_arguments_are_refused_before_any_run(argv, word, tmp_path, capsys):

@@ -28,12 +28,17 @@ def _not_as_recorded(rows) -> list[str]:
     return [f"{r.quantity}: {r.status}" for r in rows if not r.ok]
 
 
-def test_the_sweep_has_every_size_and_placement_repeated(kernel):
-    assert list(kernel.index) == [512, 4096, 16384, 65536]
+def test_the_sweep_has_every_link_size_and_placement_repeated(kernel):
+    links = ("loopback", "veth-1500", "veth-9000")
+    assert list(kernel.index) == [(k, s) for k in links for s in (512, 4096, 16384, 65536)]
     assert (kernel["runs"] >= 3).all()
-    # one CPU repeats within a few percent, the unpinned runs do not (the audits' finding)
-    assert (kernel["same_hi"] / kernel["same_lo"] < 1.15).all()
-    assert (kernel["none_hi"] / kernel["none_lo"] > 1.25).all()
+    # one CPU repeats within about a fifth everywhere; with a CPU each the veth runs do not
+    assert (kernel["same_hi"] / kernel["same_lo"] < 1.25).all()
+    assert (
+        kernel.loc[["veth-1500", "veth-9000"], "apart_hi"]
+        / kernel.loc[["veth-1500", "veth-9000"], "apart_lo"]
+        > 1.25
+    ).all()
 
 
 def _profile(**host) -> hostprofile.HostProfile:
@@ -46,20 +51,25 @@ def test_every_row_is_as_recorded_with_the_shipped_profile(kernel, shipped_sim):
     assert not _not_as_recorded(rows)
     assert {r.kind for r in rows} == {"fit", "test", "audit"}
     tests = [r for r in rows if r.kind == "test"]
-    assert len(tests) == 8 and all(r.passed for r in tests)
-    # the one-CPU rows are fitted (the hand-off split) and agree closely
+    assert len(tests) == 32
+    # the one-CPU rows of the loopback are fitted (the hand-off split) and agree closely; the
+    # veth's are tests, and pass below 64 KiB
     fits = [r for r in rows if r.kind == "fit"]
-    assert len(fits) == 4 and all(r.rel_error < 0.05 for r in fits)
+    assert len(fits) == 4 and all("loopback" in r.quantity and r.rel_error < 0.05 for r in fits)
+    veth_one = [r for r in tests if "one CPU" in r.quantity and "65536" not in r.quantity]
+    assert len(veth_one) == 6 and all(r.passed for r in veth_one)
 
 
 def test_a_wrong_model_is_caught(kernel):
-    """Per-message CPU doubled on both ends (its own and its hand-off part): the two-CPU rows
-    fail."""
+    """Per-message CPU tripled on both ends (its own and its hand-off part): rows that pass with
+    the shipped profile fail, with one CPU and with two.  (Doubled, it only turns some known
+    failures into passes: the kernel's slow level is that much slower.)"""
     h = hostprofile.shipped().host
-    wrong = _profile(proc_s=2 * h["proc_s"], handoff_cpu_s=2 * h["handoff_cpu_s"])
+    wrong = _profile(proc_s=3 * h["proc_s"], handoff_cpu_s=3 * h["handoff_cpu_s"])
     rows = P.placement_rows(kernel, P.simulated_table(kernel.index, profile=wrong), "test")
     bad = _not_as_recorded(rows)
-    assert any("two CPUs" in b and "FAIL" in b for b in bad), bad
+    assert any("512 B responses: two CPUs" in b and "FAIL" in b for b in bad), bad
+    assert any("one CPU" in b and "FAIL" in b for b in bad), bad
 
 
 def test_the_model_without_hand_off_costs_fails_the_second_cpu_rows(kernel):
@@ -75,11 +85,11 @@ def test_the_model_without_hand_off_costs_fails_the_second_cpu_rows(kernel):
     sim = P.simulated_table(kernel.index, profile=whole)
     rows = P.placement_rows(kernel, sim, "test")
     bad = _not_as_recorded(rows)
-    assert sum("what the second CPU adds" in b and "FAIL" in b for b in bad) == 4, bad
+    assert sum("what the second CPU adds" in b and "FAIL" in b for b in bad) >= 6, bad
     # and its two-CPU rates are the shipped profile's: the split changes nothing there
     shipped = P.simulated_table(kernel.index)
     assert (sim["sim_apart"] == shipped["sim_apart"]).all()
-    assert (sim["sim_same"] < 0.8 * kernel["same"]).all()
+    assert (sim.loc["loopback", "sim_same"] < 0.8 * kernel.loc["loopback", "same"]).all()
 
 
 def test_a_model_that_matched_the_kernel_passes_every_test(kernel):
@@ -87,13 +97,15 @@ def test_a_model_that_matched_the_kernel_passes_every_test(kernel):
         {"sim_same": kernel["same"], "sim_apart": kernel["apart"], "sim_gain": kernel["gain"]}
     )
     rows = P.placement_rows(kernel, same, "test")
-    assert all(r.passed for r in rows if r.kind == "test")
-    assert not _not_as_recorded(rows)
+    tests = [r for r in rows if r.kind == "test"]
+    assert all(r.passed for r in tests)
+    # so each known failure would show as passing, not as recorded
+    assert {r.status for r in tests if r.expected_to_fail} == {"passes (expected to fail)"}
 
 
 def test_the_kernel_predicts_its_own_unpinned_runs_only_so_well():
     df = data.load(P.DATASET)
     assert P.repeat_share(df, "same") == 1.0
-    assert 0.5 < P.repeat_share(df, "none") < 0.9
+    assert 0.5 < P.repeat_share(df, "none") < 0.95
     with pytest.raises(ValueError, match="pin 'nowhere'"):
         P.repeat_share(df, "nowhere")

@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from models.data import table_schema  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.sim.rules.bbr import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
 
@@ -240,19 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             "(under 'measurement')."
         ),
         "hash": "sha256:" + hashlib.sha256(csv_path.read_bytes()).hexdigest(),
-        "schema": {
-            "fields": [
-                {
-                    "name": name,
-                    "type": typ,
-                    "description": desc,
-                    **({"unit": unit} if unit else {}),
-                    "constraints": {"required": True},
-                }
-                for name, typ, unit, desc in FIELDS
-            ],
-            "primaryKey": ["server_sock_mode", "row"],
-        },
+        "schema": table_schema(FIELDS, ["server_sock_mode", "row"]),
         "measurement": {"runs": runs},
     }
     (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -3,7 +3,8 @@ passing the work between two CPUs adds.
 
 ``proc_s`` and ``ack_cpu_s`` of the shipped profile were fitted (``tools/fit_shipped_profile.py``)
 on field rows where client and server ran on one machine with a CPU each.  The placement sweep
-(``data/kernel6_placement``) also ran one of those rows with both ends pinned to one CPU, where no
+(``data/kernel6_placement``) also ran one of those rows (on the loopback, among other links) with
+both ends pinned to one CPU, where no
 message and no ACK passes between CPUs.  This tool finds the share ``k`` of both costs that the
 one-CPU runs pay as well: the simulator with one shared CPU, ``proc_s = k P`` and
 ``ack_cpu_s = k A`` (``P``, ``A``: the two-CPU totals), against the median IOPS of the one-CPU
@@ -62,11 +63,12 @@ def split(profile: hostprofile.HostProfile, k: float) -> hostprofile.HostProfile
 
 
 def one_cpu_ratios(profile, run, kernel) -> dict[int, float]:
-    """Per size: the simulator's one-CPU IOPS over the kernel's one-CPU median."""
+    """Per size: the simulator's one-CPU IOPS over the kernel's one-CPU median on
+    :data:`~models.validation.placement.FIT_LINK` (``kernel``: that link's rows)."""
     host = FID.ProfileHost(profile)
     out = {}
     for size in kernel.index:
-        row = PL._field_row(run, int(size))
+        row = PL._field_row(run, PL.FIT_LINK, int(size))
         sc = FID.field_scenario("iscsi_loop", row, host, run.hz, cpus=1)
         out[int(size)] = simulate(sc).iops / float(kernel.loc[size, "same"])
     return out
@@ -76,7 +78,7 @@ def fit(profile=None) -> dict:
     """The share's grid search: ``k``, its ratios, the loss, the grid and whether at a bound."""
     profile = profile or hostprofile.shipped()
     run = load_kernel_run(prefix=FID.FIELD_PREFIX)
-    kernel = PL.kernel_table(data.load(PL.DATASET))
+    kernel = PL.kernel_table(data.load(PL.DATASET)).loc[PL.FIT_LINK]
     floor = profile.to_dict()["measured"]["recv"]["cpu_us_per_segment"] * 1e-6  # us -> s
     lo = math.ceil(floor / totals(profile)[0] / STEP) * STEP
     grid = [round(lo + i * STEP, 4) for i in range(int(round((1 - lo) / STEP)) + 1)]
@@ -105,7 +107,8 @@ def write(result: dict) -> Path:
     ratios = ", ".join(f"{s} B {r:.2f}" for s, r in result["ratios"].items())
     how = (
         f"tools/fit_handoff.py: share {k:g} of the two-CPU fit (tools/fit_shipped_profile.py) "
-        f"matches the one-CPU runs of {PL.DATASET} (simulated/kernel IOPS: {ratios}; grid "
+        f"matches the one-CPU runs of {PL.DATASET} on the {PL.FIT_LINK} (simulated/kernel "
+        f"IOPS: {ratios}; grid "
         f"{result['grid'][0]:g}-{result['grid'][1]:g} by {result['grid'][2]:g}"
         + (", at a bound" if result["at_bound"] else "")
         + ")"

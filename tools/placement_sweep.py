@@ -3,13 +3,15 @@
     sudo .venv/bin/python tools/placement_sweep.py --out data --prefix kernel6_placement
 
 The iSCSI-like loop on the loopback inside a namespace of its own
-(``python -m models.measure run --isolate``), TCP_NODELAY on both
-sockets, QD 8, responses of 512 B, 4 KiB, 16 KiB and 64 KiB, each run
+(``python -m models.measure run --isolate``) and on veth pairs at MTU 9000
+and 1500 (``--links``), TCP_NODELAY on both sockets, QD 8, responses of
+512 B, 4 KiB, 16 KiB and 64 KiB, each run
 with the server and client processes placed three ways (``--pin``):
 wherever the scheduler puts them (``none``), both on one CPU (``same``)
 and each on a CPU of its own (``apart``).  Every placement of every size
-is run ``--repeats`` times, the placements and sizes interleaved within
-each repeat so that a drift of the machine touches them alike.  Writes
+on every link is run ``--repeats`` times, the placements and sizes
+interleaved within each repeat so that a drift of the machine touches
+them alike.  Writes
 ``PREFIX.csv`` (one row per run) and its sidecar ``PREFIX.json`` with the
 machine's settings; ``--append`` adds a further sweep (numbered in the
 ``sweep`` column) to an existing pair, to see whether the machine's rates
@@ -30,18 +32,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from models.data import table_schema  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import Link, LinkSpec  # noqa: E402
+from models.measure.plan import ETHERNET_MTU  # noqa: E402
 from models.measure.runner import PIN_MODES, RunSpec, run_one  # noqa: E402
 
 #: Response payloads measured, bytes.
 SIZES = (512, 4096, 16384, 65536)
+#: The links, by the field sweep's labels.
+LINKS = {
+    "loopback": LinkSpec("loopback", isolate=True),
+    "veth-9000": LinkSpec("veth", mtu=9000),
+    "veth-1500": LinkSpec("veth", mtu=ETHERNET_MTU),
+}
 #: The one socket configuration and queue depth of the sweep.
 SOCK, CLIENT_SOCK, QD = "nodelay", "nodelay", 8
 
 #: (name, type, unit, description) of each column.
 FIELDS = [
     ("sweep", "integer", "sweeps", "the sweep the run belongs to, from 0 (see the sidecar)"),
+    ("link", "string", None, "the link, as the field sweep labels it"),
     ("iosize_bytes", "integer", "bytes", "payload bytes per response"),
     ("pin", "string", None, "placement: none (scheduler), same (one CPU), apart (two CPUs)"),
     ("repeat", "integer", "runs", "the run's repeat, from 0"),
@@ -52,37 +63,48 @@ FIELDS = [
 ]
 
 
-def sweep(number: int, repeats: int, duration_s: float) -> list[dict]:
-    """The runs of sweep ``number``, one row each (see :data:`FIELDS`)."""
+def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> list[dict]:
+    """The runs of sweep ``number`` on ``links``, one row each (see :data:`FIELDS`)."""
     rows = []
-    with Link(LinkSpec("loopback", isolate=True)) as link:
-        for rep in range(repeats):
-            for size in SIZES:
-                for pin in PIN_MODES:
-                    spec = RunSpec(
-                        "iscsi",
-                        SOCK,
-                        QD,
-                        size,
-                        duration_s=duration_s,
-                        client_sock=CLIENT_SOCK,
-                        capture=False,
-                        pin=pin,
-                    )
-                    res = run_one(spec, link)
-                    rows.append(
-                        {
-                            "sweep": number,
-                            "iosize_bytes": size,
-                            "pin": pin,
-                            "repeat": rep,
-                            "iops": round(res.client["iops"], 1),
-                            "lat_p50_us": round(res.client["lat_p50_us"], 1),
-                            "other_cpu_pct": round(res.other_cpu_pct, 1),
-                            "load_1min": res.load_before[0],
-                        }
-                    )
-                    print(f"{size:6d} B  pin {pin:5s}  repeat {rep}: {rows[-1]['iops']:,.0f} IOPS")
+    for label in links:
+        with Link(LINKS[label]) as link:
+            rows += _runs(number, label, link, repeats, duration_s)
+    return rows
+
+
+def _runs(number: int, label: str, link: Link, repeats: int, duration_s: float) -> list[dict]:
+    rows = []
+    for rep in range(repeats):
+        for size in SIZES:
+            for pin in PIN_MODES:
+                spec = RunSpec(
+                    "iscsi",
+                    SOCK,
+                    QD,
+                    size,
+                    duration_s=duration_s,
+                    client_sock=CLIENT_SOCK,
+                    capture=False,
+                    pin=pin,
+                )
+                res = run_one(spec, link)
+                rows.append(
+                    {
+                        "sweep": number,
+                        "link": label,
+                        "iosize_bytes": size,
+                        "pin": pin,
+                        "repeat": rep,
+                        "iops": round(res.client["iops"], 1),
+                        "lat_p50_us": round(res.client["lat_p50_us"], 1),
+                        "other_cpu_pct": round(res.other_cpu_pct, 1),
+                        "load_1min": res.load_before[0],
+                    }
+                )
+                print(
+                    f"{label:9s} {size:6d} B  pin {pin:5s}  repeat {rep}: "
+                    f"{rows[-1]['iops']:,.0f} IOPS"
+                )
     return rows
 
 
@@ -93,11 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="runs of each size and placement")
     p.add_argument("--duration", type=float, default=1.0, help="measured seconds of each run")
     p.add_argument("--append", action="store_true", help="add a sweep to PREFIX.csv and .json")
+    p.add_argument(
+        "--links", default=",".join(LINKS), help=f"comma-separated subset of {', '.join(LINKS)}"
+    )
     ns = p.parse_args(argv)
     if not 1 <= ns.repeats <= 20:
         p.error(f"--repeats must be 1..20, got {ns.repeats}")
     if not 0 < ns.duration <= 10:
         p.error(f"--duration must be in (0, 10] seconds, got {ns.duration}")
+    links = ns.links.split(",")
+    if not links or len(set(links)) != len(links) or not set(links) <= set(LINKS):
+        p.error(f"--links must be distinct names from {', '.join(LINKS)}, got {ns.links!r}")
     csv_path = ns.out / f"{ns.prefix}.csv"
     old_rows: list[dict] = []
     old_sweeps: list[dict] = []
@@ -112,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(os.sched_getaffinity(0)) < 2:
         p.error("needs two CPUs (pin 'apart')")
     start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    rows = old_rows + sweep(len(old_sweeps), ns.repeats, ns.duration)
+    rows = old_rows + sweep(len(old_sweeps), links, ns.repeats, ns.duration)
     ns.out.mkdir(parents=True, exist_ok=True)
     with csv_path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=[name for name, *_ in FIELDS], lineterminator="\n")
@@ -123,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
     command = (
         f"tools/placement_sweep.py --out {ns.out} --prefix {ns.prefix} "
-        f"--repeats {ns.repeats} --duration {ns.duration:g}" + (" --append" if ns.append else "")
+        f"--repeats {ns.repeats} --duration {ns.duration:g} --links {','.join(links)}"
+        + (" --append" if ns.append else "")
     )
     machine = {
         "kernel": k["release"],
@@ -142,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         "encoding": "utf-8",
         "title": "The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
         "description": (
-            f"Harness runs of the iSCSI-like loop on the loopback in a namespace of its own, "
-            f"TCP_NODELAY on both sockets, QD {QD}, responses of "
+            "Harness runs of the iSCSI-like loop on the loopback in a namespace of its own and "
+            f"on veth pairs, TCP_NODELAY on both sockets, QD {QD}, responses of "
             f"{', '.join(str(s) for s in SIZES)} bytes, the server and client processes pinned "
             "to one CPU (same), to a CPU each (apart), or not pinned (none); "
             f"{ns.repeats} repeats, interleaved, per sweep; {len(sweeps)} sweep(s), each "
@@ -166,19 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
         ),
         "hash": "sha256:" + hashlib.sha256(csv_path.read_bytes()).hexdigest(),
-        "schema": {
-            "fields": [
-                {
-                    "name": name,
-                    "type": typ,
-                    "description": desc,
-                    **({"unit": unit} if unit else {}),
-                    "constraints": {"required": True},
-                }
-                for name, typ, unit, desc in FIELDS
-            ],
-            "primaryKey": ["sweep", "iosize_bytes", "pin", "repeat"],
-        },
+        "schema": table_schema(FIELDS, ["sweep", "link", "iosize_bytes", "pin", "repeat"]),
         "measurement": {"sweeps": sweeps},
     }
     (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -47,7 +47,14 @@ from .descriptor import (
     sha256_of,
 )
 from .descriptor import primary_key as _primary_key  # noqa: F401 - the old private name
-from .maintenance import check_datapackage, datapackage, rehash, rehash_all, write_datapackage
+from .maintenance import (
+    check_datapackage,
+    datapackage,
+    rehash,
+    rehash_all,
+    table_schema,
+    write_datapackage,
+)
 from .table import check_table, load, validate
 
 __all__ = [
@@ -66,6 +73,7 @@ __all__ = [
     "datapackage",
     "write_datapackage",
     "check_datapackage",
+    "table_schema",
     "citation",
     "main",
 ]

@@ -26,7 +26,36 @@ from .descriptor import (
 )
 from .table import check_table
 
-__all__ = ["rehash", "rehash_all", "datapackage", "write_datapackage", "check_datapackage"]
+__all__ = [
+    "rehash",
+    "rehash_all",
+    "datapackage",
+    "write_datapackage",
+    "check_datapackage",
+    "table_schema",
+]
+
+
+def table_schema(fields: Iterable[tuple[str, str, str | None, str]], key: list[str]) -> dict:
+    """A sidecar's Table Schema from ``(name, type, unit or None, description)`` per column,
+    every column required, and the primary ``key`` (as a measuring tool writes it).
+
+    >>> table_schema([("n", "integer", "runs", "a count")], ["n"])["fields"][0]["unit"]
+    'runs'
+    """
+    return {
+        "fields": [
+            {
+                "name": name,
+                "type": typ,
+                "description": desc,
+                **({"unit": unit} if unit else {}),
+                "constraints": {"required": True},
+            }
+            for name, typ, unit, desc in fields
+        ],
+        "primaryKey": list(key),
+    }
 
 
 def dump(obj: dict) -> str:
