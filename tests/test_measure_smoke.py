@@ -7,13 +7,16 @@ there is no C compiler or no loopback TCP.
 """
 
 import json
+import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from models.measure import Link, LinkSpec, RunSpec, run_one
 from models.measure.build import BuildError, qdperf_binary
+from models.measure.runner import _affinity, pin_cpus
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -150,11 +153,6 @@ def test_sweep_writes_a_valid_dataset(loopback: Link, tmp_path: Path) -> None:
 
 def test_pinned_processes_start_on_the_cpus_asked_for() -> None:
     """``--pin``: the child is on its CPU before the program runs (the affinity survives exec)."""
-    import os
-    import subprocess
-
-    from models.measure.runner import _affinity, pin_cpus
-
     cpus = sorted(os.sched_getaffinity(0))
     for pin in ("same", "apart") if len(cpus) >= 2 else ("same",):
         for role, want in pin_cpus(pin).items():
@@ -170,8 +168,6 @@ def test_pinned_processes_start_on_the_cpus_asked_for() -> None:
 
 
 def test_a_pinned_run_completes(loopback: Link) -> None:
-    import os
-
     pin = "apart" if len(os.sched_getaffinity(0)) >= 2 else "same"
     r = run_one(
         RunSpec("iscsi", "nodelay", 4, 512, duration_s=0.2, warmup_s=0.05, capture=False, pin=pin),

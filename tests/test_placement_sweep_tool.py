@@ -25,10 +25,10 @@ def test_the_tool_writes_the_bundled_columns_and_configuration():
     assert sorted(df["iosize_bytes"].unique()) == list(placement_sweep.SIZES)
     assert set(df["pin"]) == set(PIN_MODES)
     assert set(df["link"]) == set(placement_sweep.LINKS)
-    cfg = (placement_sweep.SOCK, placement_sweep.CLIENT_SOCK, placement_sweep.QD)
-    assert cfg == (P.CONFIG["sock_mode"], P.CONFIG["client_sock_mode"], P.CONFIG["qd"])
-    # every sweep recorded its machine; the CSV's sweep numbers are the sidecar's
+    # the sweep ran under the congestion control the comparison simulates
     sweeps = desc["measurement"]["sweeps"]
+    assert {w["machine"]["congestion_control"] for w in sweeps} == {P.CONFIG["cc"]}
+    # every sweep recorded its machine; the CSV's sweep numbers are the sidecar's
     assert sorted(df["sweep"].unique()) == [w["sweep"] for w in sweeps]
     assert all(w["machine"]["config_hz"] and w["machine"]["date"] for w in sweeps)
 

@@ -75,13 +75,7 @@ def test_a_wrong_model_is_caught(kernel):
 def test_the_model_without_hand_off_costs_fails_the_second_cpu_rows(kernel):
     """The profile before the split: one CPU pays the whole two-CPU cost, so a second CPU
     doubles the simulated rate, which the kernel's never does."""
-    h = hostprofile.shipped().host
-    whole = _profile(
-        proc_s=h["proc_s"] + h["handoff_cpu_s"],
-        ack_cpu_s=h["ack_cpu_s"] + h["handoff_ack_cpu_s"],
-        handoff_cpu_s=0.0,
-        handoff_ack_cpu_s=0.0,
-    )
+    whole = hostprofile.handoff_split(hostprofile.shipped(), 1.0)
     sim = P.simulated_table(kernel.index, profile=whole)
     rows = P.placement_rows(kernel, sim, "test")
     bad = _not_as_recorded(rows)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import hashlib
 import json
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.data import table_schema  # noqa: E402
+from models.data import sha256_of, table_schema  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.sim.rules.bbr import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
 
@@ -240,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             "otherwise idle; bpftrace's own CPU time shows in each run's other_cpu_pct "
             "(under 'measurement')."
         ),
-        "hash": "sha256:" + hashlib.sha256(csv_path.read_bytes()).hexdigest(),
+        "hash": sha256_of(csv_path),
         "schema": table_schema(FIELDS, ["server_sock_mode", "row"]),
         "measurement": {"runs": runs},
     }

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from models import data  # noqa: E402
 from models.kernel import load_kernel_run  # noqa: E402
-from models.sim import hostprofile, simulate  # noqa: E402
+from models.sim import hostprofile  # noqa: E402
 from models.validation import fidelity as FID  # noqa: E402
 from models.validation import placement as PL  # noqa: E402
 
@@ -40,51 +40,25 @@ from models.validation import placement as PL  # noqa: E402
 STEP = 0.01
 
 
-def totals(profile: hostprofile.HostProfile) -> tuple[float, float]:
-    """The two-CPU per-message and per-ACK CPU of ``profile``, seconds (own + hand-off)."""
-    h = profile.host
-    return (
-        h["proc_s"] + h.get("handoff_cpu_s", 0.0),
-        h["ack_cpu_s"] + h.get("handoff_ack_cpu_s", 0.0),
-    )
-
-
-def split(profile: hostprofile.HostProfile, k: float) -> hostprofile.HostProfile:
-    """``profile`` with share ``k`` of its two-CPU costs paid on one CPU, the rest on hand-off."""
-    p, a = totals(profile)
-    host = {
-        **profile.host,
-        "proc_s": k * p,
-        "ack_cpu_s": k * a,
-        "handoff_cpu_s": p - k * p,
-        "handoff_ack_cpu_s": a - k * a,
-    }
-    return hostprofile.validate({**profile.to_dict(), "host": host})
-
-
 def one_cpu_ratios(profile, run, kernel) -> dict[int, float]:
     """Per size: the simulator's one-CPU IOPS over the kernel's one-CPU median on
-    :data:`~models.validation.placement.FIT_LINK` (``kernel``: that link's rows)."""
-    host = FID.ProfileHost(profile)
-    out = {}
-    for size in kernel.index:
-        row = PL._field_row(run, PL.FIT_LINK, int(size))
-        sc = FID.field_scenario("iscsi_loop", row, host, run.hz, cpus=1)
-        out[int(size)] = simulate(sc).iops / float(kernel.loc[size, "same"])
-    return out
+    :data:`~models.validation.placement.FIT_LINK` (``kernel``: :func:`PL.kernel_table`'s rows)."""
+    rows = kernel.loc[[PL.FIT_LINK]]
+    sim = PL.simulated_table(rows.index, profile, run, placements=("same",))
+    return {int(size): float(r) for (_, size), r in (sim["sim_same"] / rows["same"]).items()}
 
 
 def fit(profile=None) -> dict:
     """The share's grid search: ``k``, its ratios, the loss, the grid and whether at a bound."""
     profile = profile or hostprofile.shipped()
     run = load_kernel_run(prefix=FID.FIELD_PREFIX)
-    kernel = PL.kernel_table(data.load(PL.DATASET)).loc[PL.FIT_LINK]
+    kernel = PL.kernel_table(data.load(PL.DATASET))
     floor = profile.to_dict()["measured"]["recv"]["cpu_us_per_segment"] * 1e-6  # us -> s
-    lo = math.ceil(floor / totals(profile)[0] / STEP) * STEP
+    lo = math.ceil(floor / hostprofile.handoff_totals(profile)[0] / STEP) * STEP
     grid = [round(lo + i * STEP, 4) for i in range(int(round((1 - lo) / STEP)) + 1)]
     scores = []
     for k in grid:
-        ratios = one_cpu_ratios(split(profile, k), run, kernel)
+        ratios = one_cpu_ratios(hostprofile.handoff_split(profile, k), run, kernel)
         loss = sum(math.log(r) ** 2 for r in ratios.values())
         scores.append({"k": k, "loss": loss, "ratios": ratios})
     best = min(scores, key=lambda s: s["loss"])
@@ -102,7 +76,7 @@ def write(result: dict) -> Path:
 
     path = bundled_data_dir() / "hosts" / f"{hostprofile.SHIPPED}.json"
     d = json.loads(path.read_text())
-    new = split(hostprofile.validate(d), result["k"])
+    new = hostprofile.handoff_split(hostprofile.validate(d), result["k"])
     k = result["k"]
     ratios = ", ".join(f"{s} B {r:.2f}" for s, r in result["ratios"].items())
     how = (

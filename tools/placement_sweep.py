@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import hashlib
 import json
 import os
 import sys
@@ -32,11 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.data import table_schema  # noqa: E402
+from models.data import sha256_of, table_schema  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import Link, LinkSpec  # noqa: E402
 from models.measure.plan import ETHERNET_MTU  # noqa: E402
 from models.measure.runner import PIN_MODES, RunSpec, run_one  # noqa: E402
+from models.validation import placement as PL  # noqa: E402
 
 #: Response payloads measured, bytes.
 SIZES = (512, 4096, 16384, 65536)
@@ -46,8 +46,8 @@ LINKS = {
     "veth-9000": LinkSpec("veth", mtu=9000),
     "veth-1500": LinkSpec("veth", mtu=ETHERNET_MTU),
 }
-#: The one socket configuration and queue depth of the sweep.
-SOCK, CLIENT_SOCK, QD = "nodelay", "nodelay", 8
+#: The one socket configuration and queue depth of the sweep (what chapter 9 simulates).
+SOCK, CLIENT_SOCK, QD = (PL.CONFIG[k] for k in ("sock_mode", "client_sock_mode", "qd"))
 
 #: (name, type, unit, description) of each column.
 FIELDS = [
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
             "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
         ),
-        "hash": "sha256:" + hashlib.sha256(csv_path.read_bytes()).hexdigest(),
+        "hash": sha256_of(csv_path),
         "schema": table_schema(FIELDS, ["sweep", "link", "iosize_bytes", "pin", "repeat"]),
         "measurement": {"sweeps": sweeps},
     }

@@ -88,6 +88,8 @@ __all__ = [
     "shipped",
     "SHIPPED",
     "SIDES",
+    "handoff_totals",
+    "handoff_split",
 ]
 
 #: The value of the ``schema`` key.
@@ -375,3 +377,43 @@ def shipped(name: str = SHIPPED) -> HostProfile:
     if not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name must be letters, digits, - or _, got {name!r}")
     return load(bundled_data_dir() / "hosts" / f"{name}.json")
+
+
+def handoff_totals(profile: HostProfile) -> tuple[float, float]:
+    """What a message and a pure ACK cost ``profile``'s host with both ends of one machine on a
+    CPU each: ``proc_s + handoff_cpu_s`` and ``ack_cpu_s + handoff_ack_cpu_s``, seconds."""
+    h = profile.host
+    return (
+        h.get("proc_s", 0.0) + h.get("handoff_cpu_s", 0.0),
+        h.get("ack_cpu_s", 0.0) + h.get("handoff_ack_cpu_s", 0.0),
+    )
+
+
+def handoff_split(profile: HostProfile, share: float) -> HostProfile:
+    """``profile`` with ``share`` (0..1) of its two-CPU totals (:func:`handoff_totals`) paid on
+    any CPU (``proc_s``, ``ack_cpu_s``) and the rest only on a hand-off between two CPUs
+    (``handoff_cpu_s``, ``handoff_ack_cpu_s``); ``share`` 1 puts it all on the CPU (no hand-off).
+
+    >>> p = validate({"schema": SCHEMA, "version": VERSION, "machine": {"kernel": "k",
+    ...     "config_hz": 250, "congestion_control": "bbr", "date": "d"},
+    ...     "host": {"proc_s": 3e-6, "handoff_cpu_s": 1e-6,
+    ...     "ack_cpu_s": 2e-6}})
+    >>> q = handoff_split(p, 0.25)
+    >>> round(q.host["proc_s"] * 1e6, 9), round(q.host["handoff_cpu_s"] * 1e6, 9)
+    (1.0, 3.0)
+    >>> handoff_split(p, 1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: share must be in [0, 1], got 1.5
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    p, a = handoff_totals(profile)
+    host = {
+        **profile.host,
+        "proc_s": share * p,
+        "ack_cpu_s": share * a,
+        "handoff_cpu_s": p - share * p,
+        "handoff_ack_cpu_s": a - share * a,
+    }
+    return validate({**profile.to_dict(), "host": host})
