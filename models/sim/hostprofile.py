@@ -394,13 +394,14 @@ def handoff_split(profile: HostProfile, share: float) -> HostProfile:
     any CPU (``proc_s``, ``ack_cpu_s``) and the rest only on a hand-off between two CPUs
     (``handoff_cpu_s``, ``handoff_ack_cpu_s``); ``share`` 1 puts it all on the CPU (no hand-off).
 
-    >>> p = validate({"schema": SCHEMA, "version": VERSION, "machine": {"kernel": "k",
-    ...     "config_hz": 250, "congestion_control": "bbr", "date": "d"},
-    ...     "host": {"proc_s": 3e-6, "handoff_cpu_s": 1e-6,
-    ...     "ack_cpu_s": 2e-6}})
+    >>> d = {"schema": SCHEMA, "version": VERSION, "host": {
+    ...     "proc_s": 3e-6, "handoff_cpu_s": 1e-6, "ack_cpu_s": 2e-6},
+    ...     "machine": {"kernel": "k", "config_hz": 250,
+    ...                 "congestion_control": "bbr", "date": "d"}}
+    >>> p = validate(d)
     >>> q = handoff_split(p, 0.25)
-    >>> round(q.host["proc_s"] * 1e6, 9), round(q.host["handoff_cpu_s"] * 1e6, 9)
-    (1.0, 3.0)
+    >>> [round(q.host[k] * 1e6, 9) for k in ("proc_s", "handoff_cpu_s")]
+    [1.0, 3.0]
     >>> handoff_split(p, 1.5)
     Traceback (most recent call last):
     ...
