@@ -40,6 +40,7 @@ __all__ = [
     "measured_costs",
     "sweep_rows",
     "build_profile",
+    "carry_over",
 ]
 
 #: The sweep's runs: (server socket mode, QD, payload bytes), on the host loopback.
@@ -162,6 +163,21 @@ def _provenance(name: str, fit: Any, how: dict[str, str]) -> str:
     return "fitted" + (f", at the {bound} bound of its range" if bound else "")
 
 
+def _machine(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A profile's ``machine`` from the microbenchmarks' ``settings``."""
+    k = settings["kernel"]
+    return {
+        "kernel": k["release"],
+        "config_hz": k["config_hz"],
+        "cpus": k["cpus"],
+        "machine": k["machine"],
+        "congestion_control": settings["congestion_control"] or "unknown",
+        "autocorking": settings["autocorking"],
+        "date": settings["date"],
+        "load": settings["load"],
+    }
+
+
 def build_profile(
     costs_result: Mapping[str, Any],
     rows: list[dict[str, Any]],
@@ -274,20 +290,10 @@ def build_profile(
         }
         for r, res in zip(train, fit.residuals)
     ]
-    k = st["kernel"]
     d = {
         "schema": hostprofile.SCHEMA,
         "version": hostprofile.VERSION,
-        "machine": {
-            "kernel": k["release"],
-            "config_hz": k["config_hz"],
-            "cpus": k["cpus"],
-            "machine": k["machine"],
-            "congestion_control": st["congestion_control"] or "unknown",
-            "autocorking": st["autocorking"],
-            "date": st["date"],
-            "load": st["load"],
-        },
+        "machine": _machine(st),
         "host": fields,
         "provenance": provenance,
         "measured": c,
@@ -306,6 +312,87 @@ def build_profile(
         "settings": st,
     }
     hostprofile.validate(d)  # a value outside its plausible range is an error, not a profile
+    return d
+
+
+def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
+    """``profile`` (a host profile made on another machine, e.g. the book's) moved to the machine of
+    ``costs_result`` (:func:`models.measure.costs.run_costs`): each cost the microbenchmarks
+    measure (:func:`measured_costs`, the ``Host`` field of :data:`models.kernel.calibrate.FIELDS`)
+    moves by the difference between this machine's measurement and the profile's own (its
+    ``measured`` record), so a measured cost becomes this machine's and a cost that is measured plus
+    fitted keeps its fitted part; the fitted costs are carried over as they are.  The machine and
+    the settings are the new machine's; ``notes`` says where the rest came from.
+
+    >>> old = {"wake": {"pipe_cross": {"median_us": 40.0}},
+    ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.0, "per_byte_ns": 0.1},
+    ...        "recv": {"cpu_us_per_segment": 1.0}}
+    >>> new = {"wake": {"pipe_cross": {"median_us": 25.0}},
+    ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.5, "per_byte_ns": 0.05},
+    ...        "recv": {"cpu_us_per_segment": 0.6}}
+    >>> book = {"schema": hostprofile.SCHEMA, "version": 1, "measured": old,
+    ...         "machine": {"kernel": "6.1-a", "config_hz": 250, "congestion_control": "bbr",
+    ...                     "date": "2026-01-01"},
+    ...         "host": {"wake_s": 40e-6, "gso_cpu_s": 2.8e-6, "proc_s": 1.4e-6}}
+    >>> settings = {"kernel": {"release": "6.1-b", "config_hz": 250, "cpus": 2,
+    ...             "machine": "x86_64"}, "congestion_control": "bbr", "autocorking": "1",
+    ...             "date": "2026-02-01", "load": [0.1, 0.1, 0.1]}
+    >>> d = carry_over(book, {"costs": new, "settings": settings})
+    >>> {k: round(v * 1e6, 3) for k, v in d["host"].items()}  # us; gso keeps its fitted 0.8
+    {'wake_s': 25.0, 'gso_cpu_s': 3.3, 'proc_s': 1.4}
+    >>> d["machine"]["kernel"], d["notes"][:33]
+    ('6.1-b', 'carried over from the profile of ')
+
+    Raises
+    ------
+    ValueError
+        The profile has no ``measured`` record to move from.
+    """
+    from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
+
+    base = hostprofile.load(profile)
+    if "measured" not in base.records:
+        raise ValueError(
+            "profile: has no 'measured' record (the microbenchmarks it was made with), so its "
+            "measured costs cannot be moved to another machine"
+        )
+    st, c = costs_result["settings"], costs_result["costs"]
+    old, new = measured_costs(base.records["measured"]), measured_costs(c)
+    host = dict(base.host)
+    provenance = dict(base.provenance)
+    fast_off = not new["wake_fast_idle_s"]  # this machine's wake-ups show no fast step
+    for name, value in new.items():
+        field = calibrate.FIELDS.get(name)
+        if field is None or field not in host:  # not a Host field, or one the profile leaves out
+            continue
+        if fast_off and name in ("wake_fast_s", "wake_fast_idle_s"):
+            host.pop(field, None)
+            provenance[field] = "off: this machine's wake-ups show no fast step"
+            continue
+        shift = value - old.get(name, 0.0)  # seconds
+        host[field] = max(host.get(field, 0.0) + shift, 0.0)
+        provenance[field] = (
+            f"moved by {shift * 1e6:+.3f} us to this machine's microbenchmarks; was "
+            + provenance.get(field, "not set")
+        )
+    d = {
+        "schema": hostprofile.SCHEMA,
+        "version": hostprofile.VERSION,
+        "machine": _machine(st),
+        "host": host,
+        "provenance": provenance,
+        "measured": c,
+        "settings": st,
+        "notes": (
+            f"carried over from the profile of kernel {base.machine['kernel']} "
+            f"({base.machine['date']}): its fitted costs as they were, its measured costs moved "
+            "to this machine's microbenchmarks"
+        ),
+    }
+    for side in hostprofile.SIDES:
+        if getattr(base, side):
+            d[side] = dict(getattr(base, side))
+    hostprofile.validate(d)
     return d
 
 

@@ -1,0 +1,144 @@
+"""A second machine: how a host model made on one machine fares on another.
+
+The shipped host profile (``data/hosts/kernel6.json``) and the field sweep it was fitted on come from
+one machine.  The repeat plan's seeded sample of the field runs (``python -m models.measure sweep
+--plan repeat``, :data:`DATASET`) was measured on a second machine of the same kind (two vCPUs,
+kernel 6.18.44, HZ 250, bbr, but another build, another idle configuration and cheaper copies), and
+measured there twice (:data:`AGAIN`), with ``python -m models.measure calibrate`` run there first
+(:data:`PROFILE`).  Three host models meet its rows (:data:`MODELS`):
+
+``as shipped``
+    the first machine's profile unchanged: what a reader gets who does not calibrate;
+``carried over``
+    the first machine's profile with its measured costs moved to the second machine's
+    microbenchmarks (:func:`models.measure.profile.carry_over`), its fitted costs as they were;
+``calibrated``
+    the second machine's own ``calibrate`` profile (microbenchmarks and eight loopback runs),
+    unchanged.
+
+Beside them two audits, where another set of kernel runs stands in for the simulator: the first
+machine's own runs of the same scenarios (how far the kernel moved between the machines) and the
+second machine's second draw (how far it repeats itself).  The roles and the goals are the field
+evaluation's (:func:`~models.validation.fidelity.roles`, :func:`~models.validation.fidelity.goals`),
+except the largest stalling QD, which a sample cannot tell.  Nothing in any model was fitted to
+these rows, the training rows' scenarios included; the roles keep them apart all the same, so that
+a model is held on the same rows on both machines.
+
+>>> import pandas as pd
+>>> key = dict(link="loopback", mtu_bytes=65536, rate_limit_bits_per_s=None, cc="bbr",
+...            sock_mode="nodelay", client_sock_mode="nodelay", iosize_bytes=16384)
+>>> here = pd.DataFrame([{**key, "qd": q, "iops": 100.0, "stalled_pct": 0.0} for q in (1, 8)])
+>>> there = here.assign(iops=[50.0, 90.0])
+>>> t = kernel_beside(here, pd.concat([there, there.assign(qd=64)]))
+>>> list(t["sim_iops"]), list(t["role"])
+([50.0, 90.0], ['test', 'test'])
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from models.validation import draws
+from models.validation.fidelity import FIELD_TABLES, IOPS_TOL, goals, roles, simulate_loop
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
+
+__all__ = [
+    "PREFIX",
+    "DATASET",
+    "AGAIN",
+    "PROFILE",
+    "MODELS",
+    "AUDITS",
+    "GOALS",
+    "profiles",
+    "kernel_beside",
+    "MachineEvaluation",
+    "evaluate",
+]
+
+#: The second machine's sweep (``--prefix``) and its table (named in full, so that
+#: :mod:`models.validation.coverage` finds its reader).
+PREFIX = "kernel6_machine2"
+DATASET = "kernel6_machine2_iscsi_loop"
+#: The same sample measured again on the second machine, minutes later.
+AGAIN = "kernel6_machine2b_iscsi_loop"
+#: ``data/hosts/<PROFILE>.json``: ``calibrate`` on the second machine, as it wrote it.
+PROFILE = "kernel6_machine2"
+#: The host models held to the second machine's runs, in the order tables show them.
+MODELS = ("as shipped", "carried over", "calibrated")
+#: The kernel runs that stand where a model stands (audits, not tests).
+AUDITS = ("first machine's kernel", "second machine, again")
+#: The goals a sample can tell (:func:`~models.validation.fidelity.goals` less the stall ends).
+GOALS = (
+    "stall verdicts",
+    f"IOPS within {IOPS_TOL:.0%}",
+    "median ratio, QD 1",
+    "median ratio, QD >= 8",
+)
+
+
+@functools.cache
+def profiles() -> dict[str, Any]:
+    """The host profiles of :data:`MODELS`, by name."""
+    from models.measure.profile import carry_over
+    from models.sim import hostprofile
+
+    shipped = hostprofile.shipped()
+    own = hostprofile.shipped(PROFILE)
+    measured = {"costs": own.records["measured"], "settings": own.records["settings"]}
+    carried = hostprofile.load(carry_over(shipped, measured))
+    return dict(zip(MODELS, (shipped, carried, own)))
+
+
+def kernel_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``table`` with the runs of ``other`` of the same scenarios
+    (:data:`~models.validation.draws.ROW_KEY`) where the simulator stands (``sim_iops``,
+    ``sim_stalls``), and the field evaluation's roles: ``other`` held as a model of ``table``.
+    ``other`` may run more scenarios; every run of ``table`` must have one there."""
+    same = other.merge(table[draws.ROW_KEY], on=draws.ROW_KEY, how="inner")
+    out = draws.repeat_table(table, same)
+    if len(out) != len(table):
+        raise ValueError(f"other: has {len(out)} of the {len(table)} scenarios of table")
+    out["role"] = roles(out, default_cc="bbr")
+    return out
+
+
+@dataclass(frozen=True)
+class MachineEvaluation:
+    """:func:`evaluate`'s result: per model and per audit (``tables``, keyed by
+    :data:`MODELS` and :data:`AUDITS`) the second machine's runs with the other side's columns,
+    and the goals side by side (``goals``: one row per goal of :data:`GOALS`, one column each)."""
+
+    tables: dict
+    goals: Any
+
+
+def evaluate(processes: int | None = None) -> MachineEvaluation:
+    """Every model of :data:`MODELS` and every audit of :data:`AUDITS` held to the second
+    machine's runs (the bundled :data:`DATASET`), each row simulated as the field evaluation
+    simulates its own (:func:`~models.validation.fidelity.simulate_loop`)."""
+    import pandas as pd
+
+    from models import data
+    from models.kernel import load_kernel_run
+
+    run = load_kernel_run(prefix=PREFIX)
+    here = run.table("iscsi_loop")
+    tables: dict[str, pd.DataFrame] = {}
+    for name, profile in profiles().items():
+        t = simulate_loop(run, profile, processes=processes)
+        t["role"] = roles(t, default_cc="bbr")
+        tables[name] = t
+    tables[AUDITS[0]] = kernel_beside(here, data.load(FIELD_TABLES[0]))
+    tables[AUDITS[1]] = kernel_beside(here, data.load(AGAIN))
+    table = pd.DataFrame(
+        {
+            name: {g.name: g.value for g in goals(t) if g.name in GOALS}
+            for name, t in tables.items()
+        }
+    ).loc[list(GOALS)]
+    return MachineEvaluation(tables, table)
