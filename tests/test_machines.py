@@ -116,3 +116,16 @@ def test_within_a_quarter_calibrated_beats_carried_beats_shipped(ev):
     # and the first machine's own runs predict the second's worse than its calibration does
     assert share["calibrated"] > float(_io(ev, MA.AUDITS[0])["within"].mean())
     assert share["calibrated"] < FID.IOPS_SHARE  # the goal stays missed
+
+
+def test_calibrate_does_not_repeat_itself_and_its_loss_tells_the_better_runs(ev):
+    """Four calibrate runs on the second machine (the bundled profiles): the share of rows within
+    a quarter spreads by more than 15 points; the two lowest fit losses are the two best runs."""
+    t = MA.calibration_table(first=ev.tables["calibrated"])
+    assert list(t.index) == [MA.PROFILE, *MA.AGAIN_PROFILES]
+    share = t[f"within {FID.IOPS_TOL:.0%}"]
+    assert share[MA.PROFILE] == pytest.approx(float(_io(ev, "calibrated")["within"].mean()))
+    assert share.max() - share.min() > 0.15
+    assert set(share.nlargest(2).index) == set(t["fit loss"].nsmallest(2).index)
+    for name in t.index:  # each profile as calibrate wrote it: nothing fitted at a bound
+        assert hostprofile.shipped(name).records["fit"]["at_bound"] == []

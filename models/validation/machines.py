@@ -54,6 +54,8 @@ __all__ = [
     "MODELS",
     "AUDITS",
     "GOALS",
+    "AGAIN_PROFILES",
+    "calibration_table",
     "profiles",
     "kernel_beside",
     "MachineEvaluation",
@@ -68,6 +70,9 @@ DATASET = "kernel6_machine2_iscsi_loop"
 AGAIN = "kernel6_machine2b_iscsi_loop"
 #: ``data/hosts/<PROFILE>.json``: ``calibrate`` on the second machine, as it wrote it.
 PROFILE = "kernel6_machine2"
+#: ``calibrate`` run again on the second machine, three times back to back about 25 minutes after
+#: the first (``data/hosts/<name>.json``, each as it wrote it): how far the tool repeats itself.
+AGAIN_PROFILES = ("kernel6_machine2_again1", "kernel6_machine2_again2", "kernel6_machine2_again3")
 #: The host models held to the second machine's runs, in the order tables show them.
 MODELS = ("as shipped", "carried over", "calibrated")
 #: The kernel runs that stand where a model stands (audits, not tests).
@@ -142,3 +147,52 @@ def evaluate(processes: int | None = None) -> MachineEvaluation:
         }
     ).loc[list(GOALS)]
     return MachineEvaluation(tables, table)
+
+
+def _calibration_row(name: str, profile: Any, table: pd.DataFrame) -> dict[str, Any]:
+    from models.validation.fidelity import iops_table
+
+    io = iops_table(table)
+    test = table[table["role"] == "test"]
+    h = profile.host
+    return {
+        "profile": name,
+        "started (UTC)": str(profile.machine["date"])[11:16],
+        "fit loss": float(profile.records["fit"]["loss"]),
+        "proc_s (us)": h["proc_s"] * 1e6,  # s -> us
+        "ack_cpu_s (us)": h["ack_cpu_s"] * 1e6,  # s -> us
+        "tx_latency_s (us)": h["tx_latency_s"] * 1e6,  # s -> us
+        "wake, shortest gap (us)": min(
+            profile.records["measured"]["wake"]["cross_by_gap"], key=lambda g: g["gap_us"]
+        )["median_us"],
+        "verdicts right": int((test["kernel_stalls"] == test["sim_stalls"]).sum()),
+        f"within {IOPS_TOL:.0%}": float(io["within"].mean()),
+        "median, QD 1": float(io.loc[io["qd"] == 1, "ratio"].median()),
+        "median, QD >= 8": float(io.loc[io["qd"] >= 8, "ratio"].median()),
+    }
+
+
+def calibration_table(
+    first: pd.DataFrame | None = None, processes: int | None = None
+) -> pd.DataFrame:
+    """One row per ``calibrate`` run on the second machine (:data:`PROFILE`, then
+    :data:`AGAIN_PROFILES`): when it started, its fit's loss and fitted costs, the wake-up its
+    microbenchmark measured after the shortest idle gap, and how its profile fares on the second
+    machine's runs (the test rows' verdicts, IOPS within a quarter, medians).  ``first`` is
+    :data:`PROFILE`'s evaluated table if already simulated (``evaluate().tables["calibrated"]``)."""
+    import pandas as pd
+
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=PREFIX)
+    out = []
+    for name in (PROFILE, *AGAIN_PROFILES):
+        p = hostprofile.shipped(name)
+        if name == PROFILE and first is not None:
+            t = first
+        else:
+            t = simulate_loop(run, p, processes=processes)
+            t["role"] = roles(t, default_cc="bbr")
+        out.append(_calibration_row(name, p, t))
+    return pd.DataFrame(out).set_index("profile")
