@@ -118,14 +118,21 @@ def test_within_a_quarter_calibrated_beats_carried_beats_shipped(ev):
     assert share["calibrated"] < FID.IOPS_SHARE  # the goal stays missed
 
 
-def test_calibrate_does_not_repeat_itself_and_its_loss_tells_the_better_runs(ev):
-    """Four calibrate runs on the second machine (the bundled profiles): the share of rows within
-    a quarter spreads by more than 15 points; the two lowest fit losses are the two best runs."""
+def test_calibrate_does_not_repeat_itself_and_its_loss_is_a_rough_guide(ev):
+    """The bundled calibrate runs on the second machine: the share of rows within a quarter
+    spreads by more than 15 points; the lowest fit loss is (joint) best, the third lowest among
+    the worst; the runs whose first wake-up came out slow have the highest losses."""
     t = MA.calibration_table(first=ev.tables["calibrated"])
-    assert list(t.index) == [MA.PROFILE, *MA.AGAIN_PROFILES]
-    share = t[f"within {FID.IOPS_TOL:.0%}"]
+    assert list(t.index) == [MA.PROFILE, *MA.AGAIN_PROFILES, MA.TRIES_PROFILE]
+    share, loss = t[f"within {FID.IOPS_TOL:.0%}"], t["fit loss"]
     assert share[MA.PROFILE] == pytest.approx(float(_io(ev, "calibrated")["within"].mean()))
     assert share.max() - share.min() > 0.15
-    assert set(share.nlargest(2).index) == set(t["fit loss"].nsmallest(2).index)
+    by_loss = loss.sort_values().index
+    assert share[by_loss[0]] >= share.max() - 1e-9
+    assert share[by_loss[2]] <= share.nsmallest(3).max()
+    slow = t["wake, shortest gap (us)"] > 12
+    assert set(loss.nlargest(int(slow.sum())).index) == set(slow[slow].index)
     for name in t.index:  # each profile as calibrate wrote it: nothing fitted at a bound
         assert hostprofile.shipped(name).records["fit"]["at_bound"] == []
+    tries = hostprofile.shipped(MA.TRIES_PROFILE).records["fit"]["tries"]
+    assert len(tries) == 3 and loss[MA.TRIES_PROFILE] == min(x["loss"] for x in tries)

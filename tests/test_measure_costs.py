@@ -251,3 +251,40 @@ def test_calibrate_cli_checks_its_out_folder(tmp_path, capsys):
         measure_main(["calibrate", "--out", str(tmp_path / "missing" / "p.json")])
     assert e.value.code == 2
     assert "argument --out: folder" in capsys.readouterr().err
+
+
+def test_calibrate_tries_keeps_the_lowest_fit_loss(tmp_path, monkeypatch, capsys):
+    """--tries N calibrates N times and writes the try whose fit matched its own runs best,
+    recording every try's start and loss (the microbenchmarks, the sweep and the fit faked)."""
+    from models.measure import costs as C
+
+    losses = iter([0.04, 0.01, 0.03])
+    made = []
+    real_build = profile.build_profile
+
+    def fake_build(costs, rows, max_evaluations=300):
+        d = real_build(_fake_costs(), _rows(_fake_truth()), _fake_median, 40)
+        d["fit"]["loss"] = next(losses)
+        d["machine"]["date"] = f"try-{len(made)}"
+        made.append(d)
+        return d
+
+    monkeypatch.setattr(C, "run_costs", lambda quick=False: _fake_costs())
+    monkeypatch.setattr(C, "format_costs", lambda res: "fake costs")
+    monkeypatch.setattr(profile, "sweep_rows", lambda quick=False: [])
+    monkeypatch.setattr(profile, "build_profile", fake_build)
+    out = tmp_path / "p.json"
+    assert measure_main(["calibrate", "--out", str(out), "--tries", "3"]) == 0
+    kept = json.loads(out.read_text())
+    assert kept["machine"]["date"] == "try-1" and kept["fit"]["loss"] == 0.01
+    assert [t["loss"] for t in kept["fit"]["tries"]] == [0.04, 0.01, 0.03]
+    hostprofile.validate(kept)
+    assert "kept the try started try-1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tries", ["0", "11"])
+def test_calibrate_tries_out_of_range_names_the_option(tmp_path, capsys, tries):
+    with pytest.raises(SystemExit) as e:
+        measure_main(["calibrate", "--out", str(tmp_path / "p.json"), "--tries", tries])
+    assert e.value.code == 2
+    assert f"argument --tries: must be 1..10, got {tries}" in capsys.readouterr().err

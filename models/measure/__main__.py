@@ -214,10 +214,21 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .costs import format_costs, run_costs  # noqa: PLC0415 - keep `--help` fast
     from .profile import at_bound_lines, build_profile, sweep_rows  # noqa: PLC0415
 
-    costs = run_costs(quick=args.quick)
-    print(format_costs(costs), file=sys.stderr)
-    rows = sweep_rows(quick=args.quick)
-    profile = build_profile(costs, rows, max_evaluations=120 if args.quick else 300)
+    tries = []
+    for k in range(args.tries):
+        costs = run_costs(quick=args.quick)
+        print(format_costs(costs), file=sys.stderr)
+        rows = sweep_rows(quick=args.quick)
+        tries.append(build_profile(costs, rows, max_evaluations=120 if args.quick else 300))
+        if args.tries > 1:
+            print(f"try {k + 1} of {args.tries}: fit loss {tries[-1]['fit']['loss']:.4f}")
+    profile = min(tries, key=lambda d: d["fit"]["loss"])  # the first of equal losses
+    if args.tries > 1:
+        # each try's start and loss, so the kept profile says what it was chosen from
+        profile["fit"]["tries"] = [
+            {"date": d["machine"]["date"], "loss": d["fit"]["loss"]} for d in tries
+        ]
+        print(f"kept the try started {profile['machine']['date']} (lowest fit loss)")
     args.out.write_text(json.dumps(profile, indent=2) + "\n", encoding="utf-8")
     for name, value in profile["host"].items():
         print(f"{name} = {value * 1e6:.3f} us  ({profile['provenance'][name]})")  # s -> us

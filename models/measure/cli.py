@@ -61,7 +61,7 @@ USAGE = """Command line of the kernel measurement harness.
     python -m models.measure analyze FILE.pcap [--server-port P] [--json]   # verdict, cause, fix
     python -m models.measure cleanup              # remove namespaces left by a killed harness (root)
     python -m models.measure costs [--json] [--quick]      # wake-up, send() and recv() costs
-    python -m models.measure calibrate [--out FILE] [--quick]  # this machine's host profile
+    python -m models.measure calibrate [--out FILE] [--tries N] [--quick]  # this machine's profile
 
 Normal users get the host loopback; root also gets veth pairs between namespaces the harness creates and
 always deletes.  See ``python -m models.measure COMMAND --help``.
@@ -113,9 +113,16 @@ def _check_sweep(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(f"argument --pcap-dir: {problem}")
 
 
+#: Bounds of ``calibrate --tries`` (each try takes about 15 s).
+TRIES_RANGE = (1, 10)
+
+
 def _check_calibrate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not args.out.parent.is_dir():
         p.error(f"argument --out: folder {args.out.parent} does not exist")
+    lo, hi = TRIES_RANGE
+    if not lo <= args.tries <= hi:
+        p.error(f"argument --tries: must be {lo}..{hi}, got {args.tries}")
 
 
 def _run_parser(sub: Any) -> argparse.ArgumentParser:
@@ -337,6 +344,13 @@ def parser() -> argparse.ArgumentParser:
     )
     cal.add_argument(
         "--quick", action="store_true", help="quick costs and 0.15 s windows (tests; noisier)"
+    )
+    cal.add_argument(
+        "--tries",
+        type=int,
+        default=1,
+        help="calibrate this many times (1..10) and keep the profile whose fit matched its own "
+        "runs best (the lowest fit.loss); chapter 9 shows why (default 1)",
     )
     cal.set_defaults(check=_check_calibrate)
     return p

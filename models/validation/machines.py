@@ -36,7 +36,6 @@ a model is held on the same rows on both machines.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +54,7 @@ __all__ = [
     "AUDITS",
     "GOALS",
     "AGAIN_PROFILES",
+    "TRIES_PROFILE",
     "calibration_table",
     "profiles",
     "kernel_beside",
@@ -70,9 +70,12 @@ DATASET = "kernel6_machine2_iscsi_loop"
 AGAIN = "kernel6_machine2b_iscsi_loop"
 #: ``data/hosts/<PROFILE>.json``: ``calibrate`` on the second machine, as it wrote it.
 PROFILE = "kernel6_machine2"
-#: ``calibrate`` run again on the second machine, three times back to back about 25 minutes after
-#: the first (``data/hosts/<name>.json``, each as it wrote it): how far the tool repeats itself.
-AGAIN_PROFILES = ("kernel6_machine2_again1", "kernel6_machine2_again2", "kernel6_machine2_again3")
+#: ``calibrate`` run again on the second machine (``data/hosts/<name>.json``, each as it wrote
+#: it): three times back to back about 25 minutes after the first, three more 20 minutes later:
+#: how far the tool repeats itself.
+AGAIN_PROFILES = tuple(f"kernel6_machine2_again{k}" for k in range(1, 7))
+#: ``calibrate --tries 3`` on the second machine, just before the last three: the try it kept.
+TRIES_PROFILE = "kernel6_machine2_tries3"
 #: The host models held to the second machine's runs, in the order tables show them.
 MODELS = ("as shipped", "carried over", "calibrated")
 #: The kernel runs that stand where a model stands (audits, not tests).
@@ -86,7 +89,6 @@ GOALS = (
 )
 
 
-@functools.cache
 def profiles() -> dict[str, Any]:
     """The host profiles of :data:`MODELS`, by name."""
     from models.measure.profile import carry_over
@@ -108,7 +110,7 @@ def kernel_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     out = draws.repeat_table(table, same)
     if len(out) != len(table):
         raise ValueError(f"other: has {len(out)} of the {len(table)} scenarios of table")
-    out["role"] = roles(out, default_cc="bbr")
+    out["role"] = roles(out)
     return out
 
 
@@ -135,9 +137,7 @@ def evaluate(processes: int | None = None) -> MachineEvaluation:
     here = run.table("iscsi_loop")
     tables: dict[str, pd.DataFrame] = {}
     for name, profile in profiles().items():
-        t = simulate_loop(run, profile, processes=processes)
-        t["role"] = roles(t, default_cc="bbr")
-        tables[name] = t
+        tables[name] = simulate_loop(run, profile, processes=processes)  # with the roles
     tables[AUDITS[0]] = kernel_beside(here, data.load(FIELD_TABLES[0]))
     tables[AUDITS[1]] = kernel_beside(here, data.load(AGAIN))
     table = pd.DataFrame(
@@ -176,9 +176,9 @@ def calibration_table(
     first: pd.DataFrame | None = None, processes: int | None = None
 ) -> pd.DataFrame:
     """One row per ``calibrate`` run on the second machine (:data:`PROFILE`, then
-    :data:`AGAIN_PROFILES`): when it started, its fit's loss and fitted costs, the wake-up its
-    microbenchmark measured after the shortest idle gap, and how its profile fares on the second
-    machine's runs (the test rows' verdicts, IOPS within a quarter, medians).  ``first`` is
+    :data:`AGAIN_PROFILES`, then :data:`TRIES_PROFILE`): when it started, its fit's loss and
+    fitted costs, the wake-up its microbenchmark measured after the shortest idle gap, and how its
+    profile fares on the second machine's runs (the test rows' verdicts, IOPS within a quarter, medians).  ``first`` is
     :data:`PROFILE`'s evaluated table if already simulated (``evaluate().tables["calibrated"]``)."""
     import pandas as pd
 
@@ -187,12 +187,11 @@ def calibration_table(
 
     run = load_kernel_run(prefix=PREFIX)
     out = []
-    for name in (PROFILE, *AGAIN_PROFILES):
+    for name in (PROFILE, *AGAIN_PROFILES, TRIES_PROFILE):
         p = hostprofile.shipped(name)
         if name == PROFILE and first is not None:
             t = first
         else:
-            t = simulate_loop(run, p, processes=processes)
-            t["role"] = roles(t, default_cc="bbr")
+            t = simulate_loop(run, p, processes=processes)  # with the roles
         out.append(_calibration_row(name, p, t))
     return pd.DataFrame(out).set_index("profile")
