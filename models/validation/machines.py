@@ -56,6 +56,8 @@ __all__ = [
     "AGAIN_PROFILES",
     "TRIES_PROFILE",
     "calibration_table",
+    "HELD_MODES",
+    "bbr_held",
     "profiles",
     "kernel_beside",
     "MachineEvaluation",
@@ -195,3 +197,19 @@ def calibration_table(
             t = simulate_loop(run, p, processes=processes)  # with the roles
         out.append(_calibration_row(name, p, t))
     return pd.DataFrame(out).set_index("profile")
+
+
+#: Server socket modes whose data Nagle may hold (``more`` sets MSG_MORE on the header only).
+HELD_MODES = ("nagle", "more")
+
+
+def bbr_held(df: pd.DataFrame) -> pd.Series:
+    """True for the rows under bbr whose server lets Nagle hold data (:data:`HELD_MODES`): where
+    chapter 9's pacing section finds the simulator's bbr leaves the kernel's plateau out.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"cc": ["bbr", "bbr", "reno"], "sock_mode": ["more", "nodelay", "nagle"]})
+    >>> bbr_held(df).tolist()
+    [True, False, False]
+    """
+    return (df["cc"] == "bbr") & df["sock_mode"].isin(HELD_MODES)
