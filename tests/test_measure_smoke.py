@@ -133,17 +133,37 @@ def test_sweep_writes_a_valid_dataset(loopback: Link, tmp_path: Path) -> None:
             RunSpec("iscsi", "nodelay", 2, 512, duration_s=0.2, warmup_s=0.05, capture=False),
             "iscsi",
         ),
+        # the same run with the other client mode: the busy-count table's key tells them apart
+        PlannedRun(
+            lo,
+            RunSpec(
+                "iscsi",
+                "nodelay",
+                2,
+                512,
+                duration_s=0.2,
+                warmup_s=0.05,
+                client_sock="nodelay",
+                capture=False,
+            ),
+            "iscsi",
+        ),
     ]
     written = run_sweep(
         plan, tmp_path, prefix="smoke6", command_line="pytest", progress=lambda m: None
     )
     assert set(written) == {"flory", "iscsi_loop", "busy_counts"}
     data = pytest.importorskip("models.data")
-    busy = data.load("smoke6_busy_counts", tmp_path)
-    assert list(busy["busy_count"]) == [1, 2, 3] and list(busy["or_more"]) == [False, False, True]
-    assert abs(busy["cycles_pct"].sum() - 100) < 1e-3
+    busy = data.load("smoke6_busy_counts", tmp_path)  # its primary key holds: no duplicate
+    assert list(busy["client_sock_mode"]) == ["nagle"] * 3 + ["nodelay"] * 3
+    assert list(busy["busy_count"]) == [1, 2, 3] * 2
+    assert list(busy["or_more"]) == [False, False, True] * 2
+    assert all(
+        abs(g.sum() - 100) < 1e-3 for _, g in busy.groupby("client_sock_mode")["cycles_pct"]
+    )
     loop = data.load("smoke6_iscsi_loop", tmp_path)
     assert loop.loc[0, "qd"] == 2 and loop.loc[0, "iops"] > 0
+    assert list(loop["client_sock_mode"]) == ["nagle", "nodelay"]
     flory = data.load("smoke6_flory", tmp_path)
     assert flory.loc[0, "payload_bytes"] == 1448
     meta = json.loads((tmp_path / "smoke6_flory.json").read_text())["measurement"]

@@ -137,6 +137,8 @@ def busy_table(run: KernelRun, host: HostFit | None = None) -> pd.DataFrame:
 
     host = host or fit_host(run.table("iscsi_loop"))
     b = run.table("busy_counts")
+    if "client_sock_mode" in b:  # sweeps before 2026-11-28 did not record it: a Nagle client
+        b = b[b["client_sock_mode"] == "nagle"]
     keys = ["link", "cc", "sock_mode", "qd", "iosize_bytes"]
     more = b[b["or_more"]].set_index(keys)["cycles_pct"]
     isc = run.table("iscsi_loop")

@@ -137,6 +137,7 @@ def _busy_rows(res: RunResult, base: dict[str, Any]) -> list[dict[str, Any]]:
         dict(
             base,
             sock_mode=res.spec.sock,
+            client_sock_mode=res.spec.client_sock,
             qd=qd,
             iosize_bytes=res.spec.payload_bytes,
             busy_count=k,
