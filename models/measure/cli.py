@@ -349,8 +349,9 @@ def parser() -> argparse.ArgumentParser:
         "--tries",
         type=int,
         default=1,
-        help="calibrate this many times (1..10) and keep the profile whose fit matched its own "
-        "runs best (the lowest fit.loss); chapter 9 shows why (default 1)",
+        help=f"calibrate this many times ({TRIES_RANGE[0]}..{TRIES_RANGE[1]}) and keep the "
+        "profile whose fit matched its own runs best (the lowest fit.loss); chapter 9 shows why "
+        "(default 1)",
     )
     cal.set_defaults(check=_check_calibrate)
     return p
