@@ -8,7 +8,6 @@ import copy
 
 import pytest
 
-from models.kernel import load_kernel_run
 from models.measure import profile as P
 from models.sim import hostprofile
 from models.validation import fidelity as FID
@@ -77,7 +76,7 @@ def ev() -> MA.MachineEvaluation:
 
 @pytest.fixture(scope="module")
 def cal(ev):
-    return MA.calibration_table(first=ev.tables["calibrated"])
+    return MA.calibration_runs(first=ev.tables["calibrated"])
 
 
 def _io(ev: MA.MachineEvaluation, name: str):
@@ -85,11 +84,8 @@ def _io(ev: MA.MachineEvaluation, name: str):
 
 
 def _medians(ev: MA.MachineEvaluation, name: str) -> tuple[float, float]:
-    io = _io(ev, name)
-    return (
-        float(io.loc[io["qd"] == 1, "ratio"].median()),
-        float(io.loc[io["qd"] >= 8, "ratio"].median()),
-    )
+    s = MA.summary(ev.tables[name])
+    return s["median, QD 1"], s["median, QD >= 8"]
 
 
 def test_the_dataset_is_the_sweep_s_table():
@@ -128,15 +124,15 @@ def test_calibrate_does_not_repeat_itself_and_its_loss_is_a_rough_guide(ev, cal)
     """The bundled calibrate runs on the second machine: the share of rows within a quarter
     spreads by more than 15 points; the lowest fit loss is (joint) best, the third lowest among
     the worst; the runs whose first wake-up came out slow have the highest losses."""
-    t = cal
+    t = MA.calibration_table(cal)
     assert list(t.index) == [MA.PROFILE, *MA.AGAIN_PROFILES, MA.TRIES_PROFILE]
-    share, loss = t[f"within {FID.IOPS_TOL:.0%}"], t["fit loss"]
+    share, loss = t[MA.SHARE], t["fit loss"]
     assert share[MA.PROFILE] == pytest.approx(float(_io(ev, "calibrated")["within"].mean()))
     assert share.max() - share.min() > 0.15
     by_loss = loss.sort_values().index
     assert share[by_loss[0]] >= share.max() - 1e-9
     assert share[by_loss[2]] <= share.nsmallest(3).max()
-    slow = t["wake, shortest gap (us)"] > 12
+    slow = t["wake, shortest gap (us)"] > MA.SLOW_FIRST_WAKE_US
     assert set(loss.nlargest(int(slow.sum())).index) == set(slow[slow].index)
     for name in t.index:  # each profile as calibrate wrote it: nothing fitted at a bound
         assert hostprofile.shipped(name).records["fit"]["at_bound"] == []
@@ -148,10 +144,8 @@ def test_the_lowest_loss_profile_misses_where_bbr_meets_nagle(ev, cal):
     """On the second machine's rows, the calibrate run with the lowest fit loss is within a quarter
     in at least the goal's share of the rows outside bbr with a Nagle-holding server, and every row
     it puts too fast is inside; the book's profile (the wrong model) is not, outside."""
-    t = cal
-    best = t["fit loss"].idxmin()
-    run = load_kernel_run(prefix=MA.PREFIX)
-    io = FID.iops_table(FID.simulate_loop(run, hostprofile.shipped(best)))
+    best = MA.calibration_table(cal)["fit loss"].idxmin()
+    io = FID.iops_table(cal[best])
     held = MA.bbr_held(io)
     assert io.loc[~held, "within"].mean() >= FID.IOPS_SHARE
     assert io.loc[held, "within"].mean() < 0.5

@@ -321,8 +321,9 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     measure (:func:`measured_costs`, the ``Host`` field of :data:`models.kernel.calibrate.FIELDS`)
     moves by the difference between this machine's measurement and the profile's own (its
     ``measured`` record), so a measured cost becomes this machine's and a cost that is measured plus
-    fitted keeps its fitted part; the fitted costs are carried over as they are.  The machine and
-    the settings are the new machine's; ``notes`` says where the rest came from.
+    fitted keeps its fitted part; the fitted costs, and any cost the profile leaves out, stay as
+    they are.  The machine and the settings are the new machine's; ``notes`` says where the rest
+    came from.
 
     >>> old = {"wake": {"pipe_cross": {"median_us": 40.0}},
     ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.0, "per_byte_ns": 0.1},
@@ -370,7 +371,7 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
             provenance[field] = "off: this machine's wake-ups show no fast step"
             continue
         shift = value - old.get(name, 0.0)  # seconds
-        host[field] = max(host.get(field, 0.0) + shift, 0.0)
+        host[field] += shift  # a negative result fails validate() below, naming the field
         provenance[field] = (
             f"moved by {shift * 1e6:+.3f} us to this machine's microbenchmarks; was "
             + provenance.get(field, "not set")
