@@ -417,6 +417,7 @@ class SimSummary:
     p50_us: float
     busy_more_pct: float
     segments_per_op: float = math.nan  # server data segments per operation
+    client_acks_per_op: float = math.nan  # the client's pure ACKs per operation
 
     @property
     def stalls(self) -> bool:
@@ -439,4 +440,5 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
         p50_us=statistics.median(lat_ms) * 1e3 if lat_ms else math.nan,  # ms -> us
         busy_more_pct=float(100.0 * more / cycles) if cycles else math.nan,
         segments_per_op=(r.data_segments["S>C"] / max(r.completed_total, 1)),
+        client_acks_per_op=(r.pure_acks["C>S"] / max(r.completed_total, 1)),
     )

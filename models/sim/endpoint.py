@@ -148,9 +148,10 @@ class Endpoint:
         if ack.owed:  # tcp_ack_snd_check
             if not self.stock_ack:
                 ack.check(now)
-            elif rcv.rcv_nxt - ack.rcv_wup > ack.rcv_mss or (
-                ack.quick and ack.pingpong < ack.pingpong_thresh
-            ):  # LinuxAck.check, inline
+            elif (
+                rcv.rcv_nxt - ack.rcv_wup > ack.rcv_mss
+                and (ack.space is None or ack.space.grows(ack.rcv_mss))
+            ) or (ack.quick and ack.pingpong < ack.pingpong_thresh):  # LinuxAck.check, inline
                 self.send_ack(now)
             else:
                 ack._send_delayed_ack(now)
@@ -161,6 +162,8 @@ class Endpoint:
         seg = Segment(self.side, seq, end, rcv_nxt, psh)
         ack = self.ack
         if self.stock_ack:  # LinuxAck.ack_sent and .data_sent, inline
+            if ack.space is not None:
+                ack.space.advertise(ack.rcv_wup, ack.rcv_mss)
             ack.rcv_wup = rcv_nxt
             if ack.owed:
                 if ack.quick:

@@ -288,7 +288,8 @@ def simulated(
     default_cc: str | None = None,
     processes: int = 1,
 ) -> pd.DataFrame:
-    """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls`` columns:
+    """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls``,
+    ``sim_client_acks`` (pure ACKs per operation, where the summary has them) columns:
     ``summarise(row)`` simulates one row and returns an object with ``iops`` and ``stalls``
     (:class:`models.kernel.SimSummary`).  With ``processes`` above 1 the rows are simulated in
     that many forked processes (``summarise`` must then pickle: a module-level function or a
@@ -301,6 +302,7 @@ def simulated(
     sims = _each(summarise, df.to_dict("records"), processes)
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
+    out["sim_client_acks"] = [getattr(s, "client_acks_per_op", math.nan) for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
     return out
 
@@ -371,6 +373,11 @@ def _summary(make: Callable[..., Any], table: str, host: Any, hz: int, row: dict
     return simulate_summary(make(table, row, host, hz))
 
 
+def _on_kernel(kernel: str, table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`field_scenario` on the kernel profile ``kernel`` (module level: it pickles)."""
+    return field_scenario(table, row, host, hz).replace(kernel={"profile": kernel})
+
+
 def evaluate(
     profile: Any = None, run: Any = None, windows: bool = True, processes: int | None = None
 ) -> Evaluation:
@@ -395,16 +402,20 @@ def evaluate(
     return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
 
 
-def simulate_loop(run: Any, profile: Any = None, processes: int | None = None) -> pd.DataFrame:
+def simulate_loop(
+    run: Any, profile: Any = None, processes: int | None = None, kernel: str | None = None
+) -> pd.DataFrame:
     """The iSCSI-loop table of a kernel sweep (``run``, a :class:`models.kernel.KernelRun`, e.g.
     ``load_kernel_run(prefix=PACING_PREFIX)``) with the simulator's columns, each row run as
     :func:`evaluate` runs the field sweep's (:func:`field_scenario`, ``profile`` default the shipped
-    one, the run's own timer rate)."""
+    one, the run's own timer rate), on the kernel profile ``kernel`` if given (a name of
+    ``models.sim.PROFILES``; default the scenario's)."""
     from models.sim import hostprofile
 
     host = ProfileHost(profile or hostprofile.shipped())
     n = workers() if processes is None else processes
-    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, run.hz)
+    make = field_scenario if kernel is None else functools.partial(_on_kernel, kernel)
+    summarise = functools.partial(_summary, make, "iscsi_loop", host, run.hz)
     return simulated(run.table("iscsi_loop"), summarise, processes=n)
 
 

@@ -25,6 +25,28 @@ _INIT_CWND = 10
 #: and ``MAX_TCP_HEADER`` (about 320 bytes on x86-64), as
 #: ``tcp_xmit_size_goal`` computes it before rounding down to whole MSS.
 _GSO_GOAL_BYTES = 65536 - 1 - 320
+#: Memory of an skb beyond its head buffer (``SKB_DATA_ALIGN(sizeof(struct
+#: sk_buff))``), and of the head's shared info (``skb_shared_info``), bytes
+#: on x86-64; ``NET_SKB_PAD`` + ``NET_IP_ALIGN``, bytes.
+_SKB_STRUCT_BYTES = 256
+_SKB_SHINFO_BYTES = 320
+_SKB_PAD_BYTES = 64 + 2
+
+
+def tun_truesize(payload: int, headers: int = 52) -> int:
+    """Memory (``truesize``, bytes) of a segment of ``payload`` bytes that
+    tun delivers: one linear buffer from ``kmalloc`` (a power of two)
+    holding the pad, ``headers`` (IP + TCP with timestamps) and the
+    payload, with its shared info, plus the ``sk_buff`` (``tun_get_user``,
+    ``tun_alloc_skb``; ``SKB_TRUESIZE``).
+
+    >>> tun_truesize(1000)
+    2304
+    """
+    head = -(-(_SKB_PAD_BYTES + headers + payload) // 64) * 64 + _SKB_SHINFO_BYTES
+    return (1 << (head - 1).bit_length()) + _SKB_STRUCT_BYTES
+
+
 #: A transmit path that completes at once (tun): a rate so high that any
 #: frame's wire time rounds to 0 fs, bits per second.
 _INSTANT_BPS = 10**24

@@ -148,6 +148,7 @@ from models.sim.packetdrill.outcome import (
     _Out,
     _seconds,
     _Tap,
+    tun_truesize,
 )
 from models.sim.packetdrill.segments import _Segments
 from models.sim.packetdrill.syscalls import _Syscalls
@@ -233,12 +234,16 @@ class _Run(_Segments, _Syscalls):
             profile = profile.configured(autocork=self.autocork)
         if self.window_clamp is not None:
             rcv_wnd = min(profile.rcv_wnd_bytes, self.window_clamp)
-            profile = dataclasses.replace(profile, rcv_wnd_bytes=rcv_wnd)
+            profile = dataclasses.replace(
+                profile, rcv_wnd_bytes=rcv_wnd, rcv_window_clamp_bytes=self.window_clamp
+            )
         self.clock = profile.clock(profile.hz, self.phase)
         mtu_mss = framing.mss(profile.loopback_mtu) + _TS_OPTION_BYTES  # MTU - 40
         mss = min(self.peer_mss, mtu_mss) - (_TS_OPTION_BYTES if self.peer_ts else 0)
         if mss < 1:
             raise ScriptError(self.script.name, line, f"the negotiated MSS is {mss} bytes")
+        # a full segment's memory on tun sets the receive window's ratio
+        profile = dataclasses.replace(profile, rcv_overhead_bytes=tun_truesize(mss) - mss)
         if self.tbf is None:
             rate, bucket = _INSTANT_BPS, None
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from models.sim.events import FS, Timer
+from models.sim.rules.rwnd import ReceiveSpace
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -129,10 +130,11 @@ class LinuxAck(AckPolicy):
       stays at ``TCP_ATO_MIN`` here, as the linux-2.4 profile keeps it;
       :class:`AdaptiveAck` adapts it as today's kernels do.)
     * ``__tcp_ack_snd_check``: ACK at once if more than one ``rcv_mss``
-      is unacknowledged, or in quick-ACK mode (``quick > 0`` and not
-      pingpong); else ``tcp_send_delayed_ack`` arms the timer ``ato``
-      ticks ahead, keeping an earlier pending one, and ACKs at once if
-      that one is due within ``ato/4`` (``net/ipv4/tcp_input.c``,
+      is unacknowledged (and, if the profile keeps a receive window, it
+      would not shrink: :mod:`~models.sim.rules.rwnd`), or in quick-ACK
+      mode (``quick > 0`` and not pingpong); else ``tcp_send_delayed_ack``
+      arms the timer ``ato`` ticks ahead, keeping an earlier pending one,
+      and ACKs at once if that is due within ``ato/4`` (``tcp_input.c``,
       ``net/ipv4/tcp_output.c``).
     * The timer sends the ACK and leaves pingpong mode
       (``net/ipv4/tcp_timer.c``, ``tcp_delack_timer_handler``).
@@ -172,6 +174,7 @@ class LinuxAck(AckPolicy):
         "max_quick",
         "pingpong_thresh",
         "hz",
+        "space",
     )
 
     def __init__(self, receiver, profile) -> None:
@@ -192,6 +195,7 @@ class LinuxAck(AckPolicy):
         self.rcv_mss = min(profile.initial_rcv_mss, self.advmss)
         self.last_seg_size = 0
         self.timer = Timer(receiver.loop, self._on_timer)
+        self.space = ReceiveSpace.of(receiver, profile)  # or None
 
     def in_pingpong(self) -> bool:
         return self.pingpong >= self.pingpong_thresh
@@ -209,13 +213,17 @@ class LinuxAck(AckPolicy):
         ):
             self._incr_quickack()  # a gap longer than RTO
         self.lrcv = now
+        if self.space is not None and self.space.received(length):
+            self.quick |= 1  # tcp_grow_window
 
     def check(self, now: int) -> None:
         if not self.owed:
             return
-        if self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss or (
-            self.quick and not self.in_pingpong()
-        ):
+        space = self.space
+        if (
+            self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
+            and (space is None or space.grows(self.rcv_mss))
+        ) or (self.quick and not self.in_pingpong()):
             self.rcv.send_ack(now)
         else:
             self._send_delayed_ack(now)
@@ -235,6 +243,8 @@ class LinuxAck(AckPolicy):
             self.on_read(now)  # tcp_cleanup_rbuf(sk, 1)
 
     def ack_sent(self, now: int) -> None:
+        if self.space is not None:  # tcp_select_window
+            self.space.advertise(self.rcv_wup, self.rcv_mss)
         self.rcv_wup = self.rcv.rcv_nxt
         if self.owed:
             if self.quick:  # tcp_dec_quickack_mode
@@ -259,7 +269,10 @@ class LinuxAck(AckPolicy):
         lss = self.last_seg_size
         self.last_seg_size = 0
         if length >= self.rcv_mss:
-            self.rcv_mss = min(length, self.advmss)
+            mss = min(length, self.advmss)
+            if mss != self.rcv_mss and self.space is not None:
+                self.space.measured(length)  # scaling_ratio
+            self.rcv_mss = mss
             if psh:
                 self.pushed |= 1
             return
@@ -276,7 +289,8 @@ class LinuxAck(AckPolicy):
         self.pushed |= 1
 
     def _incr_quickack(self) -> None:
-        q = self.rcv_wnd // (2 * self.rcv_mss)
+        wnd = self.rcv_wnd if self.space is None else self.space.wnd
+        q = wnd // (2 * self.rcv_mss)
         q = min(q if q else 2, self.max_quick)
         if q > self.quick:
             self.quick = q
@@ -314,7 +328,9 @@ class LinuxAck(AckPolicy):
     # end rule: linux-ack
 
     def cycle_parts(self) -> dict:
-        return {"timer": self.timer}
+        if self.space is None:
+            return {"timer": self.timer}
+        return {"timer": self.timer, "space": self.space}
 
     def cycle_state(self, view: View) -> Hashable:
         """Its flags and counts, ``rcv_wup`` in the peer's stream, the
@@ -401,21 +417,22 @@ class AdaptiveAck(LinuxAck):
             half = self.delack_ticks >> 1
             if q < half or (q == half and not r):  # m <= half at any phase
                 self.ato = (self.ato >> 1) + half
-                self.lrcv = now
-                return
-            rto = self._rto()
-            out = _ato_step(self.ato, q, half, rto)
-            if r:  # m is q or q + 1 jiffies, as the ticks fall
-                other = _ato_step(self.ato, q + 1, half, rto)
-                if other != out:
-                    clock = self.rcv.clock
-                    clock.sensitive += 1
-                    m = clock.jiffies(now) - clock.jiffies(self.lrcv)
-                    out = _ato_step(self.ato, m, half, rto)
-            self.ato, quick = out
-            if quick:
-                self._incr_quickack()  # a gap longer than the RTO
+            else:
+                rto = self._rto()
+                out = _ato_step(self.ato, q, half, rto)
+                if r:  # m is q or q + 1 jiffies, as the ticks fall
+                    other = _ato_step(self.ato, q + 1, half, rto)
+                    if other != out:
+                        clock = self.rcv.clock
+                        clock.sensitive += 1
+                        m = clock.jiffies(now) - clock.jiffies(self.lrcv)
+                        out = _ato_step(self.ato, m, half, rto)
+                self.ato, quick = out
+                if quick:
+                    self._incr_quickack()  # a gap longer than the RTO
         self.lrcv = now
+        if self.space is not None and self.space.received(length):
+            self.quick |= 1  # tcp_grow_window
 
     def _send_delayed_ack(self, now: int) -> None:
         ato = self.ato or self.delack_ticks

@@ -1,0 +1,237 @@
+"""The receive window a Linux receiver advertises, as far as it decides
+when an ACK leaves.
+
+``__tcp_ack_snd_check`` ACKs at once when more than one ``rcv_mss`` is
+unacknowledged only if the window it would advertise now is at least the
+one it last advertised (``__tcp_select_window() >= rcv_wnd``): data the
+application has not read yet shrink the free space, and then the ACK
+waits for the read (``tcp_cleanup_rbuf``), a delayed-ACK timer or a
+segment going the other way.  :class:`ReceiveSpace` keeps what that test
+needs:
+
+* ``buf``: the receive buffer, bytes of memory (``sk_rcvbuf``):
+  ``tcp_rmem[1]``;
+* ``ratio``: window bytes per 256 bytes of memory (``scaling_ratio``),
+  at first 128;  the window the buffer allows is
+  ``full = buf * ratio / 256`` (``tcp_full_space``);
+* ``clamp``: ``window_clamp``, at most ``full``; or the application's
+  ``TCP_WINDOW_CLAMP`` (then fixed);
+* ``ssthresh``: ``rcv_ssthresh``, the most the window may offer;
+* ``wnd``: ``rcv_wnd``, the window in the last segment sent.
+
+Rules (``net/ipv4/tcp_output.c``, ``net/ipv4/tcp_input.c``):
+
+* ``tcp_select_initial_window``: ``wnd = ssthresh = min(full, clamp)``
+  rounded down to a whole number of MSS; then ``tcp_init_buffer_space``
+  reserves a segment (``tcp_app_win``): ``clamp = max(2 advmss, full -
+  advmss)`` and ``ssthresh`` at most ``clamp``.
+* ``tcp_measure_rcv_mss``: when the first segment of a new, larger
+  ``rcv_mss`` arrives, ``ratio`` becomes its length over its memory
+  (``truesize``: the length plus a fixed overhead) and ``clamp`` follows
+  ``full`` (``ssthresh`` at most ``clamp``).
+* ``__tcp_select_window``: free space = ``full`` less the unread bytes'
+  share (``ratio`` of them); under half of ``min(full, clamp)`` it is
+  rounded down to the window scale and is 0 below ``full/16`` or below
+  ``rcv_mss``; then at most ``ssthresh``, rounded up to the window scale
+  (``ALIGN``).
+* ``tcp_select_window`` (every segment sent): the new window, or what is
+  left of the old one if that is larger (a window never shrinks).
+* ``tcp_grow_window`` (data of 128 bytes or more): while
+  ``min(clamp, free space)`` exceeds ``ssthresh``, raise ``ssthresh`` by
+  ``max(2 advmss, 2 len)`` (at most the room) and enter quick-ACK mode
+  (``quick |= 1``).
+
+Simplified: unread data occupy memory by their length (the kernel
+counts each packet's ``truesize``, and merges packets in the queue, as
+it does on the loopback and veth, where the two differ by one packet's
+overhead); and the buffer keeps its first size, where the kernel's
+autotuning (``tcp_rcv_space_adjust``) grows it, on these paths to
+megabytes within a second.  Which ACK waits depends on how much is
+unread against what was unread before, not on the buffer's size, as
+long as the unread data fit in it.
+
+>>> class Rcv:
+...     advmss, rcv_nxt, copied_seq = 1448, 1, 1
+>>> rs = ReceiveSpace(Rcv(), buf_bytes=131072, overhead_bytes=836)
+>>> rs.full, rs.clamp, rs.ssthresh, rs.wnd  # 45 segments of 1448, one reserved
+(65536, 64088, 64088, 65160)
+>>> Rcv.rcv_nxt += 2 * 1448  # two full segments, not read
+>>> rs.window(rcv_mss=1448), rs.grows(rcv_mss=1448)
+(64128, False)
+>>> rs.measured(4144)  # a veth super-packet: 213 window bytes per 256
+>>> rs.ratio, rs.full, rs.received(2 * 1448), rs.ssthresh
+(213, 109056, True, 69880)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from models.sim.fastforward import Shift, View
+
+__all__ = ["ReceiveSpace", "GROW_MIN_BYTES", "RATIO_ONE"]
+
+#: ``tcp_event_data_recv`` grows the window only for data of this many
+#: bytes or more (``skb->len >= 128``).
+GROW_MIN_BYTES = 128
+#: ``scaling_ratio`` is in 256ths (``TCP_RMEM_TO_WIN_SCALE`` = 8); a new
+#: socket starts at half (``TCP_DEFAULT_SCALING_RATIO``).
+RATIO_ONE = 256
+
+
+class ReceiveSpace:
+    """The receive window of one receiver (see the module's rules).
+
+    ``receiver`` has ``advmss``, ``rcv_nxt`` and ``copied_seq``;
+    ``buf_bytes`` is the receive buffer (``tcp_rmem[1]``, bytes),
+    ``overhead_bytes`` the memory a received packet takes beyond its
+    payload (bytes), ``clamp_bytes`` the application's
+    ``TCP_WINDOW_CLAMP`` (bytes; ``None``: none), ``wscale`` the
+    receiver's window scale (windows are multiples of ``2**wscale``).
+    """
+
+    __slots__ = (
+        "rcv",
+        "advmss",
+        "buf",
+        "overhead",
+        "ratio",
+        "full",
+        "clamp",
+        "fixed",
+        "unit",
+        "ssthresh",
+        "wnd",
+    )
+
+    def __init__(
+        self,
+        receiver,
+        buf_bytes: int,
+        overhead_bytes: int,
+        clamp_bytes: int | None = None,
+        wscale: int = 7,
+    ) -> None:
+        if buf_bytes < 1:
+            raise ValueError(f"buf_bytes must be at least 1, got {buf_bytes}")
+        if overhead_bytes < 0:
+            raise ValueError(
+                f"overhead_bytes must be 0 or more, got {overhead_bytes}"
+            )
+        if clamp_bytes is not None and clamp_bytes < 1:
+            raise ValueError(
+                f"clamp_bytes must be at least 1 (or None), got {clamp_bytes}"
+            )
+        self.rcv = receiver
+        advmss = self.advmss = receiver.advmss
+        self.buf = buf_bytes
+        self.overhead = overhead_bytes
+        self.unit = 1 << wscale
+        self.ratio = RATIO_ONE >> 1
+        full = self.full = buf_bytes * self.ratio // RATIO_ONE
+        self.fixed = clamp_bytes is not None
+        clamp = clamp_bytes if clamp_bytes is not None else full
+        # tcp_select_initial_window: a whole number of MSS
+        wnd = min(full, clamp)
+        if wnd > advmss:
+            wnd -= wnd % advmss
+        self.wnd = wnd
+        # tcp_init_buffer_space: a segment reserved (tcp_app_win)
+        if clamp > 2 * advmss and clamp + advmss > full:
+            clamp = max(2 * advmss, full - advmss)
+        self.clamp = clamp
+        self.ssthresh = min(wnd, clamp)
+
+    @classmethod
+    def of(cls, receiver, profile) -> ReceiveSpace | None:
+        """The window of a kernel profile's receiver (``rcv_buf_bytes``
+        and the rest, :class:`~models.sim.kernels.KernelProfile`), or
+        ``None`` if the profile leaves the window test out."""
+        buf = getattr(profile, "rcv_buf_bytes", None)
+        if buf is None:
+            return None
+        return cls(
+            receiver,
+            buf,
+            profile.rcv_overhead_bytes,
+            profile.rcv_window_clamp_bytes,
+            profile.rcv_wscale,
+        )
+
+    def _free(self) -> int:
+        """``tcp_space``: the window the buffer has left (bytes)."""
+        rcv = self.rcv
+        unread = rcv.rcv_nxt - rcv.copied_seq
+        return self.full - unread * self.ratio // RATIO_ONE
+
+    def window(self, rcv_mss: int) -> int:
+        """``__tcp_select_window``: the window to advertise now (bytes)."""
+        full = self.full
+        most = self.clamp if self.clamp < full else full  # full_space
+        free = self._free()
+        unit = self.unit
+        if free < (most >> 1):
+            free -= free % unit if free > 0 else free
+            if free < (full >> 4) or free < min(rcv_mss, most):
+                return 0
+        if free > self.ssthresh:
+            free = self.ssthresh
+        return -(-free // unit) * unit  # ALIGN up
+
+    def grows(self, rcv_mss: int) -> bool:
+        """The window test of ``__tcp_ack_snd_check``: the window now is
+        at least the one last advertised."""
+        return self.window(rcv_mss) >= self.wnd
+
+    def advertise(self, rcv_wup: int, rcv_mss: int) -> None:
+        """``tcp_select_window`` for a segment leaving now; ``rcv_wup`` is
+        ``rcv_nxt`` when the previous one left."""
+        left = rcv_wup + self.wnd - self.rcv.rcv_nxt  # tcp_receive_window
+        new = self.window(rcv_mss)
+        if new < left:
+            unit = self.unit
+            new = -(-left // unit) * unit
+        self.wnd = new
+
+    def measured(self, length: int) -> None:
+        """``tcp_measure_rcv_mss``: ``length`` bytes arrived in one packet
+        that set a new ``rcv_mss``; the ratio follows its memory."""
+        ratio = length * RATIO_ONE // (length + self.overhead)
+        self.ratio = ratio if ratio else 1
+        self.full = self.buf * self.ratio // RATIO_ONE
+        if not self.fixed:  # window_clamp follows the buffer
+            self.clamp = self.full
+            if self.ssthresh > self.clamp:
+                self.ssthresh = self.clamp
+        if not self.fixed:  # window_clamp follows the buffer
+            self.clamp = self.full
+            if self.ssthresh > self.clamp:
+                self.ssthresh = self.clamp
+
+    def received(self, length: int) -> bool:
+        """``tcp_grow_window`` for ``length`` bytes just queued: whether
+        ``ssthresh`` grew (the caller then enters quick-ACK mode)."""
+        if length < GROW_MIN_BYTES:
+            return False
+        free = self._free()
+        room = (self.clamp if self.clamp < free else free) - self.ssthresh
+        if room <= 0:
+            return False
+        incr = max(2 * self.advmss, 2 * length)
+        self.ssthresh += incr if incr < room else room
+        return True
+
+    # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    #: ``full`` follows from ``buf`` and ``ratio`` (a cache of their product).
+    cycle_transient = ("full",)
+
+    def cycle_state(self, view: View) -> Hashable:
+        """Its ratio and window sizes (bytes, not positions in the stream)."""
+        return self.ratio, self.clamp, self.ssthresh, self.wnd
+
+    def cycle_shift(self, shift: Shift) -> None:
+        """Nothing moves with time or the stream."""
