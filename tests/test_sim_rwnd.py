@@ -23,7 +23,7 @@ class _Rcv:
 
 def test_unread_data_shrink_the_window_and_the_read_restores_it():
     rcv = _Rcv()
-    rs = ReceiveSpace(rcv, buf_bytes=131072, overhead_bytes=836)
+    rs = ReceiveSpace(rcv, buf_bytes=131072, overhead_bytes=896)
     rs.measured(4144)  # a 4 KiB response in one packet sets the ratio: room to grow
     grew = []
     for _ in range(20):  # responses that each arrive into an empty queue, then are read
@@ -42,12 +42,12 @@ def test_unread_data_shrink_the_window_and_the_read_restores_it():
 
 
 def test_the_windows_sizes_follow_the_kernel():
-    rs = ReceiveSpace(_Rcv(), buf_bytes=131072, overhead_bytes=836)
+    rs = ReceiveSpace(_Rcv(), buf_bytes=131072, overhead_bytes=896)
     # tcp_select_initial_window: 45 segments; tcp_init_buffer_space: one segment reserved
     assert (rs.wnd, rs.clamp, rs.ssthresh) == (65160, 65536 - 1448, 65536 - 1448)
     rs.measured(560)  # a small first packet: a low ratio, the clamp and ssthresh follow down
-    assert rs.ratio == 102 and rs.clamp == rs.ssthresh == 131072 * 102 // 256
-    fixed = ReceiveSpace(_Rcv(), buf_bytes=131072, overhead_bytes=836, clamp_bytes=20000)
+    assert rs.ratio == 98 and rs.clamp == rs.ssthresh == 131072 * 98 // 256
+    fixed = ReceiveSpace(_Rcv(), buf_bytes=131072, overhead_bytes=896, clamp_bytes=20000)
     fixed.measured(4144)
     assert fixed.clamp == 20000 and fixed.wnd == 20000 - 20000 % 1448
 

@@ -135,10 +135,12 @@ class KernelProfile:
     rcv_overhead_bytes : int
         Memory a received packet takes beyond its payload (``truesize``
         less length), bytes, which sets the buffer's window per byte
-        (``scaling_ratio``): 836 measured on this book's veth pairs
-        (``ss``: ``rcv_ssthresh`` over the buffer ``rb`` near the window
-        clamp, 213/256 with 4144-byte packets; with 836 a 560-byte packet
-        gives 0.40, as measured, and a 16 KiB one 0.95, where 0.89 was).
+        (``scaling_ratio``): 896 for a packet that ``tcp_sendmsg`` built
+        and the loopback or a veth pair hands over whole
+        (``tcp_stream_alloc_skb``: ``SKB_TRUESIZE`` of the small head,
+        ``SKB_HEAD_ALIGN(MAX_TCP_HEADER)`` = 640 bytes less its 320-byte
+        shared info, plus the 256-byte ``sk_buff`` and that shared info;
+        the payload in page fragments counts by its length).
     rcv_window_clamp_bytes : int or None
         ``TCP_WINDOW_CLAMP`` set by the application, bytes (``None``:
         the window follows the buffer).
@@ -169,7 +171,7 @@ class KernelProfile:
     slow_start_after_idle: bool = True
     delack_cap_s: float = 0.200
     rcv_buf_bytes: int | None = None
-    rcv_overhead_bytes: int = 836
+    rcv_overhead_bytes: int = 896
     rcv_window_clamp_bytes: int | None = None
     rcv_wscale: int = 7
 

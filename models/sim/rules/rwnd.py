@@ -52,15 +52,15 @@ long as the unread data fit in it.
 
 >>> class Rcv:
 ...     advmss, rcv_nxt, copied_seq = 1448, 1, 1
->>> rs = ReceiveSpace(Rcv(), buf_bytes=131072, overhead_bytes=836)
+>>> rs = ReceiveSpace(Rcv(), buf_bytes=131072, overhead_bytes=896)
 >>> rs.full, rs.clamp, rs.ssthresh, rs.wnd  # 45 segments of 1448, one reserved
 (65536, 64088, 64088, 65160)
 >>> Rcv.rcv_nxt += 2 * 1448  # two full segments, not read
 >>> rs.window(rcv_mss=1448), rs.grows(rcv_mss=1448)
 (64128, False)
->>> rs.measured(4144)  # a veth super-packet: 213 window bytes per 256
+>>> rs.measured(4144)  # a veth super-packet: 210 window bytes per 256
 >>> rs.ratio, rs.full, rs.received(2 * 1448), rs.ssthresh
-(213, 109056, True, 69880)
+(210, 107520, True, 69880)
 """
 
 from __future__ import annotations
