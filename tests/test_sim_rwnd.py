@@ -65,6 +65,22 @@ def test_bad_sizes_name_the_parameter(kwargs, name):
         ReceiveSpace(_Rcv(), **kwargs)
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("rcv_buf_bytes", 0),
+        ("rcv_overhead_bytes", -1),
+        ("rcv_window_clamp_bytes", 1.5),
+        ("rcv_wscale", 15),
+    ],
+)
+def test_a_profiles_bad_window_sizes_name_the_field(field, value):
+    import dataclasses
+
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(PROFILES["linux-6-rwnd"], **{field: value})
+
+
 def test_every_script_passes_with_the_window_and_the_window_script_needs_it():
     """Wrong model: linux-6 (no window test) fails window_edge_ack.pkt; linux-6-rwnd passes every
     script, that one included."""

@@ -60,6 +60,7 @@ from models.sim.rules import (
     WheelClock,
 )
 from models.sim.rules.cc import NoWindow
+from models.sim.rules.skb import SENDMSG_OVERHEAD_BYTES
 
 __all__ = ["KernelProfile", "PROFILES", "get_profile", "register_profile"]
 
@@ -135,12 +136,9 @@ class KernelProfile:
     rcv_overhead_bytes : int
         Memory a received packet takes beyond its payload (``truesize``
         less length), bytes, which sets the buffer's window per byte
-        (``scaling_ratio``): 896 for a packet that ``tcp_sendmsg`` built
-        and the loopback or a veth pair hands over whole
-        (``tcp_stream_alloc_skb``: ``SKB_TRUESIZE`` of the small head,
-        ``SKB_HEAD_ALIGN(MAX_TCP_HEADER)`` = 640 bytes less its 320-byte
-        shared info, plus the 256-byte ``sk_buff`` and that shared info;
-        the payload in page fragments counts by its length).
+        (``scaling_ratio``): a packet ``tcp_sendmsg`` built, as the
+        loopback or a veth pair hands it over
+        (:data:`~models.sim.rules.skb.SENDMSG_OVERHEAD_BYTES`).
     rcv_window_clamp_bytes : int or None
         ``TCP_WINDOW_CLAMP`` set by the application, bytes (``None``:
         the window follows the buffer).
@@ -171,7 +169,7 @@ class KernelProfile:
     slow_start_after_idle: bool = True
     delack_cap_s: float = 0.200
     rcv_buf_bytes: int | None = None
-    rcv_overhead_bytes: int = 896
+    rcv_overhead_bytes: int = SENDMSG_OVERHEAD_BYTES
     rcv_window_clamp_bytes: int | None = None
     rcv_wscale: int = 7
 
@@ -187,6 +185,23 @@ class KernelProfile:
             raise ValueError(
                 f"profile {self.name!r}: congestion_control must be one of "
                 f"{sorted(CONGESTION_CONTROLS)}, got {self.congestion_control!r}"
+            )
+        for name, low in (("rcv_buf_bytes", 1), ("rcv_window_clamp_bytes", 1)):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, int) and v >= low):
+                raise ValueError(
+                    f"profile {self.name!r}: {name} must be None or a whole number of "
+                    f"bytes >= {low}, got {v!r}"
+                )
+        if not (isinstance(self.rcv_overhead_bytes, int) and self.rcv_overhead_bytes >= 0):
+            raise ValueError(
+                f"profile {self.name!r}: rcv_overhead_bytes must be a whole number of bytes "
+                f">= 0, got {self.rcv_overhead_bytes!r}"
+            )
+        if not (isinstance(self.rcv_wscale, int) and 0 <= self.rcv_wscale <= 14):
+            raise ValueError(
+                f"profile {self.name!r}: rcv_wscale must be 0..14 (TCP_MAX_WSCALE), "
+                f"got {self.rcv_wscale!r}"
             )
         if not isinstance(self.hz, int) or self.hz < 1:
             raise ValueError(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from models.sim.events import FS
 from models.sim.link import Channel, Segment
+from models.sim.rules.skb import GSO_GOAL_BYTES, SKB_SHINFO_BYTES, skb_truesize
 
 #: packetdrill's default timing tolerance, microseconds.
 DEFAULT_TOLERANCE_USECS = 4000
@@ -21,15 +22,10 @@ _TS_OPTION_BYTES = 12
 _MSS_DEFAULT = 536
 #: ``TCP_INIT_CWND``: Linux's initial congestion window, segments.
 _INIT_CWND = 10
-#: The size goal on tun, bytes: ``GSO_LEGACY_MAX_SIZE`` (65536) less one
-#: and ``MAX_TCP_HEADER`` (about 320 bytes on x86-64), as
-#: ``tcp_xmit_size_goal`` computes it before rounding down to whole MSS.
-_GSO_GOAL_BYTES = 65536 - 1 - 320
-#: Memory of an skb beyond its head buffer (``SKB_DATA_ALIGN(sizeof(struct
-#: sk_buff))``), and of the head's shared info (``skb_shared_info``), bytes
-#: on x86-64; ``NET_SKB_PAD`` + ``NET_IP_ALIGN``, bytes.
-_SKB_STRUCT_BYTES = 256
-_SKB_SHINFO_BYTES = 320
+#: The size goal on tun, bytes, as ``tcp_xmit_size_goal`` computes it before
+#: rounding down to whole MSS.
+_GSO_GOAL_BYTES = GSO_GOAL_BYTES
+#: ``NET_SKB_PAD`` + ``NET_IP_ALIGN``, bytes.
 _SKB_PAD_BYTES = 64 + 2
 
 
@@ -43,8 +39,8 @@ def tun_truesize(payload: int, headers: int = 52) -> int:
     >>> tun_truesize(1000)
     2304
     """
-    head = -(-(_SKB_PAD_BYTES + headers + payload) // 64) * 64 + _SKB_SHINFO_BYTES
-    return (1 << (head - 1).bit_length()) + _SKB_STRUCT_BYTES
+    head = -(-(_SKB_PAD_BYTES + headers + payload) // 64) * 64 + SKB_SHINFO_BYTES
+    return skb_truesize((1 << (head - 1).bit_length()) - SKB_SHINFO_BYTES)
 
 
 #: A transmit path that completes at once (tun): a rate so high that any

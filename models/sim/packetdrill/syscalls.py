@@ -202,8 +202,10 @@ class _Syscalls(_State):
     def set_window_clamp(self, ev: Syscall, raw: str) -> None:
         """``TCP_WINDOW_CLAMP``: accepted before the connection exists and
         only where it makes the window test of ``__tcp_ack_snd_check``
-        hold, as the simulator's ACK rule assumes; the initial receive
-        window (which sizes the quick-ACK budget) is clamped too."""
+        hold (as linux-6's ACK rule, without a receive window, assumes);
+        the initial receive window (which sizes the quick-ACK budget) is
+        clamped too, and a profile with a receive window keeps the clamp
+        (:mod:`models.sim.rules.rwnd`)."""
         name = self.script.name
         if self.state not in ("closed", "listen"):
             raise ScriptError(name, ev.line, "TCP_WINDOW_CLAMP only before the connection")

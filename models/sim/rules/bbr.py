@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from models.sim.events import FS, Timer
 from models.sim.rules.cc import Reno
 from models.sim.rules.rate import Minmax, RateSample, RateSampler
+from models.sim.rules.skb import GSO_GOAL_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -79,9 +80,7 @@ FULL_BW_CNT = 3  # rounds without it: the pipe is full
 CYCLE_RAND = 7  # bbr_cycle_rand
 PACING_MARGIN_PERCENT = 1  # bbr_pacing_margin_percent
 MIN_TSO_RATE = 1_200_000 // 8  # bbr_min_tso_rate, bits/s -> bytes/s
-GSO_BYTES = (
-    65536 - 1 - 320
-)  # GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER (x86-64)
+GSO_BYTES = GSO_GOAL_BYTES  # GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER
 INIT_CWND = 10  # TCP_INIT_CWND, packets
 STARTUP, DRAIN, PROBE_BW = "startup", "drain", "probe_bw"
 
