@@ -20,15 +20,16 @@ __all__ = [
     "skb_truesize",
 ]
 
-#: ``SKB_DATA_ALIGN(sizeof(struct sk_buff))``, bytes.
+#: The ``sk_buff`` (``SKB_DATA_ALIGN(sizeof(struct sk_buff))``), bytes.
 SKB_STRUCT_BYTES = 256
-#: ``SKB_DATA_ALIGN(sizeof(struct skb_shared_info))``, bytes.
+#: The shared info (``SKB_DATA_ALIGN(sizeof(struct skb_shared_info))``),
+#: bytes.
 SKB_SHINFO_BYTES = 320
-#: ``MAX_TCP_HEADER``: room for every header below TCP's, bytes.
+#: The room kept for every header below TCP's (``MAX_TCP_HEADER``), bytes.
 MAX_TCP_HEADER_BYTES = 320
-#: The largest GSO super-packet TCP builds, bytes: ``GSO_LEGACY_MAX_SIZE``
-#: (65536) less one and ``MAX_TCP_HEADER`` (``tcp_tso_autosize``,
-#: ``tcp_xmit_size_goal``).
+#: The size of the largest GSO super-packet TCP builds (bytes), which is
+#: ``GSO_LEGACY_MAX_SIZE`` (65536) less one and ``MAX_TCP_HEADER``
+#: (``tcp_tso_autosize``, ``tcp_xmit_size_goal``).
 GSO_GOAL_BYTES = 65536 - 1 - MAX_TCP_HEADER_BYTES
 
 
@@ -38,8 +39,8 @@ def skb_truesize(data_bytes: int) -> int:
     return data_bytes + SKB_STRUCT_BYTES + SKB_SHINFO_BYTES
 
 
-#: Memory beyond its payload of a packet that ``tcp_sendmsg`` built and
-#: the loopback or a veth pair hands over whole, bytes: the small head of
-#: ``tcp_stream_alloc_skb`` (``MAX_TCP_HEADER`` of data); the payload, in
-#: page fragments, counts by its length.
+#: The memory beyond its payload (bytes) of a packet that ``tcp_sendmsg``
+#: built and the loopback or a veth pair hands over whole, which is the
+#: small head of ``tcp_stream_alloc_skb`` (``MAX_TCP_HEADER`` of data);
+#: the payload, in page fragments, counts by its length.
 SENDMSG_OVERHEAD_BYTES = skb_truesize(MAX_TCP_HEADER_BYTES)
