@@ -108,17 +108,95 @@ def _runs(number: int, label: str, link: Link, repeats: int, duration_s: float) 
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def machine(start: str) -> dict:
+    """The machine's settings under measurement, for a sweep started at ``start`` (ISO time)."""
+    k = sysinfo.kernel_info()
+    ctl = sysinfo.tcp_sysctls()
+    return {
+        "kernel": k["release"],
+        "config_hz": k["config_hz"],
+        "cpus": k["cpus"],
+        "congestion_control": ctl.get("net.ipv4.tcp_congestion_control"),
+        "autocorking": ctl.get("net.ipv4.tcp_autocorking"),
+        "date": start,
+    }
+
+
+def write_dataset(
+    out: Path,
+    prefix: str,
+    fields: list,
+    key: list[str],
+    rows: list[dict],
+    sweeps: list[dict],
+    *,
+    title: str,
+    description: str,
+    source: tuple[str, str],
+) -> Path:
+    """Write ``rows`` as ``out/PREFIX.csv`` (columns ``fields``: name, type, unit, description)
+    and its sidecar ``PREFIX.json`` (the sweeps' commands and machines, the CSV's hash, primary
+    key ``key``; ``source`` is the tool's title and file); returns the CSV's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / f"{prefix}.csv"
+    with csv_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[name for name, *_ in fields], lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    first = sweeps[-1]["machine"]
+    kernel = f"{first['kernel']} (CONFIG_HZ={first['config_hz']}, {first['cpus']} CPUs)"
+    meta = {
+        "name": prefix,
+        "path": csv_path.name,
+        "profile": "tabular-data-resource",
+        "format": "csv",
+        "encoding": "utf-8",
+        "title": title,
+        "description": description,
+        "sources": [
+            {
+                "title": source[0],
+                "author": "Queue Depth authors",
+                "year": int(sweeps[-1]["machine"]["date"][:4]),
+                "file": source[1],
+                "section": "command lines: " + "; ".join(w["command"] for w in sweeps),
+            }
+        ],
+        "transcription": (
+            f"Measured by {source[1]} on kernel {kernel} (default congestion "
+            f"control {first['congestion_control']}, tcp_autocorking "
+            f"{first['autocorking']}); sweeps started "
+            f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
+            "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
+        ),
+        "hash": sha256_of(csv_path),
+        "schema": table_schema(fields, key),
+        "measurement": {"sweeps": sweeps},
+    }
+    (out / f"{prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return csv_path
+
+
+def add_arguments(
+    p: argparse.ArgumentParser, prefix: str, repeats: int, duration_s: float
+) -> None:
+    """The options every placement tool takes (its default ``prefix``, ``repeats`` and
+    ``duration_s``)."""
     p.add_argument("--out", type=Path, required=True, help="folder for PREFIX.csv and .json")
-    p.add_argument("--prefix", default="kernel6_placement")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each size and placement")
-    p.add_argument("--duration", type=float, default=1.0, help="measured seconds of each run")
+    p.add_argument("--prefix", default=prefix)
+    p.add_argument("--repeats", type=int, default=repeats, help="runs of each configuration")
+    p.add_argument(
+        "--duration", type=float, default=duration_s, help="measured seconds of each run"
+    )
     p.add_argument("--append", action="store_true", help="add a sweep to PREFIX.csv and .json")
     p.add_argument(
         "--links", default=",".join(LINKS), help=f"comma-separated subset of {', '.join(LINKS)}"
     )
-    ns = p.parse_args(argv)
+
+
+def checked(p: argparse.ArgumentParser, ns: argparse.Namespace) -> tuple[list, list, list]:
+    """The options of :func:`add_arguments` checked (``p.error`` names a bad one, before any
+    run): the links, and with ``--append`` the rows and sweeps already written."""
     if not 1 <= ns.repeats <= 20:
         p.error(f"--repeats must be 1..20, got {ns.repeats}")
     if not 0 < ns.duration <= 10:
@@ -139,38 +217,37 @@ def main(argv: list[str] | None = None) -> int:
         ]
     if len(os.sched_getaffinity(0)) < 2:
         p.error("needs two CPUs (pin 'apart')")
+    return links, old_rows, old_sweeps
+
+
+def new_sweep(tool: str, ns: argparse.Namespace, links: list[str], number: int) -> dict:
+    """The sidecar's record of sweep ``number``: its command line and the machine now."""
     start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    rows = old_rows + sweep(len(old_sweeps), links, ns.repeats, ns.duration)
-    ns.out.mkdir(parents=True, exist_ok=True)
-    with csv_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[name for name, *_ in FIELDS], lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    k = sysinfo.kernel_info()
-    ctl = sysinfo.tcp_sysctls()
-    kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
     command = (
-        f"tools/placement_sweep.py --out {ns.out} --prefix {ns.prefix} "
+        f"tools/{tool} --out {ns.out} --prefix {ns.prefix} "
         f"--repeats {ns.repeats} --duration {ns.duration:g} --links {','.join(links)}"
         + (" --append" if ns.append else "")
     )
-    machine = {
-        "kernel": k["release"],
-        "config_hz": k["config_hz"],
-        "cpus": k["cpus"],
-        "congestion_control": ctl.get("net.ipv4.tcp_congestion_control"),
-        "autocorking": ctl.get("net.ipv4.tcp_autocorking"),
-        "date": start,
-    }
-    sweeps = [*old_sweeps, {"sweep": len(old_sweeps), "command": command, "machine": machine}]
-    meta = {
-        "name": ns.prefix,
-        "path": csv_path.name,
-        "profile": "tabular-data-resource",
-        "format": "csv",
-        "encoding": "utf-8",
-        "title": "The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
-        "description": (
+    return {"sweep": number, "command": command, "machine": machine(start)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(p, "kernel6_placement", 3, 1.0)
+    ns = p.parse_args(argv)
+    links, old_rows, old_sweeps = checked(p, ns)
+    this = new_sweep("placement_sweep.py", ns, links, len(old_sweeps))
+    rows = old_rows + sweep(len(old_sweeps), links, ns.repeats, ns.duration)
+    sweeps = [*old_sweeps, this]
+    csv_path = write_dataset(
+        ns.out,
+        ns.prefix,
+        FIELDS,
+        ["sweep", "link", "iosize_bytes", "pin", "repeat"],
+        rows,
+        sweeps,
+        title="The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
+        description=(
             "Harness runs of the iSCSI-like loop on the loopback in a namespace of its own and "
             f"on veth pairs, TCP_NODELAY on both sockets, QD {QD}, responses of "
             f"{', '.join(str(s) for s in SIZES)} bytes, the server and client processes pinned "
@@ -178,27 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{ns.repeats} repeats, interleaved, per sweep; {len(sweeps)} sweep(s), each "
             "with its start time and the machine's settings under measurement.sweeps."
         ),
-        "sources": [
-            {
-                "title": "Queue Depth placement sweep",
-                "author": "Queue Depth authors",
-                "year": int(start[:4]),
-                "file": "tools/placement_sweep.py",
-                "section": "command lines: " + "; ".join(w["command"] for w in sweeps),
-            }
-        ],
-        "transcription": (
-            f"Measured by tools/placement_sweep.py on kernel {kernel} (default congestion "
-            f"control {machine['congestion_control']}, tcp_autocorking "
-            f"{machine['autocorking']}); sweeps started "
-            f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
-            "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
-        ),
-        "hash": sha256_of(csv_path),
-        "schema": table_schema(FIELDS, ["sweep", "link", "iosize_bytes", "pin", "repeat"]),
-        "measurement": {"sweeps": sweeps},
-    }
-    (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
+        source=("Queue Depth placement sweep", "tools/placement_sweep.py"),
+    )
     print(f"wrote {csv_path} ({len(rows)} rows)")
     return 0
 
