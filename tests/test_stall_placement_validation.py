@@ -1,0 +1,63 @@
+"""Chapter 9's stall placement comparison (models.validation.stall_placement): a Nagle server's
+stall verdicts with both ends on one CPU, on a CPU each, and unpinned (data/kernel6_stall_placement)
+against the simulator's machine of a CPU per end and Butterfield's bound.  Every row must be as
+recorded, and the wrong pairings fail: the simulator held to the one-CPU runs, the bound held to the
+runs on two CPUs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from models import data
+from models.validation import stall_placement as SP
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    kernel = SP.kernel_verdicts(data.load(SP.DATASET))
+    return SP.verdict_table(kernel, SP.simulated_verdicts(kernel.index))
+
+
+def _not_as_recorded(rows) -> list[str]:
+    return [f"{r.quantity}: {r.status}" for r in rows if not r.ok]
+
+
+def test_every_row_is_as_recorded(table):
+    rows = SP.verdict_rows(table, source="test")
+    assert not _not_as_recorded(rows)
+    tests = [r for r in rows if r.kind == "test"]
+    audits = [r for r in rows if r.kind == "audit"]
+    assert len(tests) + len(audits) == 3 * len(table) == 144
+    # the runs disagree only where a race is plausible: the loopback, 512 B, QD 16 and deeper
+    assert all("loopback" in r.quantity and "512 B" in r.quantity for r in audits)
+    assert sum(not r.passed for r in tests) == len(SP.KNOWN_FAILING) == 2
+
+
+def test_one_cpu_stalls_wherever_the_bound_allows_and_two_cpus_where_the_simulator_does(table):
+    assert (table["same"] == table["bound"]).all()
+    apart = table[table["apart"] != SP.MIXED]
+    assert (apart["apart"] == apart["simulator"]).all()
+    # the placements differ: pinned together a Nagle client's server stalls from QD 4 up, apart
+    # it does not
+    deep = table.xs("nagle", level="client_sock_mode").query("qd >= 4")
+    assert ((deep["same"] == SP.STALLS) & (deep["apart"] == SP.NO_STALL)).sum() >= 8
+
+
+@pytest.mark.parametrize(
+    "wrong, at_least",
+    [
+        ({"same": "simulator", "none": "simulator"}, 20),  # a CPU per end for every placement
+        ({"apart": "bound"}, 10),  # the one-CPU bound for the runs on two CPUs
+    ],
+)
+def test_the_wrong_pairings_fail(table, wrong, at_least):
+    rows = SP.verdict_rows(table, source="test", model_of={**SP.MODEL, **wrong})
+    failing = [r for r in rows if r.kind == "test" and not r.passed]
+    assert len(failing) >= at_least
+
+
+def test_known_failures_name_configurations_of_the_sweep(table):
+    for link, client, size, qd, pin in SP.KNOWN_FAILING:
+        assert (link, client, size, qd) in table.index
+        assert pin in SP.MODEL
