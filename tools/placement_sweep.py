@@ -26,6 +26,7 @@ import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,34 +232,72 @@ def new_sweep(tool: str, ns: argparse.Namespace, links: list[str], number: int) 
     return {"sweep": number, "command": command, "machine": machine(start)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(p, "kernel6_placement", 3, 1.0)
+def run_tool(
+    argv: list[str] | None,
+    *,
+    doc: str,
+    tool: str,
+    defaults: tuple[str, int, float],
+    sweep_runs: Callable[[int, list[str], int, float], list[dict]],
+    fields: list,
+    key: list[str],
+    title: str,
+    describe: Callable[[argparse.Namespace, int], str],
+    source: str,
+    links: tuple[str, ...] | None = None,
+) -> int:
+    """A placement tool's command line: its options (:func:`add_arguments`, ``defaults`` the
+    prefix, repeats and duration; ``links`` the links measured unless ``--links`` says), checked
+    before any run; one sweep (``sweep_runs(number, links, repeats, duration_s)``); the CSV and its
+    sidecar (:func:`write_dataset`, ``describe(ns, sweeps)`` its description)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_arguments(p, *defaults)
+    if links is not None:
+        p.set_defaults(links=",".join(links))
     ns = p.parse_args(argv)
-    links, old_rows, old_sweeps = checked(p, ns)
-    this = new_sweep("placement_sweep.py", ns, links, len(old_sweeps))
-    rows = old_rows + sweep(len(old_sweeps), links, ns.repeats, ns.duration)
+    chosen, old_rows, old_sweeps = checked(p, ns)
+    this = new_sweep(tool, ns, chosen, len(old_sweeps))
+    rows = old_rows + sweep_runs(len(old_sweeps), chosen, ns.repeats, ns.duration)
     sweeps = [*old_sweeps, this]
     csv_path = write_dataset(
         ns.out,
         ns.prefix,
-        FIELDS,
-        ["sweep", "link", "iosize_bytes", "pin", "repeat"],
+        fields,
+        key,
         rows,
         sweeps,
-        title="The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
-        description=(
-            "Harness runs of the iSCSI-like loop on the loopback in a namespace of its own and "
-            f"on veth pairs, TCP_NODELAY on both sockets, QD {QD}, responses of "
-            f"{', '.join(str(s) for s in SIZES)} bytes, the server and client processes pinned "
-            "to one CPU (same), to a CPU each (apart), or not pinned (none); "
-            f"{ns.repeats} repeats, interleaved, per sweep; {len(sweeps)} sweep(s), each "
-            "with its start time and the machine's settings under measurement.sweeps."
-        ),
-        source=("Queue Depth placement sweep", "tools/placement_sweep.py"),
+        title=title,
+        description=describe(ns, len(sweeps)),
+        source=(source, f"tools/{tool}"),
     )
     print(f"wrote {csv_path} ({len(rows)} rows)")
     return 0
+
+
+def _describe(ns: argparse.Namespace, sweeps: int) -> str:
+    return (
+        "Harness runs of the iSCSI-like loop on the loopback in a namespace of its own and "
+        f"on veth pairs, TCP_NODELAY on both sockets, QD {QD}, responses of "
+        f"{', '.join(str(s) for s in SIZES)} bytes, the server and client processes pinned "
+        "to one CPU (same), to a CPU each (apart), or not pinned (none); "
+        f"{ns.repeats} repeats, interleaved, per sweep; {sweeps} sweep(s), each "
+        "with its start time and the machine's settings under measurement.sweeps."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(
+        argv,
+        doc=__doc__,
+        tool="placement_sweep.py",
+        defaults=("kernel6_placement", 3, 1.0),
+        sweep_runs=sweep,
+        fields=FIELDS,
+        key=["sweep", "link", "iosize_bytes", "pin", "repeat"],
+        title="The iSCSI-like loop with both ends on one CPU, on two, or where the scheduler puts them",
+        describe=_describe,
+        source="Queue Depth placement sweep",
+    )
 
 
 if __name__ == "__main__":

@@ -26,13 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from placement_sweep import (  # noqa: E402
-    LINKS,
-    add_arguments,
-    checked,
-    new_sweep,
-    write_dataset,
-)
+from placement_sweep import LINKS, run_tool  # noqa: E402
 
 from models.measure.netns import Link  # noqa: E402
 from models.measure.runner import PIN_MODES, RunSpec, run_one  # noqa: E402
@@ -129,37 +123,34 @@ def _run(
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(p, "kernel6_stall_placement", 2, 0.5)
-    p.set_defaults(links=",".join(DEFAULT_LINKS))
-    ns = p.parse_args(argv)
-    links, old_rows, old_sweeps = checked(p, ns)
-    this = new_sweep("stall_placement_sweep.py", ns, links, len(old_sweeps))
-    rows = old_rows + sweep(len(old_sweeps), links, ns.repeats, ns.duration)
-    sweeps = [*old_sweeps, this]
-    csv_path = write_dataset(
-        ns.out,
-        ns.prefix,
-        FIELDS,
-        KEY,
-        rows,
-        sweeps,
-        title="A Nagle server's stalls with both ends on one CPU, on two, or where the scheduler puts them",
-        description=(
-            "Harness runs of the iSCSI-like loop, the server's header and data in two send() "
-            "calls with Nagle on, the client with Nagle and with TCP_NODELAY, responses of "
-            f"{', '.join(str(s) for s in SIZES)} bytes, queue depths "
-            f"{', '.join(str(q) for q in QDS)}, on the loopback in a namespace of its own and on "
-            "veth pairs; the server and client processes pinned to one CPU (same), to a CPU "
-            f"each (apart), or not pinned (none); {ns.repeats} repeats per sweep, the placements "
-            f"interleaved; {len(sweeps)} sweep(s), each with its start time and the machine's "
-            "settings under measurement.sweeps."
-        ),
-        source=("Queue Depth stall placement sweep", "tools/stall_placement_sweep.py"),
+def _describe(ns: argparse.Namespace, sweeps: int) -> str:
+    return (
+        "Harness runs of the iSCSI-like loop, the server's header and data in two send() "
+        "calls with Nagle on, the client with Nagle and with TCP_NODELAY, responses of "
+        f"{', '.join(str(s) for s in SIZES)} bytes, queue depths "
+        f"{', '.join(str(q) for q in QDS)}, on the loopback in a namespace of its own and on "
+        "veth pairs; the server and client processes pinned to one CPU (same), to a CPU "
+        f"each (apart), or not pinned (none); {ns.repeats} repeats per sweep, the placements "
+        f"interleaved; {sweeps} sweep(s), each with its start time and the machine's "
+        "settings under measurement.sweeps."
     )
-    print(f"wrote {csv_path} ({len(rows)} rows)")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(
+        argv,
+        doc=__doc__,
+        tool="stall_placement_sweep.py",
+        defaults=("kernel6_stall_placement", 2, 0.5),
+        sweep_runs=sweep,
+        fields=FIELDS,
+        key=KEY,
+        title="A Nagle server's stalls with both ends on one CPU, on two, or where the scheduler "
+        "puts them",
+        describe=_describe,
+        source="Queue Depth stall placement sweep",
+        links=DEFAULT_LINKS,
+    )
 
 
 if __name__ == "__main__":
