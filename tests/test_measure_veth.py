@@ -85,6 +85,10 @@ def test_cleanup_after_exception(can_netns: None) -> None:
     assert _mine(os.getpid()) == [] and _links(os.getpid()) == []
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_cleanup_on_signal(can_netns: None, sig: signal.Signals) -> None:
     proc = subprocess.Popen(
@@ -105,6 +109,10 @@ def test_cleanup_on_signal(can_netns: None, sig: signal.Signals) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test run started in the background by a
+        # non-interactive shell ignores SIGINT, its children inherit that, and Python then
+        # leaves SIGINT ignored (the harness would finish its run and exit 0)
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(_mine(proc.pid)) < 2:
