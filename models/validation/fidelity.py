@@ -289,9 +289,8 @@ def simulated(
     processes: int = 1,
 ) -> pd.DataFrame:
     """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls``,
-    ``sim_client_acks`` (pure ACKs per operation, where the summary has them) columns:
-    ``summarise(row)`` simulates one row and returns an object with ``iops`` and ``stalls``
-    (:class:`models.kernel.SimSummary`).  With ``processes`` above 1 the rows are simulated in
+    ``sim_client_acks`` (pure ACKs per operation) columns: ``summarise(row)`` simulates one row
+    and returns its :class:`models.kernel.SimSummary`.  With ``processes`` above 1 the rows are simulated in
     that many forked processes (``summarise`` must then pickle: a module-level function or a
     :func:`functools.partial` of one, not a lambda)."""
     from models.kernel import STALL_SHARE_PCT
@@ -302,7 +301,7 @@ def simulated(
     sims = _each(summarise, df.to_dict("records"), processes)
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
-    out["sim_client_acks"] = [getattr(s, "client_acks_per_op", math.nan) for s in sims]
+    out["sim_client_acks"] = [s.client_acks_per_op for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
     return out
 

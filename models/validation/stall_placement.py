@@ -46,7 +46,10 @@ __all__ = [
     "MODEL",
     "KNOWN_FAILING",
     "kernel_verdicts",
+    "stall_bound",
     "bound_verdicts",
+    "deepest",
+    "field_verdicts",
     "simulated_verdicts",
     "verdict_table",
     "verdict_rows",
@@ -97,22 +100,57 @@ def kernel_verdicts(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([verdicts, pct], axis=1)
 
 
-def bound_verdicts(index: Any) -> pd.Series:
-    """Per configuration of ``index`` (:data:`KEY`): Butterfield's bound,
-    :func:`models.kernel.runs.stall_possible` with the iSCSI header and the link's MSS."""
-    import pandas as pd
-
+def stall_bound(qd: int, iosize_bytes: int, mtu_bytes: int) -> bool:
+    """Butterfield's bound for an iSCSI read (:func:`models.kernel.runs.stall_possible` with the
+    iSCSI header and the MSS of an IP MTU of ``mtu_bytes``): whether a stall can form."""
     from models import framing
     from models.kernel.runs import HEADER_BYTES, stall_possible
 
-    h = HEADER_BYTES["iscsi"]
+    return stall_possible(
+        int(qd), HEADER_BYTES["iscsi"], int(iosize_bytes), framing.mss(mtu_bytes)
+    )
+
+
+def bound_verdicts(index: Any) -> pd.Series:
+    """Per configuration of ``index`` (:data:`KEY`): the verdict of :func:`stall_bound`."""
+    import pandas as pd
+
     out = [
-        STALLS
-        if stall_possible(int(qd), h, int(size), framing.mss(MTU_BYTES[str(link)]))
-        else NO_STALL
+        STALLS if stall_bound(qd, size, MTU_BYTES[str(link)]) else NO_STALL
         for link, _client, size, qd in index
     ]
     return pd.Series(out, index=index, name="bound")
+
+
+def deepest(table: pd.DataFrame, column: str) -> pd.Series:
+    """Per link, client and size of a table indexed by :data:`KEY` (:func:`kernel_verdicts`,
+    :func:`verdict_table`): the largest QD whose ``column`` is :data:`STALLS` (0: none).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"same": [STALLS, STALLS, NO_STALL]}, index=pd.MultiIndex.from_tuples(
+    ...     [("loopback", "nagle", 512, q) for q in (2, 4, 8)], names=KEY))
+    >>> deepest(t, "same").tolist()
+    [4]
+    """
+    import pandas as pd
+
+    qd = pd.Series(table.index.get_level_values("qd"), index=table.index)
+    return qd.where(table[column] == STALLS, 0).groupby(level=KEY[:3]).max()
+
+
+def field_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """The Nagle-server test rows on unlimited links of an evaluated field table
+    (:func:`models.validation.fidelity.evaluate`'s ``iscsi``), with the bound's verdict
+    (``bound_stalls``) beside the kernel's and the simulator's: which one the kernel's unpinned
+    runs follow."""
+    from models.validation.fidelity import link_limited
+
+    keep = (table["role"] == "test") & (table["sock_mode"] == "nagle") & ~link_limited(table)
+    out = table.loc[keep, ["kernel_stalls", "sim_stalls"]].copy()
+    out["bound_stalls"] = [
+        stall_bound(r.qd, r.iosize_bytes, int(r.mtu_bytes)) for r in table.loc[keep].itertuples()
+    ]
+    return out
 
 
 def _row(link: str, client: str, size: int, qd: int) -> dict:

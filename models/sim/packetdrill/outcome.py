@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from models.sim.events import FS
 from models.sim.link import Channel, Segment
-from models.sim.rules.skb import GSO_GOAL_BYTES, SKB_SHINFO_BYTES, skb_truesize
+from models.sim.rules.skb import SKB_SHINFO_BYTES, skb_truesize
 
 #: packetdrill's default timing tolerance, microseconds.
 DEFAULT_TOLERANCE_USECS = 4000
@@ -22,9 +22,6 @@ _TS_OPTION_BYTES = 12
 _MSS_DEFAULT = 536
 #: ``TCP_INIT_CWND``: Linux's initial congestion window, segments.
 _INIT_CWND = 10
-#: The size goal on tun, bytes, as ``tcp_xmit_size_goal`` computes it before
-#: rounding down to whole MSS.
-_GSO_GOAL_BYTES = GSO_GOAL_BYTES
 #: ``NET_SKB_PAD`` + ``NET_IP_ALIGN``, bytes.
 _SKB_PAD_BYTES = 64 + 2
 

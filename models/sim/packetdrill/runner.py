@@ -133,7 +133,6 @@ __all__ = [
 
 from models.sim.packetdrill.outcome import (
     _FS_PER_US,
-    _GSO_GOAL_BYTES,
     _INIT_CWND,
     _INSTANT_BPS,
     _MSS_DEFAULT,
@@ -152,6 +151,7 @@ from models.sim.packetdrill.outcome import (
 )
 from models.sim.packetdrill.segments import _Segments
 from models.sim.packetdrill.syscalls import _Syscalls
+from models.sim.rules.skb import GSO_GOAL_BYTES
 
 
 @dataclass
@@ -254,7 +254,7 @@ class _Run(_Segments, _Syscalls):
         # tun offers GSO: tcp_xmit_size_goal, bounded to half the peer's
         # window (tcp_bound_to_half_wnd)
         wnd = self.snd_wnd
-        goal = _GSO_GOAL_BYTES
+        goal = GSO_GOAL_BYTES
         if wnd:
             half = wnd // 2 if wnd > _MSS_DEFAULT else wnd
             goal = min(goal, half)

@@ -80,7 +80,6 @@ FULL_BW_CNT = 3  # rounds without it: the pipe is full
 CYCLE_RAND = 7  # bbr_cycle_rand
 PACING_MARGIN_PERCENT = 1  # bbr_pacing_margin_percent
 MIN_TSO_RATE = 1_200_000 // 8  # bbr_min_tso_rate, bits/s -> bytes/s
-GSO_BYTES = GSO_GOAL_BYTES  # GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER
 INIT_CWND = 10  # TCP_INIT_CWND, packets
 STARTUP, DRAIN, PROBE_BW = "startup", "drain", "probe_bw"
 
@@ -151,7 +150,8 @@ class BbrModel:
 
     def tso_segs_goal(self, mss: int) -> int:
         """``bbr_tso_segs_goal``: segments per super-packet at this rate."""
-        nbytes = min(self.rate >> 10, GSO_BYTES)  # sk_pacing_shift 10: ~1 ms
+        # sk_pacing_shift 10: about 1 ms at the rate
+        nbytes = min(self.rate >> 10, GSO_GOAL_BYTES)
         least = 1 if self.rate < MIN_TSO_RATE else 2
         return min(max(nbytes // mss, least), 0x7F)
 

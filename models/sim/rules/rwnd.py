@@ -206,10 +206,6 @@ class ReceiveSpace:
             self.clamp = self.full
             if self.ssthresh > self.clamp:
                 self.ssthresh = self.clamp
-        if not self.fixed:  # window_clamp follows the buffer
-            self.clamp = self.full
-            if self.ssthresh > self.clamp:
-                self.ssthresh = self.clamp
 
     def received(self, length: int) -> bool:
         """``tcp_grow_window`` for ``length`` bytes just queued: whether
