@@ -61,3 +61,9 @@ def test_known_failures_name_configurations_of_the_sweep(table):
     for link, client, size, qd, pin in SP.KNOWN_FAILING:
         assert (link, client, size, qd) in table.index
         assert pin in SP.MODEL
+
+
+@pytest.mark.parametrize("bad", ["wifi", "veth", "veth-x", "loop"])
+def test_a_link_label_without_an_mtu_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="link must be"):
+        SP.mtu_bytes(bad)

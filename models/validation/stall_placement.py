@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # annotations only
 __all__ = [
     "DATASET",
     "KEY",
-    "MTU_BYTES",
+    "mtu_bytes",
     "MODEL",
     "KNOWN_FAILING",
     "kernel_verdicts",
@@ -60,8 +60,28 @@ __all__ = [
 DATASET = "kernel6_stall_placement"
 #: What sets a configuration, as the sweep's columns name it.
 KEY = ["link", "client_sock_mode", "iosize_bytes", "qd"]
-#: The IP MTU of each link of the sweep, bytes (the field sweep's links of the same names).
-MTU_BYTES = {"loopback": 65536, "veth-9000": 9000}
+
+
+def mtu_bytes(link: str) -> int:
+    """The IP MTU of a link the harness labels ``link`` (bytes): the loopback's is the largest
+    (:data:`models.framing.MAX_MTU`), a veth pair's is in its label
+    (:attr:`models.measure.netns.LinkSpec.label`, ``veth-MTU...``).
+
+    >>> mtu_bytes("loopback"), mtu_bytes("veth-9000"), mtu_bytes("veth-1500-1g")
+    (65536, 9000, 1500)
+    """
+    from models import framing
+
+    if link == "loopback":
+        return framing.MAX_MTU
+    kind, _, rest = link.partition("-")
+    if kind != "veth" or not rest.split("-")[0].isdigit():
+        raise ValueError(
+            f"link must be 'loopback' or a veth label such as 'veth-9000', got {link!r}"
+        )
+    return int(rest.split("-")[0])
+
+
 #: The model each placement's verdicts are held to (see the module's text).
 MODEL = {"apart": "simulator", "same": "bound", "none": "bound"}
 #: Verdict labels.
@@ -100,15 +120,13 @@ def kernel_verdicts(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([verdicts, pct], axis=1)
 
 
-def stall_bound(qd: int, iosize_bytes: int, mtu_bytes: int) -> bool:
+def stall_bound(qd: int, iosize_bytes: int, mtu: int) -> bool:
     """Butterfield's bound for an iSCSI read (:func:`models.kernel.runs.stall_possible` with the
-    iSCSI header and the MSS of an IP MTU of ``mtu_bytes``): whether a stall can form."""
+    iSCSI header and the MSS of an IP MTU of ``mtu`` bytes): whether a stall can form."""
     from models import framing
     from models.kernel.runs import HEADER_BYTES, stall_possible
 
-    return stall_possible(
-        int(qd), HEADER_BYTES["iscsi"], int(iosize_bytes), framing.mss(mtu_bytes)
-    )
+    return stall_possible(int(qd), HEADER_BYTES["iscsi"], int(iosize_bytes), framing.mss(mtu))
 
 
 def bound_verdicts(index: Any) -> pd.Series:
@@ -116,7 +134,7 @@ def bound_verdicts(index: Any) -> pd.Series:
     import pandas as pd
 
     out = [
-        STALLS if stall_bound(qd, size, MTU_BYTES[str(link)]) else NO_STALL
+        STALLS if stall_bound(qd, size, mtu_bytes(str(link))) else NO_STALL
         for link, _client, size, qd in index
     ]
     return pd.Series(out, index=index, name="bound")
@@ -162,7 +180,7 @@ def _row(link: str, client: str, size: int, qd: int) -> dict:
         "client_sock_mode": client,
         "qd": qd,
         "iosize_bytes": size,
-        "mtu_bytes": MTU_BYTES[link],
+        "mtu_bytes": mtu_bytes(link),
         "rate_limit_bits_per_s": None,
     }
 
