@@ -47,6 +47,7 @@ BAD: dict[tuple[str, str], tuple[list[str], str]] = {
     ("sweep", "--links"): (["wifi", "loopback,loopback", "", "veth-1500,"], "comma-separated"),
     ("sweep", "--pcap-dir"): (["{file}", ""], "must be a folder"),
     ("sweep", "--plan"): (["wide", "", "Field"], "invalid choice"),
+    ("sweep", "--pin"): (["both", "", "Apart"], "invalid choice"),
     ("analyze", "--server-port"): (["0", "65536", "x"], "1..65535"),
 }
 
@@ -184,6 +185,27 @@ def test_sweep_dry_run_lists_the_plan_and_a_closed_pipe_ends_quietly():
         timeout=60,
     )
     assert res.returncode == 0 and res.stdout.startswith("loopback flory RunSpec(")
+    assert "pin='none'" in res.stdout and "pin='apart'" not in res.stdout
+    pinned = subprocess.run(
+        [
+            py,
+            "-m",
+            "models.measure",
+            "sweep",
+            "--dry-run",
+            "--links",
+            "loopback",
+            "--pin",
+            "apart",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = pinned.stdout.splitlines()
+    assert pinned.returncode == 0 and len(lines) == len(res.stdout.splitlines())
+    assert all(line.endswith("pin='apart')") for line in lines)
     res = subprocess.run(
         [
             "/bin/bash",

@@ -164,7 +164,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .plan import field_plan, flory_plan, pacing_plan, repeat_plan  # noqa: PLC0415 - keep `--help` fast
+    from .plan import field_plan, flory_plan, pacing_plan, pinned, repeat_plan  # noqa: PLC0415 - keep `--help` fast
     from .sweep import run_sweep, standard_plan  # noqa: PLC0415 - keep `--help` fast
 
     make_plan = {
@@ -174,6 +174,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         "pacing": pacing_plan,
     }.get(args.plan, standard_plan)
     plan = make_plan(quick=args.quick, links=args.links, cubic=not args.no_cubic)
+    if args.pin != "none":
+        plan = pinned(plan, args.pin)
     if args.dry_run:
         for pr in plan:
             print(pr.link.label, pr.table, pr.spec)

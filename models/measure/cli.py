@@ -107,6 +107,10 @@ def _check_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def _check_sweep(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    try:
+        pin_cpus(args.pin)
+    except ValueError as exc:
+        p.error(f"argument --pin: {exc}")
     if args.pcap_dir is not None and not args.dry_run:
         problem = _capture_problem()
         if problem:
@@ -279,6 +283,13 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
         type=folder,
         default=None,
         help="keep the Flory captures in this folder, created if missing (needs tcpdump and root)",
+    )
+    sw.add_argument(
+        "--pin",
+        choices=PIN_MODES,
+        default="none",
+        help="where every run's server and client run (as run --pin; default none: the "
+        "scheduler decides)",
     )
     sw.add_argument("--dry-run", action="store_true", help="list the runs and exit")
     sw.set_defaults(check=_check_sweep)

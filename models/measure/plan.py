@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import framing
 from .netns import LinkSpec, is_root
@@ -282,6 +282,21 @@ def repeat_plan(
     n = min(REPEAT_RUNS, len(field))
     keep = set(random.Random(REPEAT_SEED).sample(range(len(field)), n))
     return [pr for i, pr in enumerate(field) if i in keep]
+
+
+def pinned(plan: list[PlannedRun], pin: str) -> list[PlannedRun]:
+    """``plan`` with every run's processes placed by ``pin`` (``RunSpec.pin``: ``none``, ``same``
+    or ``apart``); the runs and their order are unchanged.
+
+    >>> plan = field_plan(root=False, links=["loopback"])
+    >>> {pr.spec.pin for pr in pinned(plan, "apart")}, len(pinned(plan, "apart")) == len(plan)
+    ({'apart'}, True)
+    >>> pinned(plan, "both")
+    Traceback (most recent call last):
+    ...
+    ValueError: pin must be one of ('none', 'same', 'apart'), got 'both'
+    """
+    return [replace(pr, spec=replace(pr.spec, pin=pin)) for pr in plan]
 
 
 #: The pacing plan's congestion controls: bbr paces its sends, reno and cubic do not.
