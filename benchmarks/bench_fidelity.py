@@ -1,0 +1,129 @@
+"""Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
+
+Three suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+:mod:`models.validation.fidelity`, stated there before any result):
+
+``field``
+    the first machine's field sweep, client and server where the scheduler put them, against
+    the shipped host profile (:func:`models.validation.fidelity.evaluate`, Flory's steps
+    included);
+``apart``
+    the second machine's field sweep with the two ends pinned a CPU apart, against the shipped
+    profile and that machine's lowest-loss ``calibrate`` profile, beside two audits
+    (:func:`models.validation.apart.evaluate`);
+``machine2``
+    the second machine's seeded sample of the field runs, against the shipped profile, that
+    profile carried over, and the machine's first ``calibrate`` profile, beside two audits
+    (:func:`models.validation.machines.evaluate`).
+
+A column is a model (a test) or an audit (kernel runs held to kernel runs); an audit never counts
+as a model's pass.  For each goal a column reports its value and whether the goal is met; a
+sample cannot tell the largest stalling QD of a group (``-``).
+
+    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2] [--json]
+
+Not a timed test: it prints the goals (and exits 0) whatever they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+SUITES = ("field", "apart", "machine2")
+
+
+def _field() -> tuple[dict[str, list], list[str]]:
+    from models.validation import fidelity as FID
+
+    ev = FID.evaluate()
+    return {"shipped profile": ev.goals}, []
+
+
+def _apart() -> tuple[dict[str, list], list[str]]:
+    from models.validation import apart as AP
+    from models.validation import fidelity as FID
+
+    ev = AP.evaluate()
+    return {name: FID.goals(t) for name, t in ev.tables.items()}, list(AP.AUDITS)
+
+
+def _machine2() -> tuple[dict[str, list], list[str]]:
+    from models.validation import fidelity as FID
+    from models.validation import machines as MA
+
+    ev = MA.evaluate()
+    return {name: FID.goals(t) for name, t in ev.tables.items()}, list(MA.AUDITS)
+
+
+RUNNERS: dict[str, Callable[[], tuple[dict[str, list], list[str]]]] = {
+    "field": _field,
+    "apart": _apart,
+    "machine2": _machine2,
+}
+#: Goals a suite of a sample cannot tell.
+_SAMPLE_SKIPS = {"machine2": {"largest stalling QD"}, "apart": set()}
+
+
+def _suites(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",")]
+    bad = [s for s in names if s not in SUITES]
+    if bad or not names or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"a comma-separated subset of {','.join(SUITES)} without repeats, got {text!r}"
+        )
+    return names
+
+
+def run_suite(name: str) -> dict[str, Any]:
+    """One suite's goals: ``{"seconds", "columns": {column: {"role", "goals": {goal: {"value",
+    "met"}}}}}``."""
+    t0 = time.perf_counter()
+    tables, audits = RUNNERS[name]()
+    skip = _SAMPLE_SKIPS.get(name, set())
+    columns = {}
+    for column, goals in tables.items():
+        role = "audit" if column in audits else "test"
+        skipped = skip | ({"largest stalling QD"} if role == "audit" else set())
+        columns[column] = {
+            "role": role,
+            "goals": {
+                g.name: {
+                    "value": "-" if g.name in skipped else g.value,
+                    "met": None if g.name in skipped else bool(g.met),
+                }
+                for g in goals
+            },
+        }
+    return {"seconds": time.perf_counter() - t0, "columns": columns}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--only",
+        type=_suites,
+        default=list(SUITES),
+        help=f"comma-separated subset of {','.join(SUITES)} (default all)",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    ns = p.parse_args(argv)
+    out = {name: run_suite(name) for name in ns.only}
+    if ns.json:
+        print(json.dumps(out))
+        return out
+    for name, suite in out.items():
+        print(f"{name} ({suite['seconds']:.0f} s)")
+        for column, col in suite["columns"].items():
+            print(f"  {column} [{col['role']}]")
+            for goal, g in col["goals"].items():
+                mark = {True: "met", False: "NOT met", None: ""}[g["met"]]
+                print(f"    {goal:<24} {g['value']:<14} {mark}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

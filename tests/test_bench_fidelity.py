@@ -1,0 +1,42 @@
+"""benchmarks/bench_fidelity.py: every goal per model and audit, audits labelled, a sample's
+stall ends left out, bad suite names refused by name."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from models.validation import machines as MA
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_second_machine_s_suite_reports_every_goal(capsys):
+    out = _bench().main(["--only", "machine2", "--json"])
+    assert list(out) == ["machine2"]
+    cols = out["machine2"]["columns"]
+    assert list(cols) == [*MA.MODELS, *MA.AUDITS]
+    for name, col in cols.items():
+        assert col["role"] == ("audit" if name in MA.AUDITS else "test")
+        ends = col["goals"]["largest stalling QD"]
+        assert ends == {"value": "-", "met": None}  # a sample cannot tell them
+        assert isinstance(col["goals"]["stall verdicts"]["met"], bool)
+    assert capsys.readouterr().out.startswith('{"machine2"')
+
+
+@pytest.mark.parametrize("bad", ["wide", "field,field", "", "apart,"])
+def test_a_bad_suite_is_refused_by_name(bad, capsys):
+    with pytest.raises(SystemExit):
+        _bench().main(["--only", bad])
+    assert "subset of field,apart,machine2" in capsys.readouterr().err
