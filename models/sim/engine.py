@@ -20,7 +20,7 @@ from models.sim.ends import ClientThread, ServerThread
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
-from models.sim.link import Channel
+from models.sim.link import Channel, WatchdogWake
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
 from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
@@ -452,6 +452,12 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
     ack = receiver.ack_cpu_s
     if ack is not None and link.softirq_on_sender and not link.shared_cpus:
         ack += receiver.handoff_ack_cpu_s  # the ACK's CPU is not its socket owner's
+    watchdog = None
+    if link.watchdog_wake and link.bucket_bytes is not None:
+        # the sender's wake-ups, seconds -> fs
+        watchdog = WatchdogWake(
+            fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
+        )
     return Channel(
         loop,
         rate,
@@ -463,6 +469,7 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
         ack_softirq=None if ack is None else fs(ack),
         rx=rx,
         gro=receiver.gro,
+        watchdog=watchdog,
     )
 
 

@@ -220,6 +220,15 @@ class Link(Part):
         high=1024,
         sample=OneOf(None, 1, 2),
     )
+    watchdog_wake: bool = param(
+        False,
+        "flag",
+        "",
+        "with bucket_bytes: a frame that waited for tokens leaves when the tbf's watchdog timer "
+        "wakes the sending host's CPU, late by that host's wake-up (wake_fast_s after a wait of "
+        "at most wake_fast_idle_s, else wake_s); default: as soon as the tokens are there",
+        sample=OneOf(False, True),
+    )
     softirq_on_sender: bool = param(
         False,
         "flag",
