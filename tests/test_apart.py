@@ -69,3 +69,21 @@ def test_the_wrong_model_both_ends_on_one_cpu_fails(ev):
     assert not _goal(wrong, "median ratio, QD >= 8").met
     share = FID.iops_table(wrong)["within"].mean()
     assert share < FID.iops_table(right)["within"].mean() - 0.1
+
+
+def test_the_limit_s_watchdog_with_the_machine_s_wake_ups_takes_the_queued_misses(ev):
+    from models.kernel import simulate_summary
+
+    cal = ev.tables["calibrated"]
+    assert not AP.verdict_misses(cal)["queued"].any()
+    # the wrong model: the same rows with the watchdog's wake-up left out miss them again
+    queued = AP.verdict_misses(ev.tables["as shipped"])
+    queued = queued[queued["queued"]]
+    host = FID.ProfileHost(AP.profiles()["calibrated"])
+    off = [
+        simulate_summary(
+            FID.field_scenario("iscsi_loop", row, host, 250).replace(link={"watchdog_wake": False})
+        )
+        for row in queued.to_dict("records")
+    ]
+    assert not any(s.stalls for s in off) and queued["kernel_stalls"].all()

@@ -331,16 +331,17 @@ def field_scenario(
 ) -> Any:
     """The scenario of one field-sweep row with the mechanisms of issue 22 on: the row's congestion
     control (its window, and bbr's pacing), the links' GSO size goal, a veth pair's whole
-    super-packets, and, when ``host`` names its machine's CPUs (``host.cpus``, or ``cpus``), both
-    ends on that one machine: a frame's receive soft interrupt runs on the sender's CPU
-    (:func:`models.kernel.runs.one_machine`; the sweep runs client and server on one machine,
-    over the loopback or a veth pair)."""
+    super-packets, a ``tbf`` limit's releases by its watchdog timer, late by the sending host's
+    wake-up (``Link.watchdog_wake``), and, when ``host`` names its machine's CPUs (``host.cpus``,
+    or ``cpus``), both ends on that one machine: a frame's receive soft interrupt runs on the
+    sender's CPU (:func:`models.kernel.runs.one_machine`; the sweep runs client and server on one
+    machine, over the loopback or a veth pair)."""
     from models.kernel import row_scenario
     from models.kernel.runs import one_machine
 
     sc = row_scenario(table, row, host, hz)
     cpus = cpus or getattr(host, "cpus", None)
-    more: dict[str, Any] = {"link": one_machine(cpus)} if cpus else {}
+    more: dict[str, Any] = {"link": {**(one_machine(cpus) if cpus else {}), "watchdog_wake": True}}
     if str(row.get("link", "")).startswith("veth"):
         # a veth pair passes a GSO super-packet whole (it offers TSO and segments nothing): the
         # receiving stack takes the aggregate GRO would have made, and ACKs it once
