@@ -72,7 +72,7 @@ def test_the_wrong_model_both_ends_on_one_cpu_fails(ev):
 
 
 def test_the_limit_s_watchdog_with_the_machine_s_wake_ups_takes_the_queued_misses(ev):
-    from models.kernel import simulate_summary
+    from models.kernel import load_kernel_run, simulate_summary
 
     cal = ev.tables["calibrated"]
     assert not AP.verdict_misses(cal)["queued"].any()
@@ -80,9 +80,10 @@ def test_the_limit_s_watchdog_with_the_machine_s_wake_ups_takes_the_queued_misse
     queued = AP.verdict_misses(ev.tables["as shipped"])
     queued = queued[queued["queued"]]
     host = FID.ProfileHost(AP.profiles()["calibrated"])
+    hz = load_kernel_run(prefix=AP.PREFIX).hz  # the sweep's timer rate
     off = [
         simulate_summary(
-            FID.field_scenario("iscsi_loop", row, host, 250).replace(link={"watchdog_wake": False})
+            FID.field_scenario("iscsi_loop", row, host, hz).replace(link={"watchdog_wake": False})
         )
         for row in queued.to_dict("records")
     ]
