@@ -1,4 +1,4 @@
-"""A tbf limit's releases by its watchdog timer (Link.watchdog_wake, link.WatchdogWake): late by
+"""A tbf limit's releases by its watchdog timer (Link.watchdog_wake, rules.qdisc.WatchdogWake): late by
 the sending host's wake-up of an idle CPU, the bucket filling meanwhile."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from models import framing
 from models.sim import Scenario, simulate
-from models.sim.link import WatchdogWake
+from models.sim.rules.qdisc import WatchdogWake
 
 US = 1e-6  # seconds per microsecond
 BUCKET = 2 * framing.bucket_bytes(framing.mss(1500))  # two full frames, as the harness's tbf

@@ -20,8 +20,9 @@ from models.sim.ends import ClientThread, ServerThread
 from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
 from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
-from models.sim.link import Channel, WatchdogWake
+from models.sim.link import Channel
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
+from models.sim.rules.qdisc import WatchdogWake
 from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
 from models.sim.sender import TxCosts

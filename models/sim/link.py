@@ -58,8 +58,9 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
+    from models.sim.rules.qdisc import WatchdogWake
 
-__all__ = ["Channel", "Segment", "WatchdogWake"]
+__all__ = ["Channel", "Segment"]
 
 
 def _unwired(now: int, seg: Segment) -> None:
@@ -91,35 +92,6 @@ class Segment:
     def length(self) -> int:
         """Payload bytes."""
         return self.end - self.seq
-
-
-class WatchdogWake:
-    """When a ``tbf`` qdisc's watchdog timer releases a frame that waited for
-    tokens: the timer wakes the sending host's CPU, idle meanwhile, which
-    costs that host's wake-up, ``fast`` fs after a wait of at most
-    ``fast_idle`` fs (the CPU still polling), else ``slow`` fs (the host's
-    measured wake-up of an idle CPU, ``wake_fast_s``,
-    ``wake_fast_idle_s`` and ``wake_s``: ``net/sched/sch_tbf.c``
-    ``qdisc_watchdog_schedule_ns``).  Tokens keep arriving until it
-    fires, up to the bucket's depth.
-
-    >>> us = 10**9                        # femtoseconds per microsecond
-    >>> w = WatchdogWake(fast=5 * us, fast_idle=3 * us, slow=25 * us)
-    >>> w.delay(2 * us) // us, w.delay(12 * us) // us
-    (5, 25)
-    """
-
-    __slots__ = ("fast", "fast_idle", "slow")
-
-    def __init__(self, fast: int, fast_idle: int, slow: int) -> None:
-        for name, v in (("fast", fast), ("fast_idle", fast_idle), ("slow", slow)):
-            if v < 0:
-                raise ValueError(f"{name} must be at least 0 fs, got {v}")
-        self.fast, self.fast_idle, self.slow = fast, fast_idle, slow
-
-    def delay(self, wait: int) -> int:
-        """fs the release comes after the tokens, for a wait of ``wait`` fs."""
-        return self.fast if wait <= self.fast_idle else self.slow
 
 
 class Channel:
@@ -155,6 +127,7 @@ class Channel:
         interrupt's work takes its turn on them (default: a CPU of its
         own).
     watchdog : WatchdogWake, optional
+        (:mod:`models.sim.rules.qdisc`)
         With a bucket: a frame that waited for tokens leaves when the
         qdisc's watchdog timer wakes the sender's CPU, late by that CPU's
         wake-up (default: at once, when the tokens are there).

@@ -26,6 +26,9 @@ The receive path (module ``rx``: ``PerWakeup``,
 ``InterruptModeration``) is a host part rather than a kernel rule:
 a host's ``rx_usecs`` chooses its class.
 
+The transmit qdisc of a rate-limited link (module ``qdisc``:
+``WatchdogWake``) is a link part: ``Link.watchdog_wake`` turns it on.
+
 Each rule's docstring names the kernel source it follows (torvalds/linux):
 the file and the function, e.g. (``net/ipv4/tcp_input.c``,
 ``tcp_incr_quickack``).  Each class also offers its state to the

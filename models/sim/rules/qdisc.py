@@ -1,0 +1,45 @@
+"""The transmit qdisc of a rate-limited link: when a ``tbf`` releases a
+frame that waited for tokens.
+
+``tbf`` holds a frame until its bucket has the tokens, then arms the
+qdisc watchdog, an hrtimer, for the moment they will be there
+(``net/sched/sch_tbf.c``, ``tbf_dequeue``,
+``qdisc_watchdog_schedule_ns``).  The timer fires on the sending host's
+CPU, which had nothing to do meanwhile, so the release is late by that
+host's wake-up of an idle CPU.  A link part, not a kernel rule: the
+link's ``watchdog_wake`` turns it on, and the sending host's measured
+wake-ups (``wake_fast_s``, ``wake_fast_idle_s``, ``wake_s``) set it
+(:class:`models.sim.link.Channel` takes it as ``watchdog``).
+
+>>> us = 10**9                        # femtoseconds per microsecond
+>>> w = WatchdogWake(fast=5 * us, fast_idle=3 * us, slow=25 * us)
+>>> w.delay(2 * us) // us, w.delay(12 * us) // us
+(5, 25)
+"""
+
+from __future__ import annotations
+
+__all__ = ["WatchdogWake"]
+
+
+class WatchdogWake:
+    """The watchdog's lateness: ``fast`` fs after a wait of at most
+    ``fast_idle`` fs (the idle CPU still polling), else ``slow`` fs.
+    Tokens keep arriving until it fires, up to the bucket's depth."""
+
+    __slots__ = ("fast", "fast_idle", "slow")
+
+    def __init__(self, fast: int, fast_idle: int, slow: int) -> None:
+        for name, v in (
+            ("fast", fast),
+            ("fast_idle", fast_idle),
+            ("slow", slow),
+        ):
+            if v < 0:
+                raise ValueError(f"{name} must be at least 0 fs, got {v}")
+        self.fast, self.fast_idle, self.slow = fast, fast_idle, slow
+
+    def delay(self, wait: int) -> int:
+        """fs the release comes after the tokens, for a wait of ``wait``
+        fs."""
+        return self.fast if wait <= self.fast_idle else self.slow
