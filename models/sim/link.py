@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
-    from models.sim.rules.qdisc import WatchdogWake
 
 __all__ = ["Channel", "Segment"]
 
@@ -182,7 +181,7 @@ class Channel:
         rx=None,
         gro: bool = False,
         cpu=None,
-        watchdog: WatchdogWake | None = None,
+        watchdog=None,
     ) -> None:
         self.loop = loop
         self.cpu = cpu
