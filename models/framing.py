@@ -15,6 +15,7 @@ library only, so the same values are used in the reader's browser.
 from __future__ import annotations
 
 import math
+import re
 
 __all__ = [
     "TCPIP_BYTES",
@@ -29,6 +30,11 @@ __all__ = [
     "mss",
     "frame_bytes",
     "bucket_bytes",
+    "TBF_BURST_FRAMES",
+    "TBF_BURST_RANGE",
+    "tbf_burst_bytes",
+    "burst_suffix",
+    "burst_frames",
     "frames",
     "wire_time",
 ]
@@ -55,6 +61,13 @@ ISCSI_HEADER_BYTES = 48
 IPV4_MAX_PACKET = 65535
 #: The largest MTU the models accept in bytes, Linux loopback's (``lo``).
 MAX_MTU = 65536
+#: Depth of the harness's ``tbf`` bucket in full frames, unless a run
+#: says otherwise (``models.measure.netns``): two, so that per-frame
+#: serialization is emulated closely.
+TBF_BURST_FRAMES = 2
+#: Bounds of a ``tbf`` bucket's depth in full frames: one frame must fit;
+#: a thousand 1500-byte frames (1.5 MB) hold far more than any window here.
+TBF_BURST_RANGE = (1, 1000)
 
 
 def check_mtu(mtu: object) -> int:
@@ -101,6 +114,44 @@ def frame_bytes(payload_bytes: int) -> int:
 def bucket_bytes(payload_bytes: int) -> int:
     """Bytes a ``tbf`` token bucket charges for one segment."""
     return payload_bytes + BUCKET_OVERHEAD_BYTES
+
+
+def tbf_burst_bytes(mtu: int, burst_frames: int = TBF_BURST_FRAMES) -> int:
+    """Depth in bytes of a ``tbf`` bucket that holds ``burst_frames`` full
+    frames at this MTU (each an IP packet plus its Ethernet header).
+
+    >>> tbf_burst_bytes(1500), tbf_burst_bytes(1500, 10)
+    (3028, 15140)
+    """
+    lo, hi = TBF_BURST_RANGE
+    if (
+        isinstance(burst_frames, bool)
+        or not isinstance(burst_frames, int)
+        or not lo <= burst_frames <= hi
+    ):
+        raise ValueError(f"burst_frames must be an integer {lo}..{hi}, got {burst_frames!r}")
+    return burst_frames * bucket_bytes(mss(mtu))
+
+
+def burst_suffix(burst_frames: int) -> str:
+    """What a link's label adds for a ``tbf`` bucket of ``burst_frames``
+    full frames: nothing for the harness's default depth, else ``-b<N>``.
+
+    >>> burst_suffix(TBF_BURST_FRAMES), burst_suffix(10)
+    ('', '-b10')
+    """
+    return "" if burst_frames == TBF_BURST_FRAMES else f"-b{burst_frames}"
+
+
+def burst_frames(label: str) -> int:
+    """The ``tbf`` bucket depth, in full frames, that a link's label names
+    (:func:`burst_suffix`; the default when it names none).
+
+    >>> burst_frames("veth-1500-1g"), burst_frames("veth-1500-1g-b10")
+    (2, 10)
+    """
+    found = re.search(r"-b([0-9]+)(?:-|$)", str(label))
+    return TBF_BURST_FRAMES if found is None else int(found.group(1))
 
 
 def frames(payload_bytes: int, mtu: int = 1500) -> int:

@@ -40,6 +40,7 @@ BAD: dict[tuple[str, str], tuple[list[str], str]] = {
     ("run", "--mtu"): (["67", "65536", "x"], "an integer 68..65535 bytes"),
     ("run", "--rate"): (["10", "999k", "200g", "fast", "nan", "inf"], "1m..100g bits per second"),
     ("run", "--offloads"): (["maybe"], "invalid choice"),
+    ("run", "--burst"): (["0", "1001", "x", "2.5", ""], "an integer 1..1000"),
     ("run", "--pcap"): (["{tmp}", "{tmp}/no-such-folder/x.pcap", ""], "existing folder"),
     ("smoke", "--duration"): (["0", "61", "-1", "nan", "x"], "(0, 60] seconds"),
     ("sweep", "--out"): (["{file}", ""], "must be a folder"),
@@ -118,11 +119,17 @@ def test_the_command_line_itself_refuses_with_status_2_and_one_line():
         (["--offloads", "off"], "--offloads", "--link veth only"),
         (["--offloads", "default"], "--offloads", "--link veth only"),
         (["--link", "veth", "--isolate"], "--isolate", "--link loopback only"),
+        (["--burst", "10"], "--burst", "sizes the veth's tbf rate limit"),
     ],
 )
 def test_flags_the_link_would_ignore_are_refused(capsys, argv, flag, why):
     err = _one_line_error(capsys, ["run", *argv])
     assert f"argument {flag}: applies to" in err and why in err, err
+
+
+def test_a_bucket_depth_without_a_rate_limit_is_refused(capsys):
+    err = _one_line_error(capsys, ["run", "--link", "veth", "--burst", "10"])
+    assert "argument --burst: needs --rate" in err, err
 
 
 def test_pcap_with_no_capture_is_refused(capsys, tmp_path):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from models import framing
 from models.measure import LinkSpec, RunSpec
 from models.measure.sweep import SCHEMAS, flory_payloads, standard_plan
 
@@ -38,6 +39,9 @@ def test_runspec_rejects_bad_values(kwargs: dict, word: str) -> None:
         ({"kind": "loopback", "rate_bits_per_s": 10**9}, "rate"),
         ({"kind": "veth", "mtu": 1500, "rate_bits_per_s": 10}, "rate"),
         ({"kind": "veth", "mtu": 1500, "offloads": "maybe"}, "offloads"),
+        ({"kind": "veth", "mtu": 1500, "burst_frames": 10}, "burst_frames needs rate"),
+        ({"kind": "veth", "mtu": 1500, "rate_bits_per_s": 10**9, "burst_frames": 0}, "1..1000"),
+        ({"kind": "veth", "mtu": 1500, "rate_bits_per_s": 10**9, "burst_frames": 2.5}, "1..1000"),
     ],
 )
 def test_linkspec_rejects_bad_values(kwargs: dict, word: str) -> None:
@@ -48,6 +52,11 @@ def test_linkspec_rejects_bad_values(kwargs: dict, word: str) -> None:
 def test_labels_and_sizes() -> None:
     assert LinkSpec("veth", mtu=1500, rate_bits_per_s=10**9).label == "veth-1500-1g"
     assert LinkSpec("loopback").label == "loopback"
+    deep = LinkSpec("veth", mtu=1500, rate_bits_per_s=10**9, burst_frames=10)
+    assert deep.label == "veth-1500-1g-b10"
+    # the label is how a row carries the depth to the simulator
+    assert framing.burst_frames(deep.label) == 10
+    assert framing.burst_frames("veth-1500-1g") == framing.TBF_BURST_FRAMES
     assert RunSpec("iscsi", payload_bytes=512).response_bytes == 560
     assert RunSpec("flory", payload_bytes=1447).response_bytes == 1455
     # MSS = MTU - 52 (IPv4 20 + TCP 20 + timestamps 12): 1448 at 1500, 8948 at 9000

@@ -305,20 +305,29 @@ def _missing(value) -> bool:
         return True
 
 
-def link_options(mtu_bytes: float, rate_bits_per_s: float | None = None) -> dict:
+def link_options(
+    mtu_bytes: float,
+    rate_bits_per_s: float | None = None,
+    burst_frames: int = framing.TBF_BURST_FRAMES,
+) -> dict:
     """The ``link`` part of the simulated scenario for a row's MTU and rate limit.
 
     The MTU is the interface's (loopback: 65536; the simulator applies the IPv4 cap to the MSS itself).
-    A rate-limited veth is the harness's ``tbf`` qdisc with a burst of two full frames,
-    ``2 * (mtu + 14)`` bytes (``models/measure/netns.py``): a token bucket, not a wire, so a response of
-    up to two segments leaves at once.
+    A rate-limited veth is the harness's ``tbf`` qdisc with a bucket of ``burst_frames`` full frames
+    (:func:`models.framing.tbf_burst_bytes`; two unless the row's link label says otherwise,
+    :func:`models.framing.burst_frames`): a token bucket, not a wire, so a response of up to that
+    many segments leaves at once.
+
+    >>> link_options(1500, 1e9)["bucket_bytes"], link_options(1500, 1e9, 10)["bucket_bytes"]
+    (3028, 15140)
     """
     mtu = int(mtu_bytes)
     rate = rate_bits_per_s
     if rate is None or _missing(rate):
         return dict(mtu=mtu, bandwidth_bps=UNLIMITED_BPS)
-    frame = framing.bucket_bytes(framing.mss(mtu))  # one full frame as tbf counts it
-    return dict(mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=2 * frame)
+    return dict(
+        mtu=mtu, bandwidth_bps=float(rate), bucket_bytes=framing.tbf_burst_bytes(mtu, burst_frames)
+    )
 
 
 def one_machine(cpus: int) -> dict:
@@ -400,7 +409,11 @@ def row_scenario(table: str, row: Any, host: HostOptions, hz: int = 250) -> Scen
         workload=dict(
             qd=qd, request_writes=(h,), response_writes=(h, payload) if payload else (h,)
         ),
-        link=link_options(_required(row, "mtu_bytes"), _field(row, "rate_limit_bits_per_s")),
+        link=link_options(
+            _required(row, "mtu_bytes"),
+            _field(row, "rate_limit_bits_per_s"),
+            framing.burst_frames(str(_field(row, "link") or "")),
+        ),
         kernel=dict(profile="linux-6", hz=int(hz), kernel_timers=True),
         run=dict(ops=ops, warmup_ops=warm),
         **hosts,

@@ -18,6 +18,7 @@ from typing import Any
 
 from models.data.cli import SIGPIPE_STATUS, silence_stdout
 
+from .. import framing
 from . import build, cli, netns, sysinfo
 from .capture import summarise_spreads
 from .cli import DEFAULT_MTU
@@ -35,6 +36,7 @@ def _link_spec(args: argparse.Namespace) -> LinkSpec:
         mtu=DEFAULT_MTU if args.mtu is None else args.mtu,
         rate_bits_per_s=args.rate,
         offloads=args.offloads or "default",
+        burst_frames=framing.TBF_BURST_FRAMES if args.burst is None else args.burst,
     )
 
 
@@ -164,7 +166,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .plan import field_plan, flory_plan, pacing_plan, pinned, repeat_plan  # noqa: PLC0415 - keep `--help` fast
+    from .plan import (  # noqa: PLC0415 - keep `--help` fast
+        burst_plan,
+        field_plan,
+        flory_plan,
+        pacing_plan,
+        pinned,
+        repeat_plan,
+    )
     from .sweep import run_sweep, standard_plan  # noqa: PLC0415 - keep `--help` fast
 
     make_plan = {
@@ -172,6 +181,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         "flory": flory_plan,
         "repeat": repeat_plan,
         "pacing": pacing_plan,
+        "burst": burst_plan,
     }.get(args.plan, standard_plan)
     plan = make_plan(quick=args.quick, links=args.links, cubic=not args.no_cubic)
     if args.pin != "none":

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import framing
 from . import capture
 from .cli_args import (
     MTU_RANGE,
@@ -84,6 +85,7 @@ def _check_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             "mtu": "the kernel fixes the loopback's MTU at 65536 bytes",
             "rate": "a tbf rate limit on the host's lo would slow every program on the host",
             "offloads": "the host's lo is not the harness's to change",
+            "burst": "it sizes the veth's tbf rate limit",
         }
         for flag, reason in why.items():
             if getattr(args, flag) is not None:
@@ -93,6 +95,8 @@ def _check_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             "argument --isolate: applies to --link loopback only (a veth link always runs "
             "between namespaces of its own)"
         )
+    elif args.burst is not None and args.rate is None:
+        p.error("argument --burst: needs --rate (it is the depth of the rate limit's bucket)")
     try:
         pin_cpus(args.pin)
     except ValueError as exc:
@@ -208,6 +212,14 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"veth tbf rate limit, {RATE_RANGE}, e.g. 1g (default none; --link veth only)",
     )
     run.add_argument(
+        "--burst",
+        type=bounded_int(*framing.TBF_BURST_RANGE),
+        default=None,
+        help="depth of the tbf rate limit's bucket in full frames, "
+        f"{framing.TBF_BURST_RANGE[0]}..{framing.TBF_BURST_RANGE[1]} (default "
+        f"{framing.TBF_BURST_FRAMES}; with --rate)",
+    )
+    run.add_argument(
         "--offloads",
         choices=("default", "off"),
         default=None,
@@ -261,7 +273,7 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
         help="standard: the book's first sweep (Nagle client); field: both client modes, "
         "512 B-64 KiB, reno/cubic variants; flory: only the Flory runs; repeat: a seeded "
         "sample of the field runs, measured again; pacing: bbr, reno and cubic on the veth "
-        "links (see --dry-run)",
+        "links; burst: the 1 Gb/s veth with tbf buckets of 2-40 frames (see --dry-run)",
     )
     sw.add_argument("--quick", action="store_true", help="0.5 s windows instead of 1.5 s")
     sw.add_argument(

@@ -103,6 +103,10 @@ class LinkSpec:
     offloads
         Veth only: ``"default"`` keeps the driver's TSO/GSO/GRO, ``"off"`` switches them off so every
         packet on the wire is one TCP segment (as in Butterfield 2017's runs).
+    burst_frames
+        With a rate limit: the ``tbf`` bucket's depth in full frames (IP packet + Ethernet header),
+        :data:`models.framing.TBF_BURST_RANGE`; default :data:`models.framing.TBF_BURST_FRAMES`.
+        Any other depth shows in the label (``veth-1500-1g-b10``).
     """
 
     kind: str = "loopback"
@@ -110,6 +114,7 @@ class LinkSpec:
     rate_bits_per_s: int | None = None
     isolate: bool = False
     offloads: str = "default"
+    burst_frames: int = framing.TBF_BURST_FRAMES
 
     def __post_init__(self) -> None:
         if self.kind not in ("loopback", "veth"):
@@ -133,6 +138,13 @@ class LinkSpec:
                     f"rate_bits_per_s must be {RATE_MIN_BITS_PER_S:.0e}..{RATE_MAX_BITS_PER_S:.0e}"
                     f" bits/s, got {self.rate_bits_per_s!r}"
                 )
+        if self.burst_frames != framing.TBF_BURST_FRAMES:
+            if self.rate_bits_per_s is None:
+                raise ValueError(
+                    "burst_frames needs rate_bits_per_s (it is the depth of the rate limit's "
+                    f"token bucket), got burst_frames={self.burst_frames!r} and no rate"
+                )
+            framing.tbf_burst_bytes(int(self.mtu or 0), self.burst_frames)  # checks the range
         if self.offloads not in ("default", "off"):
             raise ValueError(f"offloads must be 'default' or 'off', got {self.offloads!r}")
         if self.offloads == "off" and self.kind != "veth":
@@ -152,7 +164,8 @@ class LinkSpec:
             return "loopback"
         rate = "" if self.rate_bits_per_s is None else f"-{self.rate_bits_per_s / 1e9:g}g"
         off = "-nooffload" if self.offloads == "off" else ""
-        return f"veth-{self.mtu}{rate}{off}"
+        burst = framing.burst_suffix(self.burst_frames)
+        return f"veth-{self.mtu}{rate}{burst}{off}"
 
 
 class Link:
@@ -261,10 +274,9 @@ class Link:
                 tc = shutil.which("tc")
                 if tc is None:
                     raise RuntimeError("the 'tc' command (iproute2) is needed for a rate limit")
-                # bucket of two full frames (IP packet + Ethernet header, bytes), so per-frame
-                # serialization is emulated closely
+                # a bucket of spec.burst_frames full frames (IP packet + Ethernet header), bytes
                 assert spec.mtu is not None  # checked when the spec was made
-                burst = 2 * (int(spec.mtu) + framing.ETH_HEADER_BYTES)
+                burst = framing.tbf_burst_bytes(int(spec.mtu), spec.burst_frames)
                 _run(
                     [
                         ip,
@@ -324,6 +336,11 @@ class Link:
             "isolated_netns": self.server_ns is not None,
             "rate_bits_per_s": self.spec.rate_bits_per_s,
             "offloads_setting": self.spec.offloads,
+            "tbf_burst_bytes": (
+                None
+                if self.spec.rate_bits_per_s is None or self.spec.mtu is None
+                else framing.tbf_burst_bytes(int(self.spec.mtu), self.spec.burst_frames)
+            ),
             "server_addr": self.server_addr,
             "client_addr": self.client_addr,
         }

@@ -34,6 +34,8 @@ __all__ = [
     "flory_plan",
     "repeat_plan",
     "pacing_plan",
+    "burst_plan",
+    "BURST_FRAMES",
     "REPEAT_RUNS",
     "REPEAT_SEED",
 ]
@@ -65,7 +67,7 @@ FIELD_CC_VARIANTS = ("reno", "cubic")
 FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
 FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
 #: The plans ``python -m models.measure sweep --plan`` knows.
-PLANS = ("standard", "field", "flory", "repeat", "pacing")
+PLANS = ("standard", "field", "flory", "repeat", "pacing", "burst")
 #: How many field runs the repeat plan measures again, and the seed that picks them.
 REPEAT_RUNS = 240
 REPEAT_SEED = 22
@@ -327,4 +329,41 @@ def pacing_plan(
                 for mode in ("nagle", "nodelay"):
                     for qd in (2, 8, 32):
                         plan.append(_field_run(link, mode, "nodelay", qd, size, window, cc))
+    return plan
+
+
+#: The burst plan's ``tbf`` bucket depths, in full frames: the harness's own (2) to one that holds
+#: a 64 KiB response and its headers whole (40 frames of 1514 bytes).
+BURST_FRAMES = (2, 4, 10, 40)
+
+
+def burst_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """The 1 Gb/s veth (MTU 1500) with ``tbf`` buckets of :data:`BURST_FRAMES` full frames: how
+    a rate limit's bucket depth moves the rate when its watchdog timer wakes late.  NODELAY server
+    and client (no Nagle or cork holds), 4, 16 and 64 KiB, QD 1, 8 and 32, the default congestion
+    control.  ``links`` must be ``None`` or include ``veth-1500-1g``; ``cubic`` is accepted and
+    ignored; veth needs root, so a normal user gets an empty plan.
+
+    >>> plan = burst_plan(root=True)
+    >>> len(plan), sorted({pr.link.label for pr in plan})
+    (36, ['veth-1500-1g', 'veth-1500-1g-b10', 'veth-1500-1g-b4', 'veth-1500-1g-b40'])
+    >>> len(burst_plan(root=False))
+    0
+    """
+    root = is_root() if root is None else root
+    window = 0.5 if quick else 1.0  # seconds
+    plan: list[PlannedRun] = []
+    for base in _links(root, links):
+        if not base.rate_bits_per_s:
+            continue
+        for frames in BURST_FRAMES:
+            link = replace(base, burst_frames=frames)
+            for size in (4096, 16384, 65536):
+                for qd in (1, 8, 32):
+                    plan.append(_field_run(link, "nodelay", "nodelay", qd, size, window, None))
     return plan
