@@ -1,5 +1,6 @@
 """A tbf limit's releases by its watchdog timer (Link.watchdog_wake, rules.qdisc.WatchdogWake): late by
-the sending host's wake-up of an idle CPU, the bucket filling meanwhile."""
+the sending host's wake-up of an idle CPU, the bucket filling meanwhile, unless the next frame
+handed to the qdisc runs it first."""
 
 from __future__ import annotations
 
@@ -46,3 +47,58 @@ def test_without_a_bucket_the_flag_changes_nothing():
 def test_a_negative_wake_up_is_refused_by_name():
     with pytest.raises(ValueError, match="slow must be at least 0"):
         WatchdogWake(fast=0, fast_idle=0, slow=-1)
+
+
+def _bucket_channel():
+    """A 1 Gb/s tbf of two full frames whose watchdog is 25 us late after any wait."""
+    from models.sim.events import FS, EventLoop
+    from models.sim.link import Channel
+
+    us = FS // 10**6  # femtoseconds per microsecond
+    loop = EventLoop()
+    late = WatchdogWake(fast=25 * us, fast_idle=0, slow=25 * us)
+    ch = Channel(loop, 10**9, 0, 0, 0, 0, BUCKET, watchdog=late)
+    seen: list = []
+    ch.out = lambda now, seg: seen.append((now, seg.seq))
+    return loop, ch, seen, us
+
+
+def _full(seq: int):
+    from models.sim.link import Segment
+
+    mss = framing.mss(1500)
+    return Segment(1, seq, seq + mss, 1, False)
+
+
+def _ack():
+    from models.sim.link import Segment
+
+    return Segment(1, 1, 1, 1, False)  # no payload: a pure ACK
+
+
+def test_the_next_enqueue_runs_the_qdisc_before_the_late_watchdog():
+    loop, ch, seen, us = _bucket_channel()
+    mss = framing.mss(1500)
+    for i in range(3):  # the bucket holds two: the third waits for tokens
+        ch.send(0, _full(1 + i * mss))
+    assert len(ch.held) == 1 and ch.frames == 3  # counted when handed over
+    frame_fs = ch.wire_fs(framing.bucket_bytes(mss))  # its tokens take one frame's time
+    assert ch.watch_at == frame_fs + 25 * us  # the timer, late by the wake-up
+    # a pure ACK enqueued 20 us in: the qdisc runs and both leave then
+    loop.schedule(20 * us, lambda now, _: ch.send(now, _ack()))
+    loop.run()
+    times = dict((seq, t) for t, seq in seen)
+    assert times[1 + 2 * mss] == 20 * us < frame_fs + 25 * us
+    assert not ch.held and ch.watch_event is None
+
+
+def test_with_nothing_enqueued_the_waiting_frame_leaves_when_the_late_watchdog_fires():
+    loop, ch, seen, us = _bucket_channel()
+    mss = framing.mss(1500)
+    for i in range(3):
+        ch.send(0, _full(1 + i * mss))
+    loop.run()
+    frame_fs = ch.wire_fs(framing.bucket_bytes(mss))
+    assert dict((seq, t) for t, seq in seen)[1 + 2 * mss] == frame_fs + 25 * us
+    # and it is counted once: frames handed over, data frames, bytes
+    assert (ch.frames, ch.data_frames, ch.payload_bytes) == (3, 3, 3 * mss)

@@ -61,6 +61,9 @@ class Simulation:
         self.s2c.out = self.client_ep.receive
         self.client_ep.inbound = self.s2c  # its soft interrupt
         self.server_ep.inbound = self.c2s
+        # a frame that waited in the qdisc tells its sender when it leaves
+        self.c2s.sender = self.client_ep.sender
+        self.s2c.sender = self.server_ep.sender
         factor = None
         if sc.run.jitter:
             spread = sc.run.jitter

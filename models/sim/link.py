@@ -36,7 +36,12 @@ are sent in time order), so a frame costs one event, its delivery:
 ``tbf`` qdisc on a veth pair (``net/sched/sch_tbf.c``): tokens accrue at
 the rate up to the bucket's depth; a frame leaves, with no
 serialization, once the bucket holds its length (``payload + 66``:
-TCP/IP and Ethernet headers, ``qdisc_pkt_len``), in order.
+TCP/IP and Ethernet headers, ``qdisc_pkt_len``), in order.  With a
+late watchdog (``watchdog``, :mod:`models.sim.rules.qdisc`) a frame
+that finds too few tokens waits in the qdisc instead (:meth:`Channel.
+dequeue`): the qdisc runs again when the next frame is handed to it
+(``__dev_xmit_skb`` runs it on every enqueue) or when its watchdog
+fires, late, and only then do the frames whose tokens are there leave.
 
 Times are integer femtoseconds; the rate is a whole number of bits per
 second.  Token credit is kept in bit-femtoseconds (a bit is ``FS``
@@ -67,6 +72,9 @@ def _unwired(now: int, seg: Segment) -> None:
 
 
 _C2S, _S2C = "C > S", "S > C"
+#: The TX completion of a data frame still waiting in the qdisc: not yet
+#: known (after any time a run reaches), set when the frame leaves.
+HELD = 1 << 80
 _FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
 #: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
 #: less the IPv4, TCP and timestamp headers.
@@ -127,9 +135,10 @@ class Channel:
         own).
     watchdog : WatchdogWake, optional
         (:mod:`models.sim.rules.qdisc`)
-        With a bucket: a frame that waited for tokens leaves when the
-        qdisc's watchdog timer wakes the sender's CPU, late by that CPU's
-        wake-up (default: at once, when the tokens are there).
+        With a bucket: a frame that finds too few tokens waits in the
+        qdisc until the next frame handed over runs it, or until its
+        watchdog timer wakes the sender's CPU, late by that CPU's wake-up
+        (default: it leaves at once when the tokens are there).
     """
 
     __slots__ = (
@@ -145,6 +154,7 @@ class Channel:
         "deliver",
         "gro",
         "out",
+        "sender",
         "free_at",
         "softirq_free",
         "cpu",
@@ -165,6 +175,9 @@ class Channel:
         "tokens",
         "tokens_at",
         "watchdog",
+        "held",
+        "watch_event",
+        "watch_at",
         "_wire_fs",
     )
 
@@ -196,6 +209,7 @@ class Channel:
         self.deliver = self._deliver  # the bound method, made once
         self.gro = gro
         self.out: Callable[[int, Segment], None] = _unwired  # the receiver, set by the engine
+        self.sender: Any = None  # the sending half, told of held frames' TX completions
         self.free_at = -1  # fs: transmit path done (-1: unused)
         self.softirq_free = 0  # fs: receiver soft interrupt free
         self.busy = 0  # fs of wire occupancy
@@ -217,6 +231,12 @@ class Channel:
         self.tokens = self.bucket or 0  # the bucket starts full
         self.tokens_at = 0
         self.watchdog = watchdog
+        # with the watchdog: frames waiting in the qdisc for tokens, each
+        # (earliest start fs, segment, its in_nic entry or None), and the
+        # watchdog's pending event and its time
+        self.held: deque = deque()
+        self.watch_event: Any = None
+        self.watch_at = -1
         self._wire_fs: dict = {}
 
     def wire_fs(self, nbytes: int) -> int:
@@ -232,6 +252,10 @@ class Channel:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time."""
         length = seg.end - seg.seq
+        if self.held:  # frames wait for tokens: join them, run the qdisc
+            self._hold(now, now + self.tx_latency, seg, length)
+            self.dequeue(now)
+            return self.free_at
         start = self.free_at
         if start < now:  # idle: pay the start latency
             start = now + self.tx_latency
@@ -240,20 +264,38 @@ class Channel:
             nbytes = length + _FRAME_BYTES
             wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
             done = start + wire
-        else:  # leave when the bucket holds it
+        elif self.watchdog is None:  # leave when the bucket holds it
             done = start = self._bucket_start(start, length)
             wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
+        else:  # leave now if the bucket holds it, else wait in the qdisc
+            if not self._take(start, length):
+                self._hold(now, start, seg, length)
+                self.dequeue(now)  # arms the watchdog
+                return self.free_at
+            done = start
+            wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
+        seg.t_tx = now
+        return self._leave(now, done, wire, seg, length, True)
+
+    def _leave(
+        self, now: int, done: int, wire: int, seg: Segment, length: int, fresh: bool
+    ) -> int:
+        """``seg`` leaves the transmit path at ``done`` (decided at
+        ``now``; ``fresh``: handed over now, not held in the qdisc):
+        schedule its delivery."""
         self.free_at = done
         self.busy += wire
-        self.frames += 1
+        if fresh:  # (a held frame was counted when it was handed over)
+            self.frames += 1
         if length:
-            self.data_frames += 1
-            self.payload_bytes += length
             q = self.in_nic
             while q and q[0][0] <= now:  # completed: forget them
                 self.nic_bytes -= q.popleft()[1]
-            q.append((done, length))
-            self.nic_bytes += length
+            if fresh:  # (and its entry is there already)
+                self.data_frames += 1
+                self.payload_bytes += length
+                q.append([done, length])
+                self.nic_bytes += length
             cost = self.softirq
         else:
             cost = self.ack_softirq
@@ -265,7 +307,6 @@ class Channel:
                 seen = rx.wake_end = arrive + rx.latency
         else:
             seen = rx.seen(arrive, self.softirq_free)
-        seg.t_tx = now
         seg.t_rx = seen
         if cost:
             free = self.softirq_free
@@ -303,6 +344,85 @@ class Channel:
             self.gro_open = length > 0 and not seg.psh
             self.gro_size = length
         return done
+
+    # -- the qdisc with a late watchdog (rules.qdisc.WatchdogWake) ---------
+
+    def _take(self, start: int, length: int) -> bool:
+        """Take the tokens of a frame of ``length`` payload bytes at
+        ``start`` if the bucket holds them (``tbf_dequeue``)."""
+        bucket = self.bucket
+        assert bucket is not None  # (only with a bucket)
+        size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
+        tokens = self.tokens + (start - self.tokens_at) * self.rate
+        if tokens > bucket:
+            tokens = bucket
+        if tokens < size:
+            return False
+        self.tokens = tokens - size
+        self.tokens_at = start
+        return True
+
+    def _hold(self, now: int, start: int, seg: Segment, length: int) -> None:
+        """``seg`` waits in the qdisc (from ``start``); a data frame's
+        bytes count in the transmit path meanwhile."""
+        seg.t_tx = now
+        self.frames += 1
+        entry = None
+        if length:
+            self.data_frames += 1
+            self.payload_bytes += length
+            q = self.in_nic
+            while q and q[0][0] <= now:  # completed: forget them
+                self.nic_bytes -= q.popleft()[1]
+            entry = [HELD, length]  # its completion: when it leaves
+            q.append(entry)
+            self.nic_bytes += length
+        self.held.append((start, seg, entry))
+
+    def _watchdog(self, now: int, _arg: None) -> None:
+        """The watchdog fires: the qdisc runs."""
+        self.watch_event = None
+        self.watch_at = -1
+        self.dequeue(now)
+
+    def dequeue(self, now: int) -> None:
+        """The qdisc runs at ``now`` (a frame was enqueued, or the
+        watchdog fired): the waiting frames leave, in order, while the
+        bucket holds their tokens; if one is left waiting, the watchdog
+        is armed for its tokens, late by the CPU's wake-up after the idle
+        wait (``qdisc_watchdog_schedule_ns``, :class:`WatchdogWake`)."""
+        held = self.held
+        while held:
+            start, seg, entry = held[0]
+            if start < now:
+                start = now
+            length = seg.end - seg.seq
+            if not self._take(start, length):
+                size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
+                tokens = self.tokens + (start - self.tokens_at) * self.rate
+                expiry = start + -(-(size - tokens) // self.rate)
+                # the CPU idles from now until then
+                fire = expiry + self.watchdog.delay(expiry - now)
+                if fire != self.watch_at:
+                    if self.watch_event is not None:
+                        self.loop.cancel(self.watch_event)
+                    self.watch_event = self.loop.schedule(fire, self._watchdog)
+                    self.watch_at = fire
+                self.free_at = fire  # the queue is busy until then at least
+                return
+            held.popleft()
+            wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
+            self._leave(start, start, wire, seg, length, False)
+            if entry is not None:
+                entry[0] = start  # its completion: it leaves now
+                snd = self.sender
+                done = snd and getattr(snd.cork, "completed", None)
+                if done:  # a TX completion (tcp_wfree) the cork may wait for
+                    done(snd, start)
+        if self.watch_event is not None:  # nothing waits: disarm
+            self.loop.cancel(self.watch_event)
+            self.watch_event = None
+            self.watch_at = -1
 
     def _bucket_start(self, start: int, length: int) -> int:
         """When a frame of ``length`` payload bytes that could start at
@@ -398,7 +518,8 @@ class Channel:
             self.nic_bytes -= q.popleft()[1]
         if not q:
             return 0, 0, 0
-        return len(q), self.nic_bytes, q[0][0]
+        first = q[0][0]
+        return len(q), self.nic_bytes, first if first != HELD else self.watch_at
 
     def busy_until(self) -> int:
         """When the transmit path finishes what it holds, fs."""
@@ -414,9 +535,9 @@ class Channel:
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
-    #: A cache, a handle of the pending delivery (stated as an event) and
-    #: the sum of ``in_nic``.
-    cycle_transient = ("_wire_fs", "batch_event", "nic_bytes")
+    #: A cache, the handles of the pending delivery and watchdog (stated
+    #: as events) and the watchdog's time, and the sum of ``in_nic``.
+    cycle_transient = ("_wire_fs", "batch_event", "watch_event", "watch_at", "nic_bytes")
 
     def cycle_parts(self) -> dict:
         if self.cpu is None:
@@ -447,12 +568,26 @@ class Channel:
         batch = None
         if self.batch is not None:
             batch = (self.batch_time - now, self.gro_open, self.gro_size)
+        seq = view.seq
+        held = tuple(
+            (
+                start - now,
+                g.t_tx - now,
+                g.src,
+                seq(g.seq, g.src),
+                seq(g.end, g.src),
+                seq(g.ack, 1 - g.src),
+                g.psh,
+            )
+            for start, g, _ in self.held
+        )
         return (
             self.free_at - now if self.free_at >= now else -1,
             max(self.softirq_free - now, 0),
-            tuple((t - now, n) for t, n in self.in_nic if t > now),
+            tuple((t - now if t != HELD else -1, n) for t, n in self.in_nic if t > now),
             batch,
             tok,
+            held,
         )
 
     def cycle_signature(self, view: View) -> Hashable:
@@ -460,7 +595,10 @@ class Channel:
 
     def cycle_event(self, name: str, time: int, batch: list, view: View) -> Hashable:
         """A delivery: its time and its segments (sequence numbers in
-        their sender's stream, the ACK in the other)."""
+        their sender's stream, the ACK in the other); the watchdog: its
+        time."""
+        if name == "_watchdog":
+            return view.time(time)
         seq = view.seq
         segs = tuple(
             (g.src, seq(g.seq, g.src), seq(g.end, g.src), seq(g.ack, 1 - g.src), g.psh)
@@ -470,6 +608,8 @@ class Channel:
 
     def cycle_shift_event(self, name: str, time: int, batch: list, shift: Shift) -> tuple:
         dt = shift.dt
+        if name == "_watchdog":
+            return time + dt, batch
         for g in batch:
             d = shift.seq(g.src)
             g.seq += d
@@ -487,4 +627,17 @@ class Channel:
         if self.batch is not None:
             self.batch_time += dt
         self.tokens_at += dt
-        self.in_nic = deque((t + dt, n) for t, n in self.in_nic)
+        for e in self.in_nic:  # in place: a held frame refers to its entry
+            if e[0] != HELD:
+                e[0] += dt
+        if self.watch_at >= 0:
+            self.watch_at += dt
+        held = []
+        for start, g, e in self.held:
+            d = shift.seq(g.src)
+            g.seq += d
+            g.end += d
+            g.ack += shift.seq(1 - g.src)
+            g.t_tx += dt
+            held.append((start + dt, g, e))
+        self.held = deque(held)

@@ -47,6 +47,7 @@ from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
+from models.sim.link import HELD
 from models.sim.rules.cc import NoWindow
 from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_view import SenderView
@@ -238,7 +239,10 @@ class Sender(SenderView):
                 cork = self.cork
                 cork.throttled = True
                 if cork.event is None:
-                    cork.event = self.loop.schedule(q[0][0], cork._tx_completion, self)
+                    first = q[0][0]
+                    if first == HELD:  # still in the qdisc: when its watchdog fires
+                        first = ch.watch_at
+                    cork.event = self.loop.schedule(first, cork._tx_completion, self)
         if defer:
             self._queue_alone(start, end, now, more)
         elif (

@@ -40,7 +40,9 @@ class Cork:
 
     Interface: ``defer(sender, now, tail_bytes) -> bool``: whether the
     push at the end of a ``send()`` is skipped, the sender to be pushed
-    again at a TX completion (``sender.push_pending``).
+    again at a TX completion (``sender.push_pending``); optionally
+    ``completed(sender, now)``: a frame that waited in a rate limit's
+    qdisc left at ``now`` (a TX completion not known in advance).
     """
 
     autocork = False
@@ -50,6 +52,10 @@ class Cork:
         return False
 
     # end rule: cork
+
+    def completed(self, sender, now: int) -> None:
+        """A frame of ``sender``'s that waited in the qdisc left at
+        ``now`` (its TX completion); nothing to do without autocorking."""
 
     def cycle_state(self, view: View) -> Hashable:
         return None  # no state of its own
@@ -106,6 +112,15 @@ class Autocork(Cork):
                 sender.charge_soft(now)
 
     # end rule: autocork
+
+    def completed(self, sender, now: int) -> None:
+        """A frame that waited in the qdisc left at ``now``: its TX
+        completion, the push if data were deferred (the event was set
+        for the watchdog's time, which the frame may have beaten)."""
+        event = self.event
+        if event is not None and event[0] > now:
+            sender.loop.cancel(event)
+            self.event = sender.loop.schedule(now, self._tx_completion, sender)
 
     #: The event's handle is left out of the state, since the pending
     #: event itself is stated.
