@@ -403,18 +403,27 @@ def evaluate(
 
 
 def simulate_loop(
-    run: Any, profile: Any = None, processes: int | None = None, kernel: str | None = None
+    run: Any,
+    profile: Any = None,
+    processes: int | None = None,
+    kernel: str | None = None,
+    scenario: Callable[..., Any] | None = None,
 ) -> pd.DataFrame:
     """The iSCSI-loop table of a kernel sweep (``run``, a :class:`models.kernel.KernelRun`, e.g.
     ``load_kernel_run(prefix=PACING_PREFIX)``) with the simulator's columns, each row run as
     :func:`evaluate` runs the field sweep's (:func:`field_scenario`, ``profile`` default the shipped
     one, the run's own timer rate), on the kernel profile ``kernel`` if given (a name of
-    ``models.sim.PROFILES``; default the scenario's)."""
+    ``models.sim.PROFILES``; default the scenario's), or made by ``scenario`` instead of
+    :func:`field_scenario` (same arguments; a module-level function, so that it pickles)."""
     from models.sim import hostprofile
 
+    if kernel is not None and scenario is not None:
+        raise ValueError("give kernel or scenario, not both")
     host = ProfileHost(profile or hostprofile.shipped())
     n = workers() if processes is None else processes
     make = field_scenario if kernel is None else functools.partial(_on_kernel, kernel)
+    if scenario is not None:
+        make = scenario
     summarise = functools.partial(_summary, make, "iscsi_loop", host, run.hz)
     return simulated(run.table("iscsi_loop"), summarise, processes=n)
 

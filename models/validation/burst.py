@@ -1,0 +1,242 @@
+"""The rate limit's bucket: the ``tbf`` watchdog's late release held to runs that vary the bucket.
+
+A rate-limited veth in the harness is a ``tbf`` qdisc whose bucket holds two full frames
+(:data:`models.framing.TBF_BURST_FRAMES`).  A frame that finds too few tokens waits for the
+qdisc's watchdog timer, and on these virtual machines that timer fires late, by about a wake-up
+of the idle sending CPU; the simulator's ``Link.watchdog_wake``
+(:class:`models.sim.rules.qdisc.WatchdogWake`) charges that lateness, taken from the sending host's
+measured wake-ups.  A deeper bucket absorbs the lateness: tokens keep arriving while the timer is
+late, and with room for them the next frames leave at once.  So the mechanism predicts a rate that
+rises with the bucket's depth and stops rising once the bucket holds what arrives while the timer
+is late.
+
+The burst plan (``python -m models.measure sweep --plan burst --pin apart``, :data:`DATASET`)
+measured that on the second machine: the 1 Gb/s veth at MTU 1500 with buckets of 2, 4, 10 and 40
+frames (:data:`models.measure.plan.BURST_FRAMES`; the depth is in each row's link label), NODELAY
+on both ends, 4, 16 and 64 KiB, QD 1, 8 and 32; and the whole plan a second time (:data:`AGAIN`).
+
+Two models meet its rows (:data:`MODELS`), both the second machine's lowest-loss ``calibrate``
+profile (:func:`models.validation.apart.lowest_loss`), simulated as the field evaluation simulates
+(:func:`~models.validation.fidelity.field_scenario`): ``late watchdog`` as it is, and ``on-time
+watchdog`` with ``watchdog_wake`` off (the wrong model: a timer that fires when the tokens are
+there).  Nothing in either was fitted to these rows, so every row is a test; the second draw
+stands beside them as an audit (:data:`AUDIT`).  The tolerance is the field evaluation's
+(:data:`~models.validation.fidelity.IOPS_TOL`), stated there before any result.
+
+The goals (:data:`GOALS`), stated before the results:
+
+* ``IOPS within 25 %``: at least :data:`~models.validation.fidelity.IOPS_SHARE` of the rows;
+* ``median ratio, 2 frames, QD 1`` and ``... QD >= 8``: the simulated over the kernel's rate on the
+  harness's own bucket, inside :data:`~models.validation.fidelity.RATIO_RANGE`;
+* ``bucket's gain``: for every size and QD, the change of rate from 2 frames to the deepest bucket,
+  in the kernel's direction and within 25 % of its size (the criterion of Flory's steps,
+  :func:`~models.validation.fidelity.flory_steps`).
+
+>>> GOALS[0], len(GOALS)
+('IOPS within 25%', 4)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from models import framing
+from models.validation.fidelity import IOPS_SHARE, IOPS_TOL, RATIO_RANGE, field_scenario
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
+
+__all__ = [
+    "PREFIX",
+    "DATASET",
+    "AGAIN_PREFIX",
+    "AGAIN",
+    "MODELS",
+    "AUDIT",
+    "GOALS",
+    "on_time",
+    "simulate",
+    "gains",
+    "bucket_cost_us",
+    "goal_values",
+    "BurstEvaluation",
+    "evaluate",
+]
+
+#: The burst sweep (``--prefix``) and its table, named in full so that
+#: :mod:`models.validation.coverage` finds the reader.
+PREFIX = "kernel6_burst"
+DATASET = "kernel6_burst_iscsi_loop"
+#: The same plan measured a second time, right after.
+AGAIN_PREFIX = "kernel6_burst2"
+AGAIN = "kernel6_burst2_iscsi_loop"
+#: The models, in the order tables show them.
+MODELS = ("late watchdog", "on-time watchdog")
+#: The kernel's second draw, standing where a model stands.
+AUDIT = "second draw"
+#: The goals, in order.
+GOALS = (
+    f"IOPS within {IOPS_TOL:.0%}",
+    "median ratio, 2 frames, QD 1",
+    "median ratio, 2 frames, QD >= 8",
+    "bucket's gain",
+)
+
+
+def on_time(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`~models.validation.fidelity.field_scenario` with the watchdog firing on time (the
+    wrong model; module level: it pickles)."""
+    return field_scenario(table, row, host, hz).replace(link={"watchdog_wake": False})
+
+
+def simulate(model: str, profile: Any = None, processes: int | None = None) -> pd.DataFrame:
+    """The burst runs (:data:`DATASET`) with the simulator's columns under ``model`` (one of
+    :data:`MODELS`), the host ``profile`` (default the second machine's lowest-loss profile),
+    and a ``burst_frames`` column (the bucket's depth, from the link label)."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+    from models.validation import apart
+    from models.validation.fidelity import simulate_loop
+
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    profile = profile or hostprofile.shipped(apart.lowest_loss())
+    make = None if model == MODELS[0] else on_time
+    out = simulate_loop(
+        load_kernel_run(prefix=PREFIX), profile, processes=processes, scenario=make
+    )
+    out["role"] = "test"  # nothing was fitted on these rows
+    return _with_frames(out)
+
+
+def _with_frames(table: pd.DataFrame) -> pd.DataFrame:
+    out = table.copy()
+    out["burst_frames"] = [framing.burst_frames(str(label)) for label in out["link"]]
+    out["ratio"] = out["sim_iops"] / out["iops"]
+    out["within"] = (out["ratio"] - 1.0).abs() <= IOPS_TOL
+    return out
+
+
+def gains(table: pd.DataFrame) -> pd.DataFrame:
+    """Per payload size and QD: the kernel's and the other side's change of rate from the
+    harness's bucket (:data:`~models.framing.TBF_BURST_FRAMES`) to the deepest of ``table``, and
+    whether the other side's change has the kernel's direction and is within
+    :data:`~models.validation.fidelity.IOPS_TOL` of its size.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"iosize_bytes": [4096] * 2, "qd": [1, 1], "burst_frames": [2, 40],
+    ...                   "iops": [100.0, 130.0], "sim_iops": [100.0, 100.0]})
+    >>> gains(t)[["kernel_gain", "sim_gain", "right"]].values.tolist()
+    [[1.3, 1.0, False]]
+    """
+    import pandas as pd
+
+    deepest = int(table["burst_frames"].max())
+    rows = []
+    for (size, qd), g in table.groupby(["iosize_bytes", "qd"]):
+        by = g.set_index("burst_frames")
+        if framing.TBF_BURST_FRAMES not in by.index or deepest not in by.index:
+            continue
+        k = float(by.loc[deepest, "iops"] / by.loc[framing.TBF_BURST_FRAMES, "iops"])
+        s = float(by.loc[deepest, "sim_iops"] / by.loc[framing.TBF_BURST_FRAMES, "sim_iops"])
+        same_way = (k > 1) == (s > 1)
+        rows.append(
+            {
+                "iosize_bytes": int(size),
+                "qd": int(qd),
+                "kernel_gain": k,
+                "sim_gain": s,
+                "right": bool(same_way and abs(s / k - 1.0) <= IOPS_TOL),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def bucket_cost_us(table: pd.DataFrame) -> pd.DataFrame:
+    """Per payload size and QD: what the harness's shallow bucket costs each operation, in
+    microseconds, against the deepest bucket of ``table`` (``1 / IOPS`` at
+    :data:`~models.framing.TBF_BURST_FRAMES` frames less ``1 / IOPS`` at the deepest), in the
+    kernel (``kernel_us``) and on the other side (``sim_us``).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"iosize_bytes": [4096] * 2, "qd": [8, 8], "burst_frames": [2, 40],
+    ...                   "iops": [25_000.0, 28_000.0], "sim_iops": [20_000.0, 28_000.0]})
+    >>> bucket_cost_us(t).round(1)[["kernel_us", "sim_us"]].values.tolist()
+    [[4.3, 14.3]]
+    """
+    import pandas as pd
+
+    deepest = int(table["burst_frames"].max())
+    rows = []
+    for (size, qd), g in table.groupby(["iosize_bytes", "qd"]):
+        by = g.set_index("burst_frames")
+        if framing.TBF_BURST_FRAMES not in by.index or deepest not in by.index:
+            continue
+        shallow, deep = by.loc[framing.TBF_BURST_FRAMES], by.loc[deepest]
+        rows.append(
+            {
+                "iosize_bytes": int(size),
+                "qd": int(qd),
+                # operations per second -> seconds per operation -> microseconds
+                "kernel_us": (1.0 / shallow["iops"] - 1.0 / deep["iops"]) * 1e6,
+                "sim_us": (1.0 / shallow["sim_iops"] - 1.0 / deep["sim_iops"]) * 1e6,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def goal_values(table: pd.DataFrame) -> dict[str, str]:
+    """The values of :data:`GOALS` for an evaluated table (``burst_frames``, ``qd``, ``ratio``,
+    ``within``), as text, each with ``pass`` or ``miss``."""
+    lo, hi = RATIO_RANGE
+    share = float(table["within"].mean())
+    two = table[table["burst_frames"] == framing.TBF_BURST_FRAMES]
+    q1 = _median(list(two.loc[two["qd"] == 1, "ratio"]))
+    q8 = _median(list(two.loc[two["qd"] >= 8, "ratio"]))
+    g = gains(table)
+    right = int(g["right"].sum())
+
+    def mark(ok: bool) -> str:
+        return "pass" if ok else "miss"
+
+    return {
+        GOALS[0]: f"{share:.0%} ({mark(share >= IOPS_SHARE)})",
+        GOALS[1]: f"{q1:.2f} ({mark(lo <= q1 <= hi)})",
+        GOALS[2]: f"{q8:.2f} ({mark(lo <= q8 <= hi)})",
+        GOALS[3]: f"{right} of {len(g)} ({mark(right == len(g))})",
+    }
+
+
+@dataclass(frozen=True)
+class BurstEvaluation:
+    """:func:`evaluate`'s result: per model and the audit (``tables``, keyed by :data:`MODELS`
+    and :data:`AUDIT`) the burst runs with the other side's columns, and the goals side by side
+    (``goals``: one row per goal of :data:`GOALS`, one column each)."""
+
+    tables: dict
+    goals: Any
+
+
+@functools.cache
+def evaluate(processes: int | None = None) -> BurstEvaluation:
+    """Both models of :data:`MODELS` and the audit held to the burst runs (cached: the data
+    and the models are fixed)."""
+    import pandas as pd
+
+    from models import data
+    from models.validation import draws
+
+    tables: dict[str, pd.DataFrame] = {m: simulate(m, processes=processes) for m in MODELS}
+    again = draws.repeat_table(data.load(DATASET), data.load(AGAIN))
+    again["role"] = "test"
+    tables[AUDIT] = _with_frames(again)
+    table = pd.DataFrame({name: goal_values(t) for name, t in tables.items()}).loc[list(GOALS)]
+    return BurstEvaluation(tables, table)
