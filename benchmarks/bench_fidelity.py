@@ -14,13 +14,17 @@ Three suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
 ``machine2``
     the second machine's seeded sample of the field runs, against the shipped profile, that
     profile carried over, and the machine's first ``calibrate`` profile, beside two audits
-    (:func:`models.validation.machines.evaluate`).
+    (:func:`models.validation.machines.evaluate`);
+``burst``
+    the second machine's runs over the rate limit's bucket depth, against the late ``tbf``
+    watchdog and the on-time one, beside the second draw (:func:`models.validation.burst.evaluate`;
+    its own goals, :data:`models.validation.burst.GOALS`).
 
 A column is a model (a test) or an audit (kernel runs held to kernel runs); an audit never counts
 as a model's pass.  For each goal a column reports its value and whether the goal is met; a
 sample cannot tell the largest stalling QD of a group (``-``).
 
-    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2] [--json]
+    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2,burst] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -33,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2")
+SUITES = ("field", "apart", "machine2", "burst")
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -72,10 +76,21 @@ def _machine2() -> dict[str, Column]:
     }
 
 
+def _burst() -> dict[str, Column]:
+    from models.validation import burst as BU
+
+    ev = BU.evaluate()
+    return {
+        name: (BU.goals(t), "audit" if name == BU.AUDIT else "test", BU.GOALS)
+        for name, t in ev.tables.items()
+    }
+
+
 RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "field": _field,
     "apart": _apart,
     "machine2": _machine2,
+    "burst": _burst,
 }
 
 

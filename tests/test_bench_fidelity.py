@@ -39,4 +39,17 @@ def test_the_second_machine_s_suite_reports_every_goal(capsys):
 def test_a_bad_suite_is_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _bench().main(["--only", bad])
-    assert "subset of field,apart,machine2" in capsys.readouterr().err
+    assert "subset of field,apart,machine2,burst" in capsys.readouterr().err
+
+
+def test_the_bucket_suite_reports_its_own_goals_with_the_audit_labelled():
+    from models.validation import burst as BU
+
+    out = _bench().main(["--only", "burst", "--json"])
+    cols = out["burst"]["columns"]
+    assert list(cols) == [*BU.MODELS, BU.AUDIT]
+    assert cols[BU.AUDIT]["role"] == "audit"
+    assert list(cols[BU.MODELS[0]]["goals"]) == list(BU.GOALS)
+    # the wrong model misses the QD-1 median that the late watchdog meets
+    assert cols[BU.MODELS[0]]["goals"][BU.GOALS[1]]["met"] is True
+    assert cols[BU.MODELS[1]]["goals"][BU.GOALS[1]]["met"] is False

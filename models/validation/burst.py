@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from models import framing
-from models.validation.fidelity import IOPS_SHARE, IOPS_TOL, RATIO_RANGE, field_scenario
+from models.validation.fidelity import IOPS_SHARE, IOPS_TOL, RATIO_RANGE, Goal, field_scenario
 
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
@@ -62,7 +62,7 @@ __all__ = [
     "simulate",
     "gains",
     "bucket_cost_us",
-    "goal_values",
+    "goals",
     "BurstEvaluation",
     "evaluate",
 ]
@@ -193,9 +193,9 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
-def goal_values(table: pd.DataFrame) -> dict[str, str]:
-    """The values of :data:`GOALS` for an evaluated table (``burst_frames``, ``qd``, ``ratio``,
-    ``within``), as text, each with ``pass`` or ``miss``."""
+def goals(table: pd.DataFrame) -> list[Goal]:
+    """The goals of :data:`GOALS` for an evaluated table (``burst_frames``, ``qd``, ``ratio``,
+    ``within``, ``iops``, ``sim_iops``)."""
     lo, hi = RATIO_RANGE
     share = float(table["within"].mean())
     two = table[table["burst_frames"] == framing.TBF_BURST_FRAMES]
@@ -203,23 +203,26 @@ def goal_values(table: pd.DataFrame) -> dict[str, str]:
     q8 = _median(list(two.loc[two["qd"] >= 8, "ratio"]))
     g = gains(table)
     right = int(g["right"].sum())
-
-    def mark(ok: bool) -> str:
-        return "pass" if ok else "miss"
-
-    return {
-        GOALS[0]: f"{share:.0%} ({mark(share >= IOPS_SHARE)})",
-        GOALS[1]: f"{q1:.2f} ({mark(lo <= q1 <= hi)})",
-        GOALS[2]: f"{q8:.2f} ({mark(lo <= q8 <= hi)})",
-        GOALS[3]: f"{right} of {len(g)} ({mark(right == len(g))})",
-    }
+    return [
+        Goal(
+            GOALS[0],
+            f">= {IOPS_SHARE:.0%} of rows",
+            f"{share:.0%}",
+            share >= IOPS_SHARE,
+            len(table),
+        ),
+        Goal(GOALS[1], f"{lo}-{hi}", f"{q1:.2f}", lo <= q1 <= hi, int((two["qd"] == 1).sum())),
+        Goal(GOALS[2], f"{lo}-{hi}", f"{q8:.2f}", lo <= q8 <= hi, int((two["qd"] >= 8).sum())),
+        Goal(GOALS[3], "every size and QD", f"{right} of {len(g)}", right == len(g), len(g)),
+    ]
 
 
 @dataclass(frozen=True)
 class BurstEvaluation:
     """:func:`evaluate`'s result: per model and the audit (``tables``, keyed by :data:`MODELS`
-    and :data:`AUDIT`) the burst runs with the other side's columns, and the goals side by side
-    (``goals``: one row per goal of :data:`GOALS`, one column each)."""
+    and :data:`AUDIT`) the burst runs with the other side's columns, and the goals' values side
+    by side (``goals``: one row per goal of :data:`GOALS`, one column each; :func:`goals` of a
+    table says which are met)."""
 
     tables: dict
     goals: Any
@@ -238,5 +241,7 @@ def evaluate(processes: int | None = None) -> BurstEvaluation:
     again = draws.repeat_table(data.load(DATASET), data.load(AGAIN))
     again["role"] = "test"
     tables[AUDIT] = _with_frames(again)
-    table = pd.DataFrame({name: goal_values(t) for name, t in tables.items()}).loc[list(GOALS)]
+    table = pd.DataFrame(
+        {name: {g.name: g.value for g in goals(t)} for name, t in tables.items()}
+    ).loc[list(GOALS)]
     return BurstEvaluation(tables, table)
