@@ -81,15 +81,15 @@ def test_the_next_enqueue_runs_the_qdisc_before_the_late_watchdog():
     mss = framing.mss(1500)
     for i in range(3):  # the bucket holds two: the third waits for tokens
         ch.send(0, _full(1 + i * mss))
-    assert len(ch.held) == 1 and ch.frames == 3  # counted when handed over
+    assert len(ch.qdisc.held) == 1 and ch.frames == 3  # counted when handed over
     frame_fs = ch.wire_fs(framing.bucket_bytes(mss))  # its tokens take one frame's time
-    assert ch.watch_at == frame_fs + 25 * us  # the timer, late by the wake-up
+    assert ch.qdisc.fire_at == frame_fs + 25 * us  # the timer, late by the wake-up
     # a pure ACK enqueued 20 us in: the qdisc runs and both leave then
     loop.schedule(20 * us, lambda now, _: ch.send(now, _ack()))
     loop.run()
     times = dict((seq, t) for t, seq in seen)
     assert times[1 + 2 * mss] == 20 * us < frame_fs + 25 * us
-    assert not ch.held and ch.watch_event is None
+    assert not ch.qdisc.held and ch.qdisc.event is None
 
 
 def test_with_nothing_enqueued_the_waiting_frame_leaves_when_the_late_watchdog_fires():

@@ -33,15 +33,10 @@ are sent in time order), so a frame costs one event, its delivery:
    work's end and its arrival.
 
 **Token bucket instead of a wire** (``bucket_bytes``), as Linux's
-``tbf`` qdisc on a veth pair (``net/sched/sch_tbf.c``): tokens accrue at
-the rate up to the bucket's depth; a frame leaves, with no
-serialization, once the bucket holds its length (``payload + 66``:
-TCP/IP and Ethernet headers, ``qdisc_pkt_len``), in order.  With a
-late watchdog (``watchdog``, :mod:`models.sim.rules.qdisc`) a frame
-that finds too few tokens waits in the qdisc instead (:meth:`Channel.
-dequeue`): the qdisc runs again when the next frame is handed to it
-(``__dev_xmit_skb`` runs it on every enqueue) or when its watchdog
-fires, late, and only then do the frames whose tokens are there leave.
+``tbf`` qdisc on a veth pair: a part of its own
+(:class:`models.sim.tbf.Tbf`, the channel's ``qdisc``), with, if asked,
+a watchdog that fires late (``watchdog``, :mod:`models.sim.rules.qdisc`)
+and the frames that wait in the qdisc for it.
 
 Times are integer femtoseconds; the rate is a whole number of bits per
 second.  Token credit is kept in bit-femtoseconds (a bit is ``FS``
@@ -58,13 +53,14 @@ from typing import TYPE_CHECKING, Any
 from models import framing
 from models.sim.events import FS
 from models.sim.rules.rx import PerWakeup
+from models.sim.tbf import HELD, Tbf
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["Channel", "Segment"]
+__all__ = ["Channel", "Segment", "HELD"]
 
 
 def _unwired(now: int, seg: Segment) -> None:
@@ -72,9 +68,6 @@ def _unwired(now: int, seg: Segment) -> None:
 
 
 _C2S, _S2C = "C > S", "S > C"
-#: The TX completion of a data frame still waiting in the qdisc: not yet
-#: known (after any time a run reaches), set when the frame leaves.
-HELD = 1 << 80
 _FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
 #: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
 #: less the IPv4, TCP and timestamp headers.
@@ -171,13 +164,7 @@ class Channel:
         "gro_open",
         "gro_size",
         "gro_merged",
-        "bucket",
-        "tokens",
-        "tokens_at",
-        "watchdog",
-        "held",
-        "watch_event",
-        "watch_at",
+        "qdisc",
         "_wire_fs",
     )
 
@@ -225,18 +212,8 @@ class Channel:
         self.gro_open = False  # the batch's last segment may grow
         self.gro_size = 0  # its first segment's length
         self.gro_merged = 0  # segments merged into another
-        self.bucket = (
-            None if bucket_bytes is None else (bucket_bytes * 8 * FS)
-        )  # bytes -> bit-femtoseconds
-        self.tokens = self.bucket or 0  # the bucket starts full
-        self.tokens_at = 0
-        self.watchdog = watchdog
-        # with the watchdog: frames waiting in the qdisc for tokens, each
-        # (earliest start fs, segment, its in_nic entry or None), and the
-        # watchdog's pending event and its time
-        self.held: deque = deque()
-        self.watch_event: Any = None
-        self.watch_at = -1
+        # a token bucket (tbf) instead of a wire, or None
+        self.qdisc = None if bucket_bytes is None else Tbf(self, rate_bps, bucket_bytes, watchdog)
         self._wire_fs: dict = {}
 
     def wire_fs(self, nbytes: int) -> int:
@@ -252,30 +229,62 @@ class Channel:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time."""
         length = seg.end - seg.seq
-        if self.held:  # frames wait for tokens: join them, run the qdisc
+        qd = self.qdisc
+        if qd is not None and qd.held:  # frames wait for tokens: join them
             self._hold(now, now + self.tx_latency, seg, length)
-            self.dequeue(now)
+            qd.dequeue(now)  # and the qdisc runs
             return self.free_at
         start = self.free_at
         if start < now:  # idle: pay the start latency
             start = now + self.tx_latency
         # (else busy: queue behind)
-        if self.bucket is None:
+        if qd is None:
             nbytes = length + _FRAME_BYTES
             wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
             done = start + wire
-        elif self.watchdog is None:  # leave when the bucket holds it
-            done = start = self._bucket_start(start, length)
+        elif qd.watchdog is None:  # leave when the bucket holds it
+            done = start = qd.leave_at(start, length)
             wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
         else:  # leave now if the bucket holds it, else wait in the qdisc
-            if not self._take(start, length):
+            if not qd.take(start, length):
                 self._hold(now, start, seg, length)
-                self.dequeue(now)  # arms the watchdog
+                qd.dequeue(now)  # arms the watchdog
                 return self.free_at
             done = start
             wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
         seg.t_tx = now
         return self._leave(now, done, wire, seg, length, True)
+
+    def _hold(self, now: int, start: int, seg: Segment, length: int) -> None:
+        """``seg`` waits in the qdisc from ``start``; counted as handed
+        over, and a data frame's bytes as in the transmit path."""
+        seg.t_tx = now
+        self.frames += 1
+        entry = None
+        if length:
+            self.data_frames += 1
+            self.payload_bytes += length
+            q = self.in_nic
+            while q and q[0][0] <= now:  # completed: forget them
+                self.nic_bytes -= q.popleft()[1]
+            entry = [HELD, length]  # its completion: when it leaves
+            q.append(entry)
+            self.nic_bytes += length
+        assert self.qdisc is not None  # (only with a bucket)
+        self.qdisc.hold(start, seg, entry)
+
+    def depart(self, now: int, seg: Segment, length: int, entry: list | None) -> None:
+        """A frame that waited in the qdisc leaves at ``now``: its
+        delivery, and its TX completion (``tcp_wfree``), which the
+        sender's cork rule may wait for."""
+        wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
+        self._leave(now, now, wire, seg, length, False)
+        if entry is not None:
+            entry[0] = now
+            snd = self.sender
+            done = snd and getattr(snd.cork, "completed", None)
+            if done:
+                done(snd, now)
 
     def _leave(
         self, now: int, done: int, wire: int, seg: Segment, length: int, fresh: bool
@@ -344,109 +353,6 @@ class Channel:
             self.gro_open = length > 0 and not seg.psh
             self.gro_size = length
         return done
-
-    # -- the qdisc with a late watchdog (rules.qdisc.WatchdogWake) ---------
-
-    def _take(self, start: int, length: int) -> bool:
-        """Take the tokens of a frame of ``length`` payload bytes at
-        ``start`` if the bucket holds them (``tbf_dequeue``)."""
-        bucket = self.bucket
-        assert bucket is not None  # (only with a bucket)
-        size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
-        tokens = self.tokens + (start - self.tokens_at) * self.rate
-        if tokens > bucket:
-            tokens = bucket
-        if tokens < size:
-            return False
-        self.tokens = tokens - size
-        self.tokens_at = start
-        return True
-
-    def _hold(self, now: int, start: int, seg: Segment, length: int) -> None:
-        """``seg`` waits in the qdisc (from ``start``); a data frame's
-        bytes count in the transmit path meanwhile."""
-        seg.t_tx = now
-        self.frames += 1
-        entry = None
-        if length:
-            self.data_frames += 1
-            self.payload_bytes += length
-            q = self.in_nic
-            while q and q[0][0] <= now:  # completed: forget them
-                self.nic_bytes -= q.popleft()[1]
-            entry = [HELD, length]  # its completion: when it leaves
-            q.append(entry)
-            self.nic_bytes += length
-        self.held.append((start, seg, entry))
-
-    def _watchdog(self, now: int, _arg: None) -> None:
-        """The watchdog fires: the qdisc runs."""
-        self.watch_event = None
-        self.watch_at = -1
-        self.dequeue(now)
-
-    def dequeue(self, now: int) -> None:
-        """The qdisc runs at ``now`` (a frame was enqueued, or the
-        watchdog fired): the waiting frames leave, in order, while the
-        bucket holds their tokens; if one is left waiting, the watchdog
-        is armed for its tokens, late by the CPU's wake-up after the idle
-        wait (``qdisc_watchdog_schedule_ns``, :class:`WatchdogWake`)."""
-        held = self.held
-        while held:
-            start, seg, entry = held[0]
-            if start < now:
-                start = now
-            length = seg.end - seg.seq
-            if not self._take(start, length):
-                size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
-                tokens = self.tokens + (start - self.tokens_at) * self.rate
-                expiry = start + -(-(size - tokens) // self.rate)
-                # the CPU idles from now until then
-                fire = expiry + self.watchdog.delay(expiry - now)
-                if fire != self.watch_at:
-                    if self.watch_event is not None:
-                        self.loop.cancel(self.watch_event)
-                    self.watch_event = self.loop.schedule(fire, self._watchdog)
-                    self.watch_at = fire
-                self.free_at = fire  # the queue is busy until then at least
-                return
-            held.popleft()
-            wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
-            self._leave(start, start, wire, seg, length, False)
-            if entry is not None:
-                entry[0] = start  # its completion: it leaves now
-                snd = self.sender
-                done = snd and getattr(snd.cork, "completed", None)
-                if done:  # a TX completion (tcp_wfree) the cork may wait for
-                    done(snd, start)
-        if self.watch_event is not None:  # nothing waits: disarm
-            self.loop.cancel(self.watch_event)
-            self.watch_event = None
-            self.watch_at = -1
-
-    def _bucket_start(self, start: int, length: int) -> int:
-        """When a frame of ``length`` payload bytes that could start at
-        ``start`` leaves the token bucket (it takes its tokens then)."""
-        bucket = self.bucket
-        assert bucket is not None  # (send calls this only with a bucket)
-        size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
-        tokens = self.tokens + (start - self.tokens_at) * self.rate
-        if tokens > bucket:
-            tokens = bucket
-        if tokens < size:  # wait for the missing credit
-            wait = -(-(size - tokens) // self.rate)
-            if self.watchdog is None:
-                start += wait
-                tokens = size
-            else:  # the timer fires late; the bucket fills meanwhile
-                late = wait + self.watchdog.delay(wait)
-                start += late
-                tokens += late * self.rate
-                if tokens > bucket:
-                    tokens = bucket
-        self.tokens = tokens - size
-        self.tokens_at = start
-        return start
 
     def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
         """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
@@ -519,7 +425,10 @@ class Channel:
         if not q:
             return 0, 0, 0
         first = q[0][0]
-        return len(q), self.nic_bytes, first if first != HELD else self.watch_at
+        if first == HELD:  # still in the qdisc: when its watchdog fires
+            assert self.qdisc is not None  # (only a qdisc holds frames)
+            first = self.qdisc.fire_at
+        return len(q), self.nic_bytes, first
 
     def busy_until(self) -> int:
         """When the transmit path finishes what it holds, fs."""
@@ -535,14 +444,17 @@ class Channel:
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
-    #: A cache, the handles of the pending delivery and watchdog (stated
-    #: as events) and the watchdog's time, and the sum of ``in_nic``.
-    cycle_transient = ("_wire_fs", "batch_event", "watch_event", "watch_at", "nic_bytes")
+    #: A cache, a handle of the pending delivery (stated as an event) and
+    #: the sum of ``in_nic``.
+    cycle_transient = ("_wire_fs", "batch_event", "nic_bytes")
 
     def cycle_parts(self) -> dict:
-        if self.cpu is None:
-            return {"rx": self.rx}
-        return {"rx": self.rx, "cpu": self.cpu}  # shared with a thread
+        parts = {"rx": self.rx}
+        if self.cpu is not None:
+            parts["cpu"] = self.cpu  # shared with a thread
+        if self.qdisc is not None:
+            parts["qdisc"] = self.qdisc
+        return parts
 
     def cycle_counters(self) -> dict:
         return {
@@ -556,38 +468,17 @@ class Channel:
 
     def cycle_state(self, view: View) -> Hashable:
         """Its queues' ends and the frames still in the transmit path
-        (times relative to now), the open delivery batch, the bucket's
-        credit; the receive rule is a part."""
+        (times relative to now; a frame waiting in the qdisc: -1), the
+        open delivery batch; the receive rule and the qdisc are parts."""
         now = view.now
-        tok = None
-        if self.bucket is not None:
-            if self.tokens_at <= now:
-                tok = (min(self.bucket, self.tokens + (now - self.tokens_at) * self.rate), 0)
-            else:
-                tok = (self.tokens, self.tokens_at - now)
         batch = None
         if self.batch is not None:
             batch = (self.batch_time - now, self.gro_open, self.gro_size)
-        seq = view.seq
-        held = tuple(
-            (
-                start - now,
-                g.t_tx - now,
-                g.src,
-                seq(g.seq, g.src),
-                seq(g.end, g.src),
-                seq(g.ack, 1 - g.src),
-                g.psh,
-            )
-            for start, g, _ in self.held
-        )
         return (
             self.free_at - now if self.free_at >= now else -1,
             max(self.softirq_free - now, 0),
             tuple((t - now if t != HELD else -1, n) for t, n in self.in_nic if t > now),
             batch,
-            tok,
-            held,
         )
 
     def cycle_signature(self, view: View) -> Hashable:
@@ -595,10 +486,7 @@ class Channel:
 
     def cycle_event(self, name: str, time: int, batch: list, view: View) -> Hashable:
         """A delivery: its time and its segments (sequence numbers in
-        their sender's stream, the ACK in the other); the watchdog: its
-        time."""
-        if name == "_watchdog":
-            return view.time(time)
+        their sender's stream, the ACK in the other)."""
         seq = view.seq
         segs = tuple(
             (g.src, seq(g.seq, g.src), seq(g.end, g.src), seq(g.ack, 1 - g.src), g.psh)
@@ -608,8 +496,6 @@ class Channel:
 
     def cycle_shift_event(self, name: str, time: int, batch: list, shift: Shift) -> tuple:
         dt = shift.dt
-        if name == "_watchdog":
-            return time + dt, batch
         for g in batch:
             d = shift.seq(g.src)
             g.seq += d
@@ -626,18 +512,6 @@ class Channel:
         self.softirq_free += dt
         if self.batch is not None:
             self.batch_time += dt
-        self.tokens_at += dt
         for e in self.in_nic:  # in place: a held frame refers to its entry
             if e[0] != HELD:
                 e[0] += dt
-        if self.watch_at >= 0:
-            self.watch_at += dt
-        held = []
-        for start, g, e in self.held:
-            d = shift.seq(g.src)
-            g.seq += d
-            g.end += d
-            g.ack += shift.seq(1 - g.src)
-            g.t_tx += dt
-            held.append((start + dt, g, e))
-        self.held = deque(held)

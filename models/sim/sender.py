@@ -47,10 +47,10 @@ from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
-from models.sim.link import HELD
 from models.sim.rules.cc import NoWindow
 from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_view import SenderView
+from models.sim.tbf import HELD
 
 if TYPE_CHECKING:
     from models.sim.fastforward import Shift
@@ -241,7 +241,7 @@ class Sender(SenderView):
                 if cork.event is None:
                     first = q[0][0]
                     if first == HELD:  # still in the qdisc: when its watchdog fires
-                        first = ch.watch_at
+                        first = ch.qdisc.fire_at
                     cork.event = self.loop.schedule(first, cork._tx_completion, self)
         if defer:
             self._queue_alone(start, end, now, more)

@@ -175,7 +175,7 @@ class _Tap(Channel):
     def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
         """tun takes a GSO packet whole; a ``tbf`` qdisc cuts one larger
         than its burst into segments (``tbf_segment``)."""
-        if self.bucket is None:
+        if self.qdisc is None:
             self.send(now, seg)
             return [seg]
         return super().send_gso(now, seg, mss)
