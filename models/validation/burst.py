@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,16 @@ def _with_frames(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _shallow_and_deep(table: pd.DataFrame) -> Iterator[tuple[int, int, Any, Any]]:
+    """Per payload size and QD that ran both: (size, QD, the row at the harness's bucket, the
+    row at the deepest bucket of ``table``)."""
+    deepest = int(table["burst_frames"].max())
+    for (size, qd), g in table.groupby(["iosize_bytes", "qd"]):
+        by = g.set_index("burst_frames")
+        if framing.TBF_BURST_FRAMES in by.index and deepest in by.index:
+            yield int(size), int(qd), by.loc[framing.TBF_BURST_FRAMES], by.loc[deepest]
+
+
 def gains(table: pd.DataFrame) -> pd.DataFrame:
     """Per payload size and QD: the kernel's and the other side's change of rate from the
     harness's bucket (:data:`~models.framing.TBF_BURST_FRAMES`) to the deepest of ``table``, and
@@ -135,19 +146,15 @@ def gains(table: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
-    deepest = int(table["burst_frames"].max())
     rows = []
-    for (size, qd), g in table.groupby(["iosize_bytes", "qd"]):
-        by = g.set_index("burst_frames")
-        if framing.TBF_BURST_FRAMES not in by.index or deepest not in by.index:
-            continue
-        k = float(by.loc[deepest, "iops"] / by.loc[framing.TBF_BURST_FRAMES, "iops"])
-        s = float(by.loc[deepest, "sim_iops"] / by.loc[framing.TBF_BURST_FRAMES, "sim_iops"])
+    for size, qd, shallow, deep in _shallow_and_deep(table):
+        k = float(deep["iops"] / shallow["iops"])
+        s = float(deep["sim_iops"] / shallow["sim_iops"])
         same_way = (k > 1) == (s > 1)
         rows.append(
             {
-                "iosize_bytes": int(size),
-                "qd": int(qd),
+                "iosize_bytes": size,
+                "qd": qd,
                 "kernel_gain": k,
                 "sim_gain": s,
                 "right": bool(same_way and abs(s / k - 1.0) <= IOPS_TOL),
@@ -170,17 +177,12 @@ def bucket_cost_us(table: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
-    deepest = int(table["burst_frames"].max())
     rows = []
-    for (size, qd), g in table.groupby(["iosize_bytes", "qd"]):
-        by = g.set_index("burst_frames")
-        if framing.TBF_BURST_FRAMES not in by.index or deepest not in by.index:
-            continue
-        shallow, deep = by.loc[framing.TBF_BURST_FRAMES], by.loc[deepest]
+    for size, qd, shallow, deep in _shallow_and_deep(table):
         rows.append(
             {
-                "iosize_bytes": int(size),
-                "qd": int(qd),
+                "iosize_bytes": size,
+                "qd": qd,
                 # operations per second -> seconds per operation -> microseconds
                 "kernel_us": (1.0 / shallow["iops"] - 1.0 / deep["iops"]) * 1e6,
                 "sim_us": (1.0 / shallow["sim_iops"] - 1.0 / deep["sim_iops"]) * 1e6,
