@@ -125,7 +125,8 @@ def test_calibrate_does_not_repeat_itself_and_its_loss_is_a_rough_guide(ev, cal)
     spreads by more than 15 points; the lowest fit loss is (joint) best, the third lowest among
     the worst; the runs whose first wake-up came out slow have the highest losses."""
     t = MA.calibration_table(cal)
-    assert list(t.index) == [MA.PROFILE, *MA.AGAIN_PROFILES, MA.TRIES_PROFILE]
+    assert list(t.index) == list(MA.CALIBRATE_PROFILES)
+    assert MA.CALIBRATE_PROFILES[0] == MA.PROFILE and MA.CALIBRATE_PROFILES[-1] == MA.TRIES_PROFILE
     share, loss = t[MA.SHARE], t["fit loss"]
     assert share[MA.PROFILE] == pytest.approx(float(_io(ev, "calibrated")["within"].mean()))
     assert share.max() - share.min() > 0.15

@@ -226,3 +226,10 @@ def test_sweep_dry_run_lists_the_plan_and_a_closed_pipe_ends_quietly():
     )
     assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
     assert res.stdout.splitlines()[-1] == "141"
+
+
+def test_a_plan_with_no_runs_on_the_chosen_links_is_an_error_not_an_empty_table(capsys, tmp_path):
+    code = main(["sweep", "--plan", "burst", "--links", "loopback", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "the burst plan has no runs on these links" in err, err
+    assert not any(tmp_path.iterdir())  # nothing written

@@ -191,6 +191,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(pr.link.label, pr.table, pr.spec)
         print(f"{len(plan)} runs", file=sys.stderr)
         return 0
+    if not plan:
+        where = "these links" if args.links else "the links this user may create"
+        raise ValueError(
+            f"the {args.plan} plan has no runs on {where} (veth links need root; see --dry-run)"
+        )
     if not is_root():
         print(
             "not root: measuring on the host loopback only (veth links need root)", file=sys.stderr

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HELD", "Tbf"]
 
-#: The TX completion of a data frame still waiting in the qdisc: not yet
-#: known (after any time a run reaches), set when the frame leaves.
+#: The TX completion of a data frame still waiting in the qdisc, not yet
+#: known (after any time a run reaches); set when the frame leaves.
 HELD = 1 << 80
 
 
@@ -151,7 +151,7 @@ class Tbf:
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
-    #: The watchdog's handle and time: its pending event is stated.
+    #: The watchdog's handle and time (its pending event is stated).
     cycle_transient = ("event", "fire_at")
 
     def cycle_state(self, view: View) -> Hashable:

@@ -57,6 +57,9 @@ __all__ = [
     "on_one_cpu",
     "simulate",
     "verdict_misses",
+    "limited_ratio",
+    "deep_rate",
+    "op_time_us",
     "ApartEvaluation",
     "evaluate",
 ]
@@ -89,8 +92,10 @@ def lowest_loss() -> str:
     eight runs best (lowest ``fit.loss``; ``data/hosts/<name>.json``)."""
     from models.sim import hostprofile
 
-    names = (machines.PROFILE, *machines.AGAIN_PROFILES, machines.TRIES_PROFILE)
-    return min(names, key=lambda n: float(hostprofile.shipped(n).records["fit"]["loss"]))
+    return min(
+        machines.CALIBRATE_PROFILES,
+        key=lambda n: float(hostprofile.shipped(n).records["fit"]["loss"]),
+    )
 
 
 def profiles() -> dict[str, Any]:
@@ -142,6 +147,50 @@ def verdict_misses(table: pd.DataFrame) -> pd.DataFrame:
     out["missed"] = out["kernel_stalls"]
     out["queued"] = out["missed"] & link_limited(out) & (out["iops"] >= 0.5 * out["sim_iops"])
     return out
+
+
+def limited_ratio(table: pd.DataFrame) -> float:
+    """The median simulated over kernel rate of an evaluated table's rate-limited rows
+    (:func:`~models.validation.fidelity.link_limited`), every role.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"rate_limit_bits_per_s": [1e9, 1e9, None],
+    ...                   "iops": [100.0, 200.0, 5.0], "sim_iops": [120.0, 200.0, 50.0]})
+    >>> limited_ratio(t)
+    1.1
+    """
+    from models.validation.fidelity import link_limited
+
+    lim = table[link_limited(table)]
+    return float((lim["sim_iops"] / lim["iops"]).median())
+
+
+def deep_rate(table: pd.DataFrame, size: int = 65536) -> float:
+    """The kernel's median rate, operations per second, of ``size``-byte responses at QD 8 and
+    above on unlimited links.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"rate_limit_bits_per_s": [None, None, 1e9, None],
+    ...                   "iosize_bytes": [65536] * 4, "qd": [8, 32, 8, 1],
+    ...                   "iops": [60e3, 66e3, 2e3, 20e3]})
+    >>> deep_rate(t)
+    63000.0
+    """
+    from models.validation.fidelity import link_limited
+
+    keep = (table["iosize_bytes"] == size) & (table["qd"] >= 8) & ~link_limited(table)
+    return float(table.loc[keep, "iops"].median())
+
+
+def op_time_us(table: pd.DataFrame, column: str = "sim_iops") -> pd.Series:
+    """Each row's mean operation time in microseconds by Little's law, QD over the rate in
+    ``column`` (operations per second).
+
+    >>> import pandas as pd
+    >>> op_time_us(pd.DataFrame({"qd": [32], "sim_iops": [1600.0]})).tolist()
+    [20000.0]
+    """
+    return table["qd"] / table[column] * 1e6  # seconds -> microseconds
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ __all__ = [
     "GOALS",
     "AGAIN_PROFILES",
     "TRIES_PROFILE",
+    "CALIBRATE_PROFILES",
     "SHARE",
     "SLOW_FIRST_WAKE_US",
     "summary",
@@ -89,6 +90,8 @@ PROFILE = "kernel6_machine2"
 AGAIN_PROFILES = tuple(f"kernel6_machine2_again{k}" for k in range(1, 7))
 #: ``calibrate --tries 3`` on the second machine, just before the last three: the try it kept.
 TRIES_PROFILE = "kernel6_machine2_tries3"
+#: Every bundled ``calibrate`` profile of the second machine, in the order they were made.
+CALIBRATE_PROFILES = (PROFILE, *AGAIN_PROFILES, TRIES_PROFILE)
 #: A first wake-up (after the microbenchmark's shortest idle gap) slower than this, microseconds,
 #: found the sleeping vCPU already halted (between the two levels the second machine's runs show).
 SLOW_FIRST_WAKE_US = 12.0
@@ -196,7 +199,7 @@ def calibration_runs(
 
     run = load_kernel_run(prefix=PREFIX)
     out = {}
-    for name in (PROFILE, *AGAIN_PROFILES, TRIES_PROFILE):
+    for name in CALIBRATE_PROFILES:
         if name == PROFILE and first is not None:
             out[name] = first
         else:  # with the roles

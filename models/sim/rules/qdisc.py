@@ -9,7 +9,7 @@ CPU, which had nothing to do meanwhile, so the release is late by that
 host's wake-up of an idle CPU.  The qdisc also runs whenever the socket
 hands it another frame (``__dev_xmit_skb``), so a frame whose tokens
 are there leaves then, before the late timer; the link
-(:meth:`models.sim.tbf.TokenBucket.dequeue`) keeps the waiting frames and
+(:meth:`models.sim.tbf.Tbf.dequeue`) keeps the waiting frames and
 re-arms the timer, the CPU idle from that moment.  A link part, not a
 kernel rule: the link's ``watchdog_wake`` turns it on, and the sending
 host's measured wake-ups (``wake_fast_s``, ``wake_fast_idle_s``,
