@@ -318,8 +318,8 @@ def link_options(
     :func:`models.framing.burst_frames`): a token bucket, not a wire, so a response of up to that
     many segments leaves at once.
 
-    >>> link_options(1500, 1e9)["bucket_bytes"], link_options(1500, 1e9, 10)["bucket_bytes"]
-    (3028, 15140)
+    >>> [link_options(1500, 1e9, n)["bucket_bytes"] for n in (2, 10)]
+    [3028, 15140]
     """
     mtu = int(mtu_bytes)
     rate = rate_bits_per_s

@@ -18,9 +18,9 @@ its TX completion (``tcp_wfree``), which the sender's cork rule hears of
 Credit is kept in bit-femtoseconds (a bit is ``FS`` units, and ``rate``
 units accrue per femtosecond), so it is exact.
 
->>> us = FS // 10**6                    # femtoseconds per microsecond
->>> q = Tbf(None, 10**9, 2 * 1514)      # 1 Gb/s, a bucket of two frames
->>> [q.leave_at(0, 1448) // us for _ in range(3)]  # the third waits
+>>> us = FS // 10**6          # femtoseconds per microsecond
+>>> q = Tbf(None, 10**9, 2 * 1514)   # 1 Gb/s, two frames deep
+>>> [q.leave_at(0, 1448) // us for _ in range(3)]
 [0, 0, 12]
 """
 
