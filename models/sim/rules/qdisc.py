@@ -5,16 +5,17 @@ frame that waited for tokens.
 qdisc watchdog, an hrtimer, for the moment they will be there
 (``net/sched/sch_tbf.c``, ``tbf_dequeue``,
 ``qdisc_watchdog_schedule_ns``).  The timer fires on the sending host's
-CPU, which had nothing to do meanwhile, so the release is late by that
-host's wake-up of an idle CPU.  The qdisc also runs whenever the socket
-hands it another frame (``__dev_xmit_skb``), so a frame whose tokens
-are there leaves then, before the late timer; the link
-(:meth:`models.sim.tbf.Tbf.dequeue`) keeps the waiting frames and
-re-arms the timer, the CPU idle from that moment.  A link part, not a
-kernel rule: the link's ``watchdog_wake`` turns it on, and the sending
-host's measured wake-ups (``wake_fast_s``, ``wake_fast_idle_s``,
-``wake_s``) set it (:class:`models.sim.link.Channel` takes it as
-``watchdog``).
+CPU, late; the rule takes the lateness from that host's measured
+wake-ups of an idle CPU, a proxy (the timer's own lateness is not
+measured, and chapter 9 finds an idle CPU is not its only cause).  The
+qdisc also runs whenever the socket hands it another frame
+(``__dev_xmit_skb``), so a frame whose tokens are there leaves then,
+before the late timer; the qdisc (:meth:`models.sim.tbf.Tbf.dequeue`)
+keeps the waiting frames and re-arms the timer, the CPU idle from that
+moment.  A link part, not a kernel rule: the link's ``watchdog_wake``
+turns it on, and the sending host's measured wake-ups (``wake_fast_s``,
+``wake_fast_idle_s``, ``wake_s``) set it (the channel,
+:class:`models.sim.link.Channel`, takes it as ``watchdog``).
 
 >>> us = 10**9                        # femtoseconds per microsecond
 >>> w = WatchdogWake(fast=5 * us, fast_idle=3 * us, slow=25 * us)
