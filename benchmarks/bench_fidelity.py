@@ -139,11 +139,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return out
     for name, suite in out.items():
         print(f"{name} ({suite['seconds']:.0f} s)")
+        width = max(len(g) for col in suite["columns"].values() for g in col["goals"])
         for column, col in suite["columns"].items():
             print(f"  {column} [{col['role']}]")
             for goal, g in col["goals"].items():
                 mark = {True: "met", False: "NOT met", None: ""}[g["met"]]
-                print(f"    {goal:<24} {g['value']:<14} {mark}")
+                print(f"    {goal:<{width}} {g['value']:<14} {mark}")
     return out
 
 

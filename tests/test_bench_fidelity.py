@@ -53,3 +53,20 @@ def test_the_bucket_suite_reports_its_own_goals_with_the_audit_labelled():
     # the wrong model misses the QD-1 median that the late watchdog meets
     assert cols[BU.MODELS[0]]["goals"][BU.GOALS[1]]["met"] is True
     assert cols[BU.MODELS[1]]["goals"][BU.GOALS[1]]["met"] is False
+
+
+def test_the_text_lines_up_the_values_of_every_goal(capsys):
+    _bench().main(["--only", "burst"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("    ")]
+    # each goal line: the name padded to the longest, then the value in one column
+    columns = {_value_column(line) for line in lines}
+    assert lines and len(columns) == 1, columns
+
+
+def _value_column(line: str) -> int:
+    """Where a goal line's value starts: after the padded name and one space."""
+    from models.validation import burst as BU
+
+    name = next(g for g in BU.GOALS if line[4:].startswith(g))
+    rest = line[4 + len(name) :]
+    return 4 + len(name) + (len(rest) - len(rest.lstrip()))
