@@ -102,3 +102,29 @@ def test_with_nothing_enqueued_the_waiting_frame_leaves_when_the_late_watchdog_f
     assert dict((seq, t) for t, seq in seen)[1 + 2 * mss] == frame_fs + 25 * us
     # and it is counted once: frames handed over, data frames, bytes
     assert (ch.frames, ch.data_frames, ch.payload_bytes) == (3, 3, 3 * mss)
+
+
+def test_a_waiting_frame_that_leaves_early_brings_the_autocork_release_with_it():
+    from types import SimpleNamespace
+
+    from models.sim.rules.cork import Autocork
+
+    loop, ch, seen, us = _bucket_channel()
+    mss = framing.mss(1500)
+    for i in range(3):
+        ch.send(0, _full(1 + i * mss))
+    cork = Autocork()
+    pushed: list = []
+    snd = SimpleNamespace(cork=cork, loop=loop, queue=True, soft_cpu=0)
+    snd.push_pending = pushed.append  # the deferred tail's push, at its time
+    ch.sender = snd
+    # the autocork deferred a tail until the first TX completion, which
+    # tx_backlog puts at the watchdog's (late) time
+    cork.throttled = True
+    first = ch.tx_backlog(0)[2]
+    assert first == ch.qdisc.fire_at
+    cork.event = loop.schedule(first, cork._tx_completion, snd)
+    loop.schedule(20 * us, lambda now, _: ch.send(now, _ack()))
+    loop.run()
+    # the frame left at the ACK's enqueue, so the push came then, not at the timer
+    assert pushed == [20 * us]

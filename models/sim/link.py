@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["Channel", "Segment", "HELD"]
+__all__ = ["Channel", "Segment"]
 
 
 def _unwired(now: int, seg: Segment) -> None:
@@ -252,33 +252,38 @@ class Channel:
                 return self.free_at
             done = start
             wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
-        seg.t_tx = now
-        return self._leave(now, done, wire, seg, length, True)
+        self._handed(now, seg, length, done)
+        return self._leave(now, done, wire, seg, length)
 
-    def _hold(self, now: int, start: int, seg: Segment, length: int) -> None:
-        """``seg`` waits in the qdisc from ``start``; counted as handed
-        over, and a data frame's bytes as in the transmit path."""
+    def _handed(self, now: int, seg: Segment, length: int, done: int) -> list | None:
+        """Count ``seg`` as handed over at ``now``; a data frame's bytes
+        stay in the transmit path until ``done`` (``HELD``: until it
+        leaves the qdisc).  Returns its entry there (``None``: an ACK)."""
         seg.t_tx = now
         self.frames += 1
-        entry = None
-        if length:
-            self.data_frames += 1
-            self.payload_bytes += length
-            q = self.in_nic
-            while q and q[0][0] <= now:  # completed: forget them
-                self.nic_bytes -= q.popleft()[1]
-            entry = [HELD, length]  # its completion: when it leaves
-            q.append(entry)
-            self.nic_bytes += length
+        if not length:
+            return None
+        self.data_frames += 1
+        self.payload_bytes += length
+        q = self.in_nic
+        while q and q[0][0] <= now:  # completed: forget them
+            self.nic_bytes -= q.popleft()[1]
+        entry = [done, length]
+        q.append(entry)
+        self.nic_bytes += length
+        return entry
+
+    def _hold(self, now: int, start: int, seg: Segment, length: int) -> None:
+        """``seg`` waits in the qdisc from ``start``."""
         assert self.qdisc is not None  # (only with a bucket)
-        self.qdisc.hold(start, seg, entry)
+        self.qdisc.hold(start, seg, self._handed(now, seg, length, HELD))
 
     def depart(self, now: int, seg: Segment, length: int, entry: list | None) -> None:
         """A frame that waited in the qdisc leaves at ``now``: its
         delivery, and its TX completion (``tcp_wfree``), which the
         sender's cork rule may wait for."""
         wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
-        self._leave(now, now, wire, seg, length, False)
+        self._leave(now, now, wire, seg, length)
         if entry is not None:
             entry[0] = now
             snd = self.sender
@@ -286,25 +291,12 @@ class Channel:
             if done:
                 done(snd, now)
 
-    def _leave(
-        self, now: int, done: int, wire: int, seg: Segment, length: int, fresh: bool
-    ) -> int:
-        """``seg`` leaves the transmit path at ``done`` (decided at
-        ``now``; ``fresh``: handed over now, not held in the qdisc):
-        schedule its delivery."""
+    def _leave(self, now: int, done: int, wire: int, seg: Segment, length: int) -> int:
+        """``seg`` (counted by :meth:`_handed`) leaves the transmit path
+        at ``done``, decided at ``now``: schedule its delivery."""
         self.free_at = done
         self.busy += wire
-        if fresh:  # (a held frame was counted when it was handed over)
-            self.frames += 1
         if length:
-            q = self.in_nic
-            while q and q[0][0] <= now:  # completed: forget them
-                self.nic_bytes -= q.popleft()[1]
-            if fresh:  # (and its entry is there already)
-                self.data_frames += 1
-                self.payload_bytes += length
-                q.append([done, length])
-                self.nic_bytes += length
             cost = self.softirq
         else:
             cost = self.ack_softirq

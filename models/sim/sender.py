@@ -50,7 +50,6 @@ from models.sim.events import Timer
 from models.sim.rules.cc import NoWindow
 from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_view import SenderView
-from models.sim.tbf import HELD
 
 if TYPE_CHECKING:
     from models.sim.fastforward import Shift
@@ -238,10 +237,8 @@ class Sender(SenderView):
             if defer:
                 cork = self.cork
                 cork.throttled = True
-                if cork.event is None:
-                    first = q[0][0]
-                    if first == HELD:  # still in the qdisc: when its watchdog fires
-                        first = ch.qdisc.fire_at
+                if cork.event is None:  # at the first TX completion
+                    first = ch.tx_backlog(now)[2]
                     cork.event = self.loop.schedule(first, cork._tx_completion, self)
         if defer:
             self._queue_alone(start, end, now, more)
