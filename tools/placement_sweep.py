@@ -134,10 +134,12 @@ def write_dataset(
     title: str,
     description: str,
     source: tuple[str, str],
+    others: str = "each run's other_cpu_pct says what else used the CPUs",
 ) -> Path:
     """Write ``rows`` as ``out/PREFIX.csv`` (columns ``fields``: name, type, unit, description)
     and its sidecar ``PREFIX.json`` (the sweeps' commands and machines, the CSV's hash, primary
-    key ``key``; ``source`` is the tool's title and file); returns the CSV's path."""
+    key ``key``; ``source`` is the tool's title and file; ``others`` says how the rows show what
+    else ran); returns the CSV's path."""
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{prefix}.csv"
     with csv_path.open("w", newline="") as f:
@@ -168,7 +170,7 @@ def write_dataset(
             f"control {first['congestion_control']}, tcp_autocorking "
             f"{first['autocorking']}); sweeps started "
             f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
-            "machine meanwhile (each run's other_cpu_pct says what else used the CPUs)."
+            f"machine meanwhile ({others})."
         ),
         "hash": sha256_of(csv_path),
         "schema": table_schema(fields, key),
