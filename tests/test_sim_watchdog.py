@@ -39,6 +39,19 @@ def test_a_slow_wake_up_lowers_the_limited_rate_and_a_fast_one_does_not():
     assert _limited(False, **slow) == ideal
 
 
+def test_a_measured_lateness_replaces_the_wake_ups_whatever_the_wait():
+    slow = {"wake_s": 25 * US, "wake_fast_s": 5 * US, "wake_fast_idle_s": 200 * US}
+    # the measured timer (Host.tbf_late_s) is late after every wait, fast window or not: the
+    # same as wake-ups of that lateness with no fast window
+    measured = _limited(True, **slow, tbf_late_s=17 * US)
+    assert measured < 0.95 * _limited(True, **slow)  # the fast window had hidden the late timer
+    # with no fast window and a wake-up of the same length, it charges what the proxy charged
+    assert _limited(True, wake_s=17 * US, tbf_late_s=17 * US) == _limited(True, wake_s=17 * US)
+    # a later timer passes less; without the flag the measurement is not used
+    assert _limited(True, tbf_late_s=40 * US) < measured
+    assert _limited(False, tbf_late_s=40 * US) == _limited(False)
+
+
 def test_without_a_bucket_the_flag_changes_nothing():
     sc = Scenario(link={"watchdog_wake": True}, server={"wake_s": 50 * US}, run={"ops": 100})
     assert simulate(sc).iops == simulate(sc.replace(link={"watchdog_wake": False})).iops

@@ -458,10 +458,13 @@ def _channel(loop, rate: int, sender, receiver, link) -> Channel:
         ack += receiver.handoff_ack_cpu_s  # the ACK's CPU is not its socket owner's
     watchdog = None
     if link.watchdog_wake and link.bucket_bytes is not None:
-        # the sender's wake-ups, seconds -> fs
-        watchdog = WatchdogWake(
-            fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
-        )
+        if sender.tbf_late_s is not None:  # measured, seconds -> fs, whatever the wait
+            late = fs(sender.tbf_late_s)
+            watchdog = WatchdogWake(late, 0, late)
+        else:  # the sender's wake-ups stand in, seconds -> fs
+            watchdog = WatchdogWake(
+                fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
+            )
     return Channel(
         loop,
         rate,

@@ -167,6 +167,13 @@ COST_RANGES: dict[str, Range] = {
         unit="share of wake-ups",
     ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
+    "tbf_late_s": Range(
+        0.0,
+        1e-3,
+        "an hrtimer's interrupt and the transmit soft interrupt after it: microseconds on "
+        "hardware, tens of microseconds when the timer's interrupt comes through a hypervisor "
+        "(tools/tbf_timer_sweep.py measures it)",
+    ),
     "handoff_cpu_s": Range(
         0.0,
         50e-6,

@@ -225,9 +225,9 @@ class Link(Part):
         "flag",
         "",
         "with bucket_bytes: a frame that finds too few tokens waits in the tbf until the next "
-        "frame handed to it runs the qdisc, or until the tbf's watchdog timer wakes the sending "
-        "host's CPU, late by that host's wake-up (wake_fast_s after a wait of at most "
-        "wake_fast_idle_s, else wake_s); default: it leaves as soon as the tokens are there",
+        "frame handed to it runs the qdisc, or until the tbf's watchdog timer fires, late by the "
+        "sending host's tbf_late_s if measured, else by its wake-up (wake_fast_s after a wait of "
+        "at most wake_fast_idle_s, else wake_s); default: it leaves as soon as the tokens are there",
         sample=OneOf(False, True),
     )
     softirq_on_sender: bool = param(

@@ -50,7 +50,8 @@ class Host(Part):
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
-    ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
+    ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
+    the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
     """
@@ -185,6 +186,16 @@ class Host(Part):
         "random extra wake-up latency, uniform in [0, spread) per "
         "wake-up (seeded; turns the fast-forward off)",
         sample=OneOf(0.0, 20e-6),
+    )
+    tbf_late_s: float | None = param(
+        None,
+        "seconds",
+        "seconds",
+        "with Link.watchdog_wake: how late the tbf watchdog timer releases a frame that waited "
+        "for tokens, as measured (tools/tbf_timer_sweep.py); default: the host's wake-up "
+        "stands in (wake_fast_s after a wait of at most wake_fast_idle_s, else wake_s)",
+        optional=True,
+        sample=OneOf(None, 17e-6),
     )
     rx_usecs: float | None = param(
         None,

@@ -5,17 +5,20 @@ frame that waited for tokens.
 qdisc watchdog, an hrtimer, for the moment they will be there
 (``net/sched/sch_tbf.c``, ``tbf_dequeue``,
 ``qdisc_watchdog_schedule_ns``).  The timer fires on the sending host's
-CPU, late; the rule takes the lateness from that host's measured
-wake-ups of an idle CPU, a proxy (the timer's own lateness is not
-measured, and chapter 9 finds an idle CPU is not its only cause).  The
-qdisc also runs whenever the socket hands it another frame
-(``__dev_xmit_skb``), so a frame whose tokens are there leaves then,
-before the late timer; the qdisc (:meth:`models.sim.tbf.Tbf.dequeue`)
-keeps the waiting frames and re-arms the timer, the CPU idle from that
-moment.  A link part, not a kernel rule: the link's ``watchdog_wake``
-turns it on, and the sending host's measured wake-ups (``wake_fast_s``,
-``wake_fast_idle_s``, ``wake_s``) set it (the channel,
-:class:`models.sim.link.Channel`, takes it as ``watchdog``).
+CPU, late.  Where that lateness is measured (``Host.tbf_late_s``:
+``tools/tbf_timer_sweep.py`` times frames through a ``tbf`` on a veth
+pair), the rule charges it after every wait; where it is not, the host's
+measured wake-ups of an idle CPU stand in for it, a proxy (on the second
+machine of chapter 9 the proxy is half as late again as the timer, whose
+lateness hardly depends on whether the CPU idles).  The qdisc also runs
+whenever the socket hands it another frame (``__dev_xmit_skb``), so a
+frame whose tokens are there leaves then, before the late timer; the
+qdisc (:meth:`models.sim.tbf.Tbf.dequeue`) keeps the waiting frames and
+re-arms the timer.  A link part, not a kernel rule: the link's
+``watchdog_wake`` turns it on, and the sending host's ``tbf_late_s``, or
+else its wake-ups (``wake_fast_s``, ``wake_fast_idle_s``, ``wake_s``), set
+it (the channel, :class:`models.sim.link.Channel`, takes it as
+``watchdog``).
 
 >>> us = 10**9                        # femtoseconds per microsecond
 >>> w = WatchdogWake(fast=5 * us, fast_idle=3 * us, slow=25 * us)
