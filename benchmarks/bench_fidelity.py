@@ -16,8 +16,9 @@ Three suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     profile carried over, and the machine's first ``calibrate`` profile, beside two audits
     (:func:`models.validation.machines.evaluate`);
 ``burst``
-    the second machine's runs over the rate limit's bucket depth, against the late ``tbf``
-    watchdog and the on-time one, beside the second draw (:func:`models.validation.burst.evaluate`;
+    the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
+    late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
+    the second draw (:func:`models.validation.burst.evaluate`;
     its own goals, :data:`models.validation.burst.GOALS`).
 
 A column is a model (a test) or an audit (kernel runs held to kernel runs); an audit never counts

@@ -2,26 +2,26 @@
 
 A rate-limited veth in the harness is a ``tbf`` qdisc whose bucket holds two full frames
 (:data:`models.framing.TBF_BURST_FRAMES`).  A frame that finds too few tokens waits for the
-qdisc's watchdog timer, and on these virtual machines that timer fires late, by about a wake-up
-of the idle sending CPU; the simulator's ``Link.watchdog_wake``
-(:class:`models.sim.rules.qdisc.WatchdogWake`) charges that lateness, taken from the sending host's
-measured wake-ups.  A deeper bucket absorbs the lateness: tokens keep arriving while the timer is
-late, and with room for them the next frames leave at once.  So the mechanism predicts a rate that
-rises with the bucket's depth and stops rising once the bucket holds what arrives while the timer
-is late.
+qdisc's watchdog timer, and on these virtual machines that timer fires late; the simulator's
+``Link.watchdog_wake`` (:class:`models.sim.rules.qdisc.WatchdogWake`) charges that lateness.  A
+deeper bucket absorbs it: tokens keep arriving while the timer is late, and with room for them the
+next frames leave at once.  So the mechanism predicts a rate that rises with the bucket's depth and
+stops rising once the bucket holds what arrives while the timer is late.
 
 The burst plan (``python -m models.measure sweep --plan burst --pin apart``, :data:`DATASET`)
 measured that on the second machine: the 1 Gb/s veth at MTU 1500 with buckets of 2, 4, 10 and 40
 frames (:data:`models.measure.plan.BURST_FRAMES`; the depth is in each row's link label), NODELAY
 on both ends, 4, 16 and 64 KiB, QD 1, 8 and 32; and the whole plan a second time (:data:`AGAIN`).
 
-Two models meet its rows (:data:`MODELS`), both the second machine's lowest-loss ``calibrate``
+Three models meet its rows (:data:`MODELS`), all the second machine's lowest-loss ``calibrate``
 profile (:func:`models.validation.apart.lowest_loss`), simulated as the field evaluation simulates
-(:func:`~models.validation.fidelity.field_scenario`): ``late watchdog`` as it is, and ``on-time
-watchdog`` with ``watchdog_wake`` off (the wrong model: a timer that fires when the tokens are
-there).  Nothing in either was fitted to these rows, so every row is a test; the second draw
-stands beside them as an audit (:data:`AUDIT`).  The tolerance is the field evaluation's
-(:data:`~models.validation.fidelity.IOPS_TOL`), stated there before any result.
+(:func:`~models.validation.fidelity.field_scenario`): ``measured timer`` late by the watchdog's
+lateness measured on that machine (:func:`models.validation.tbf_timer.measured_late_s`,
+``Host.tbf_late_s``), ``wake-up proxy`` late by the host's measured thread wake-ups that stood in
+for it before, and ``on-time watchdog`` with ``watchdog_wake`` off (the wrong model: a timer that
+fires when the tokens are there).  Nothing in any of them was fitted to these rows, so every row is
+a test; the second draw stands beside them as an audit (:data:`AUDIT`).  The tolerance is the field
+evaluation's (:data:`~models.validation.fidelity.IOPS_TOL`), stated there before any result.
 
 The goals (:data:`GOALS`), stated before the results:
 
@@ -59,8 +59,10 @@ __all__ = [
     "MODELS",
     "AUDIT",
     "GOALS",
+    "measured_timer",
     "on_time",
     "simulate",
+    "pinned_limited",
     "gains",
     "bucket_cost_us",
     "goals",
@@ -76,7 +78,7 @@ DATASET = "kernel6_burst_iscsi_loop"
 AGAIN_PREFIX = "kernel6_burst2"
 AGAIN = "kernel6_burst2_iscsi_loop"
 #: The models, in the order tables show them.
-MODELS = ("late watchdog", "on-time watchdog")
+MODELS = ("measured timer", "wake-up proxy", "on-time watchdog")
 #: The kernel's second draw, standing where a model stands.
 AUDIT = "second draw"
 #: The goals, in order.
@@ -88,10 +90,27 @@ GOALS = (
 )
 
 
+def measured_timer(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`~models.validation.fidelity.field_scenario` with the watchdog late by its measured
+    lateness (:func:`models.validation.tbf_timer.measured_late_s`) on both ends, in place of the
+    host's wake-ups (module level: it pickles)."""
+    from models.validation.tbf_timer import measured_late_s
+
+    late = {"tbf_late_s": measured_late_s()}
+    return field_scenario(table, row, host, hz).replace(server=late, client=late)
+
+
 def on_time(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
     """:func:`~models.validation.fidelity.field_scenario` with the watchdog firing on time (the
     wrong model; module level: it pickles)."""
     return field_scenario(table, row, host, hz).replace(link={"watchdog_wake": False})
+
+
+def _scenario(model: str) -> Any:
+    """How rows are made under ``model``: a scenario function (``None``: the field
+    evaluation's own, :func:`~models.validation.fidelity.field_scenario`, the wake-ups standing
+    in for the timer)."""
+    return {MODELS[0]: measured_timer, MODELS[1]: None, MODELS[2]: on_time}[model]
 
 
 def simulate(model: str, profile: Any = None, processes: int | None = None) -> pd.DataFrame:
@@ -106,12 +125,31 @@ def simulate(model: str, profile: Any = None, processes: int | None = None) -> p
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     profile = profile or hostprofile.shipped(apart.lowest_loss())
-    make = None if model == MODELS[0] else on_time
     out = simulate_loop(
-        load_kernel_run(prefix=PREFIX), profile, processes=processes, scenario=make
+        load_kernel_run(prefix=PREFIX), profile, processes=processes, scenario=_scenario(model)
     )
     out["role"] = "test"  # nothing was fitted on these rows
     return _with_frames(out)
+
+
+def pinned_limited(model: str, processes: int | None = None) -> pd.DataFrame:
+    """The rate-limited runs of the field sweep pinned a CPU apart
+    (:data:`models.validation.apart.DATASET`), simulated under ``model`` (one of :data:`MODELS`)
+    with the second machine's lowest-loss profile, as :func:`simulate` simulates the burst runs."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+    from models.validation import apart
+    from models.validation.fidelity import link_limited, simulate_loop
+
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    return simulate_loop(
+        load_kernel_run(prefix=apart.PREFIX),
+        hostprofile.shipped(apart.lowest_loss()),
+        processes=processes,
+        scenario=_scenario(model),
+        rows=link_limited,
+    )
 
 
 def _with_frames(table: pd.DataFrame) -> pd.DataFrame:
@@ -232,7 +270,7 @@ class BurstEvaluation:
 
 @functools.cache
 def evaluate(processes: int | None = None) -> BurstEvaluation:
-    """Both models of :data:`MODELS` and the audit held to the burst runs (cached: the data
+    """Every model of :data:`MODELS` and the audit held to the burst runs (cached: the data
     and the models are fixed)."""
     import pandas as pd
 

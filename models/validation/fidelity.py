@@ -408,13 +408,15 @@ def simulate_loop(
     processes: int | None = None,
     kernel: str | None = None,
     scenario: Callable[..., Any] | None = None,
+    rows: Callable[[pd.DataFrame], pd.Series] | None = None,
 ) -> pd.DataFrame:
     """The iSCSI-loop table of a kernel sweep (``run``, a :class:`models.kernel.KernelRun`, e.g.
     ``load_kernel_run(prefix=PACING_PREFIX)``) with the simulator's columns, each row run as
     :func:`evaluate` runs the field sweep's (:func:`field_scenario`, ``profile`` default the shipped
     one, the run's own timer rate), on the kernel profile ``kernel`` if given (a name of
     ``models.sim.PROFILES``; default the scenario's), or made by ``scenario`` instead of
-    :func:`field_scenario` (same arguments; a module-level function, so that it pickles)."""
+    :func:`field_scenario` (same arguments; a module-level function, so that it pickles); with
+    ``rows`` (a mask of the table, e.g. :func:`link_limited`) only the rows it selects."""
     from models.sim import hostprofile
 
     if kernel is not None and scenario is not None:
@@ -425,7 +427,10 @@ def simulate_loop(
     if scenario is not None:
         make = scenario
     summarise = functools.partial(_summary, make, "iscsi_loop", host, run.hz)
-    return simulated(run.table("iscsi_loop"), summarise, processes=n)
+    table = run.table("iscsi_loop")
+    if rows is not None:
+        table = table[rows(table)]
+    return simulated(table, summarise, processes=n)
 
 
 def resimulate(
