@@ -4,8 +4,8 @@ A token-bucket filter (``net/sched/sch_tbf.c``) that has a frame but not the tok
 watchdog (an hrtimer, ``qdisc_watchdog_schedule_ns``) for the moment the tokens suffice; the frame
 leaves when the timer has fired and the transmit soft interrupt has run the qdisc again.  The
 simulator's ``Link.watchdog_wake`` (:class:`models.sim.rules.qdisc.WatchdogWake`) charges that
-release a lateness taken from the host's measured thread wake-ups, a proxy.  This microbenchmark
-measures the timer itself:
+release a lateness: the host's ``tbf_late_s`` where it is measured, else its measured thread
+wake-ups, a proxy.  This microbenchmark measures the timer itself:
 
 * a veth pair between two namespaces, ``tbf`` on the sending end (rate ``rate_bits_per_s``, a
   bucket of ``burst_frames`` full frames, :func:`models.framing.tbf_burst_bytes`);
