@@ -140,7 +140,8 @@ def _receive(addr: str, total: int, out: str) -> None:
 
 class _Batch:
     """Datagrams laid out for one ``sendmmsg()`` call (glibc through :mod:`ctypes`): the whole
-    burst enters the qdisc in one system call, faster than any rate measured drains it."""
+    burst enters the qdisc in one system call, about 15-20 us of the sending CPU a frame on the
+    machine measured, which outpaces a qdisc draining at up to 300 Mb/s (40 us a frame)."""
 
     def __init__(self, grams: list[bytes]) -> None:
         import ctypes
