@@ -66,6 +66,7 @@ __all__ = [
     "gains",
     "bucket_cost_us",
     "goals",
+    "findings",
     "BurstEvaluation",
     "evaluate",
 ]
@@ -285,3 +286,62 @@ def evaluate(processes: int | None = None) -> BurstEvaluation:
         {name: {g.name: g.value for g in goals(t)} for name, t in tables.items()}
     ).loc[list(GOALS)]
     return BurstEvaluation(tables, table)
+
+
+def findings(ev: BurstEvaluation, pinned: bool = True) -> dict[str, Any]:
+    """What chapter 9 states about an evaluation: per model and the audit the goals met
+    (``met``), the gains (``gains``) and the shallow bucket's cost (``cost``, by size and QD);
+    and the values it quotes: ``runs``, ``share`` (% within a quarter, measured timer), ``q1`` and
+    ``q8`` (its median ratios on the two-frame bucket), ``k64`` and ``s64`` (the kernel's and its
+    gain at 64 KiB, QD 8), ``groups``, ``proxy_right`` and ``proxy_share``, ``k{qd}_{size}``,
+    ``s{qd}_{size}``, ``p{qd}_{size}`` (what the two-frame bucket costs an operation at QD 1 and 8,
+    sizes ``4`` and ``64`` KiB, in the kernel, the measured timer and the proxy, us), ``ot_q1``
+    and ``ot_max`` (the on-time timer's QD-1 median, and its largest gain where the kernel gains
+    more than 30 %, ``big_n`` cases), ``again`` (% of the second draw within a quarter); with
+    ``pinned`` also ``lim_n``, ``lim_m``/``lim_p`` (the pinned sweep's link-limited runs, median
+    simulated over kernel rate, measured timer and proxy) and ``lim_m_in``/``lim_p_in`` (% within
+    a quarter)."""
+    from models.validation.apart import limited_ratio
+
+    measured, proxy, on_time_ = MODELS
+    tables = ev.tables
+    met = {name: {g.name: g.met for g in goals(t)} for name, t in tables.items()}
+    gain = {name: gains(t) for name, t in tables.items()}
+    cost = {
+        name: bucket_cost_us(tables[name]).set_index(["iosize_bytes", "qd"]) for name in MODELS
+    }
+    big = gain[on_time_][gain[on_time_]["kernel_gain"] > 1.3]
+    two = tables[measured][tables[measured]["burst_frames"] == framing.TBF_BURST_FRAMES]
+    at64 = gain[measured].set_index(["iosize_bytes", "qd"]).loc[(65536, 8)]
+    out: dict[str, Any] = {
+        "met": met,
+        "gains": gain,
+        "cost": cost,
+        "big": big,
+        "runs": len(tables[measured]),
+        "share": float(tables[measured]["within"].mean() * 100),
+        "q1": float(two.loc[two["qd"] == 1, "ratio"].median()),
+        "q8": float(two.loc[two["qd"] >= 8, "ratio"].median()),
+        "k64": float(at64["kernel_gain"]),
+        "s64": float(at64["sim_gain"]),
+        "groups": len(gain[measured]),
+        "proxy_right": int(gain[proxy]["right"].sum()),
+        "proxy_share": float(tables[proxy]["within"].mean() * 100),
+        "ot_q1": float(tables[on_time_].query("burst_frames == 2 and qd == 1")["ratio"].median()),
+        "ot_max": float(big["sim_gain"].max()),
+        "big_n": len(big),
+        "again": float(tables[AUDIT]["within"].mean() * 100),
+    }
+    for size, tag in ((65536, "64"), (4096, "4")):
+        for qd in (1, 8):
+            out[f"k{qd}_{tag}"] = float(cost[measured].loc[(size, qd), "kernel_us"])
+            out[f"s{qd}_{tag}"] = float(cost[measured].loc[(size, qd), "sim_us"])
+            out[f"p{qd}_{tag}"] = float(cost[proxy].loc[(size, qd), "sim_us"])
+    if pinned:
+        for name, tag in ((measured, "m"), (proxy, "p")):
+            lim = pinned_limited(name)
+            out["lim_n"] = len(lim)
+            out[f"lim_{tag}"] = limited_ratio(lim)
+            within = ((lim["sim_iops"] / lim["iops"] - 1.0).abs() <= IOPS_TOL).mean()
+            out[f"lim_{tag}_in"] = float(within * 100)
+    return out

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
 __all__ = [
+    "findings",
     "TABLE",
     "BURST_KEY",
     "EARLY_US",
@@ -107,3 +108,32 @@ def proxy_late_s(profile: Any, wait_s: float) -> float:
     if wait_s <= side.get("wake_fast_idle_s", 0.0):
         return float(side.get("wake_fast_s", side["wake_s"]))
     return float(side["wake_s"])
+
+
+def findings(profile: Any, df: pd.DataFrame | None = None) -> dict[str, float]:
+    """What chapter 9 states about the measurement (``df``, default the bundled table), the
+    proxy taken from the host ``profile``: ``late`` (:func:`measured_late_s`, us), ``proxy`` (what
+    the wake-ups charge after the fastest rate's median wait, us), ``fast_wait`` and
+    ``slow_wait`` (the median idle wait at the fastest and the slowest rate, us), ``fast_idle``,
+    ``fast_spin``, ``slow_idle``, ``slow_spin`` (the median lateness there, us), ``spin_spread``
+    (the largest distance of a spinning median from ``late``, us), ``out`` and ``bursts`` (bursts
+    left out, and all)."""
+    t = _load(df)
+    table = lateness_table(t).set_index(["rate_bits_per_s", "cpu_state"])
+    fast, slow = table.index.levels[0].max(), table.index.levels[0].min()
+    late = measured_late_s(df) * 1e6  # s -> us
+    wait_s = table.loc[(fast, "idle"), "wait_us"] * 1e-6  # us -> s
+    spin = table.xs("spin", level="cpu_state")["late_us"]
+    return {
+        "late": late,
+        "proxy": proxy_late_s(profile, wait_s) * 1e6,  # s -> us
+        "fast_wait": float(table.loc[(fast, "idle"), "wait_us"]),
+        "slow_wait": float(table.loc[(slow, "idle"), "wait_us"]),
+        "fast_idle": float(table.loc[(fast, "idle"), "late_us"]),
+        "fast_spin": float(table.loc[(fast, "spin"), "late_us"]),
+        "slow_idle": float(table.loc[(slow, "idle"), "late_us"]),
+        "slow_spin": float(table.loc[(slow, "spin"), "late_us"]),
+        "spin_spread": float((spin - late).abs().max()),
+        "out": int(table["bursts_out"].sum()),
+        "bursts": int(t[BURST_KEY].drop_duplicates().shape[0]),
+    }
