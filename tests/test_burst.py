@@ -119,3 +119,14 @@ def test_simulate_refuses_an_unknown_model():
         BU.simulate("early watchdog")
     with pytest.raises(ValueError, match="model must be one of"):
         BU.pinned_limited("early watchdog")
+
+
+def test_the_findings_chapter_9_quotes_come_from_the_evaluation(ev):
+    f = BU.findings(ev, pinned=False)
+    assert f["runs"] == len(ev.tables[MEASURED]) and f["groups"] == 9
+    assert f["share"] == pytest.approx(ev.tables[MEASURED]["within"].mean() * 100)
+    assert f["proxy_right"] == int(BU.gains(ev.tables[PROXY])["right"].sum())
+    cost = BU.bucket_cost_us(ev.tables[MEASURED]).set_index(["iosize_bytes", "qd"])
+    assert f["k1_64"] == pytest.approx(cost.loc[(65536, 1), "kernel_us"])
+    assert f["s8_4"] == pytest.approx(cost.loc[(4096, 8), "sim_us"])
+    assert "lim_m" not in f  # the pinned sweep only when asked

@@ -164,3 +164,16 @@ def test_the_proxy_follows_the_wake_up_rule():
 
     assert TT.proxy_late_s(P(), 2e-6) == 8e-6
     assert TT.proxy_late_s(P(), 10e-6) == 25e-6
+
+
+def test_the_findings_chapter_9_quotes_come_from_the_table():
+    from models.sim import hostprofile
+    from models.validation import apart
+
+    f = TT.findings(hostprofile.shipped(apart.lowest_loss()))
+    t = TT.lateness_table().set_index(["rate_bits_per_s", "cpu_state"])
+    fast = t.index.levels[0].max()
+    assert f["late"] == pytest.approx(TT.measured_late_s() * 1e6)
+    assert f["fast_idle"] == pytest.approx(t.loc[(fast, "idle"), "late_us"])
+    assert f["out"] == int(t["bursts_out"].sum()) and f["bursts"] > f["out"]
+    assert f["proxy"] > f["late"] and f["slow_wait"] > f["fast_wait"]
