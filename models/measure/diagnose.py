@@ -356,10 +356,21 @@ def analyze_connection(
         out["held_side"] = probes[0]["held_side"]
     else:
         out["stall_period_ms"] = None
-    share_needed = max(1.0, len(ops) * STALL_SHARE_PCT / 100.0)
+    # The operations a delayed-ACK stall held: over the stall threshold, with such a gap inside.
+    # A run stalls, as the harness counts it (models.kernel.runs), when they are at least
+    # STALL_SHARE_PCT of its operations: one gap can hold up to QD of them.
+    t0 = timeline[0]["t"]
+    stall_spans = sorted((t0 + g["at_s"], t0 + g["at_s"] + g["duration_ms"] / 1e3) for g in stalls)
+    stall_starts = [a for a, _ in stall_spans]
+    held_ops = 0
+    for o, v in zip(ops, lat_ms):
+        if v >= stall_ms:
+            k = bisect.bisect_left(stall_starts, o.start)
+            held_ops += k < len(stall_spans) and stall_spans[k][1] <= o.end
+    out["stall_held_ops"] = held_ops
     if zero:
         verdict = "zero-window"
-    elif stalls and len(stalls) >= min(share_needed, 3):
+    elif stalls and held_ops * 100.0 >= STALL_SHARE_PCT * len(ops):
         verdict = "delayed-ack-stall"
     elif probes:
         verdict = "cork-timeout"
