@@ -22,6 +22,11 @@ What ends a gap (an interval of at least :data:`~models.kernel.runs.STALL_MS` wi
     probe timer.  ``zero-window``: the receiver had advertised a zero window.  ``idle``: no
     operation was waiting (the application paused).  ``unexplained``: none of these.
 
+The verdict ``delayed-ack-stall`` needs the operations a ``delayed-ack`` gap held (each over the
+stall threshold, with such a gap inside it) to be at least
+:data:`~models.kernel.runs.STALL_SHARE_PCT` percent of the connection's operations: the harness's
+own criterion for a stalled run, counted on the wire.
+
 A *Nagle hold* is a sub-MSS data segment that left only after the ACK of the same side's previous
 sub-MSS segment of the same burst arrived, much later than it could have.  The capture point
 matters: a capture on the sending host sees the ACK arrive and the held segment leave at once.
