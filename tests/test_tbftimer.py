@@ -67,6 +67,8 @@ def test_the_replay_refuses_what_no_bucket_can_do():
         TB.watchdog_lateness([0, 1], 4000, 1e8, BUCKET)
     with pytest.raises(ValueError, match="rate_bits_per_s must be positive"):
         TB.watchdog_lateness([0, 1], FRAME, 0, BUCKET)
+    with pytest.raises(ValueError, match="rate_bits_per_s must be positive"):
+        TB.watchdog_lateness([0, 1], FRAME, float("nan"), BUCKET)
     with pytest.raises(ValueError, match="in order"):
         TB.watchdog_lateness([0, 200_000, 100_000], FRAME, 1e8, BUCKET)
     assert TB.watchdog_lateness([], FRAME, 1e8, BUCKET) == []

@@ -89,7 +89,7 @@ def watchdog_lateness(
             f"frame_bytes ({frame_bytes}) must not exceed burst_bytes ({burst_bytes}): "
             "tbf would never send it"
         )
-    if rate_bits_per_s <= 0:
+    if not rate_bits_per_s > 0:  # (NaN too)
         raise ValueError(f"rate_bits_per_s must be positive, got {rate_bits_per_s!r}")
     ns_per_byte = 8e9 / rate_bits_per_s  # bits/s -> ns per byte
     need = frame_bytes * ns_per_byte  # a frame's tokens, ns

@@ -104,10 +104,16 @@ def proxy_late_s(profile: Any, wait_s: float) -> float:
     seconds when the host ``profile`` (a :class:`~models.sim.hostprofile.HostProfile`) has no
     measured lateness: the server side's fast wake-up after a wait of at most its polling window,
     else its slow one, seconds."""
+    from models.sim.events import FS
+    from models.sim.events import seconds_to_fs as fs
+    from models.sim.rules.qdisc import WatchdogWake
+
     side = profile.side("server")
-    if wait_s <= side.get("wake_fast_idle_s", 0.0):
-        return float(side.get("wake_fast_s", side["wake_s"]))
-    return float(side["wake_s"])
+    slow = side["wake_s"]
+    rule = WatchdogWake(
+        fs(side.get("wake_fast_s", slow)), fs(side.get("wake_fast_idle_s", 0.0)), fs(slow)
+    )
+    return rule.delay(fs(wait_s)) / FS  # fs -> s
 
 
 def findings(profile: Any, df: pd.DataFrame | None = None) -> dict[str, float]:
