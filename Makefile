@@ -35,6 +35,10 @@ FONTS := static/fonts
 FONT_PACKAGES := source-sans-3 jetbrains-mono
 FONT_SUBSETS := latin latin-ext greek
 JOBS ?= 2
+# The simulated summaries of kernel rows (models.kernel.simcache), kept on disk so that the test run
+# and the book build simulate each row once between them; keyed by the source of models/ and by each
+# scenario, so an edited model never reads an old entry.  `make clean` drops it.
+export QUEUE_DEPTH_SIM_CACHE ?= $(CURDIR)/_build/sim_cache
 BOOK_STATE := $(BIN)/python tools/book_state.py
 
 .PHONY: setup assets measure-build live-bundle book book-build notebooks lint test unit nbtest \

@@ -102,10 +102,16 @@ def test_a_model_without_nagle_fails_the_verdict_goals_on_the_bundled_run():
     )
 
 
-def test_rows_simulated_in_two_processes_give_the_serial_numbers():
+def test_rows_simulated_in_two_processes_give_the_serial_numbers(monkeypatch):
     """Splitting the field sweep's rows over forked processes changes no simulated number, and a
     lambda (which does not pickle) is refused in a pool rather than silently run serially."""
     import functools
+
+    from models.kernel import simcache
+
+    monkeypatch.delenv(
+        simcache.CACHE_ENV, raising=False
+    )  # both runs simulate, none reads the disk
 
     import pytest
 

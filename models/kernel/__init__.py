@@ -5,6 +5,8 @@
 * :mod:`models.kernel.tables` -- the kernel's and the simulator's numbers side by side, and the views
   chapter 9 prints (stall maps, thresholds, repeat spread).
 * :mod:`models.kernel.calibrate` -- the calibrated host cost model fitted on a run (NumPy, SciPy).
+* :mod:`models.kernel.simcache` -- an opt-in disk cache of the rows' simulated summaries, shared by
+  the processes of one build.
 
 The names of ``runs`` and ``tables`` are available here: ``from models import kernel as KR``.
 """

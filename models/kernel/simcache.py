@@ -1,0 +1,141 @@
+"""A disk cache of simulated row summaries, shared by the processes of one build (opt-in).
+
+Chapter 9 and its tests simulate the same kernel rows many times: the notebook under the test run,
+the test modules that hold its evaluations (``tests/test_apart.py`` and others) and the notebook
+again in the strict book build, each in its own process.  A simulation is a pure function of its
+scenario and of the code that runs it, so its summary (:class:`models.kernel.runs.SimSummary`) can be
+kept on disk and read back by the next process that asks for it.
+
+The cache is off unless the environment variable :data:`CACHE_ENV` names a folder (the Makefile
+sets it to ``_build/sim_cache``).  An entry's key is a SHA-256 of
+
+* the source of every module of the ``models`` package (:func:`code_fingerprint`): any change to the
+  simulator, a rule, a kernel profile or the summary's definition makes every entry unreachable;
+* the scenario's ``repr`` (every part and parameter, floats written exactly);
+* the kernel profile the scenario names and its congestion control's class, since a profile may be
+  registered at run time (:func:`models.sim.kernels.register_profile`).
+
+A scenario whose kernel profile uses a rule class defined outside ``models`` (a reader's own rule,
+chapter 6's exercise) has no key (:func:`key` returns ``None``) and is always simulated: its code is
+not in the fingerprint.  An entry that cannot be read is simulated again and rewritten; entries are
+written to a temporary file and renamed, so a reader never sees half of one.
+
+>>> from models.sim import Scenario
+>>> a = key(Scenario(), where="x")
+>>> len(a), a == key(Scenario(workload={"qd": 2}), where="x")
+(64, False)
+>>> key(Scenario(), where=None) is None      # no folder: the cache is off
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.sim import Scenario
+
+__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store"]
+
+#: Environment variable naming the cache's folder (unset or empty: no disk cache).
+CACHE_ENV = "QUEUE_DEPTH_SIM_CACHE"
+
+_MODELS = Path(__file__).resolve().parents[1]  # the models package's folder
+
+
+def folder() -> str | None:
+    """The cache's folder from :data:`CACHE_ENV`, or ``None`` when it is off."""
+    return os.environ.get(CACHE_ENV) or None
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 of the path and the bytes of every ``.py`` file of the ``models`` package."""
+    h = hashlib.sha256()
+    for path in sorted(_MODELS.rglob("*.py")):
+        h.update(path.relative_to(_MODELS).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _own_code(cls: Any) -> bool:
+    """Whether class ``cls`` is defined in the ``models`` package (its source is fingerprinted)."""
+    module = getattr(cls, "__module__", "") or ""
+    return module == "models" or module.startswith("models.")
+
+
+def key(scenario: Scenario, where: str | None = "") -> str | None:
+    """The cache key of ``scenario``'s summary, or ``None`` when there is none: the cache is off
+    (``where`` is ``None``, or ``""`` and :data:`CACHE_ENV` is unset) or the scenario's kernel runs
+    a rule class from outside ``models``."""
+    if where == "":
+        where = folder()
+    if where is None:
+        return None
+    from models.sim.kernels import get_profile
+    from models.sim.rules import CONGESTION_CONTROLS
+
+    profile = get_profile(scenario.kernel.profile)
+    classes = [v for v in vars(profile).values() if isinstance(v, type)]
+    cc_name = scenario.kernel.congestion_control
+    cc = profile.congestion_control if cc_name == "profile" else cc_name
+    classes.append(CONGESTION_CONTROLS.get(cc, type(None)))
+    if not all(_own_code(c) for c in classes if c is not type(None)):
+        return None
+    text = "\n".join(
+        [
+            code_fingerprint(),
+            repr(scenario),
+            repr(profile),
+            *(f"{c.__module__}.{c.__qualname__}" for c in classes),
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _path(where: str, k: str) -> Path:
+    return Path(where) / k[:2] / f"{k}.json"
+
+
+def load(k: str, where: str | None = None) -> dict[str, float] | None:
+    """The entry stored under key ``k`` (a dict of numbers), or ``None`` when there is none or it
+    cannot be read."""
+    where = where or folder()
+    if where is None:
+        return None
+    try:
+        got = json.loads(_path(where, k).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(got, dict) or not all(isinstance(v, (int, float)) for v in got.values()):
+        return None
+    return {str(n): float(v) for n, v in got.items()}
+
+
+def store(k: str, values: dict[str, float], where: str | None = None) -> None:
+    """Write ``values`` (numbers; NaN allowed) under key ``k``: to a temporary file in the same
+    folder, then renamed over the entry.  A folder that cannot be written leaves the cache
+    unused, silently: it only saves time."""
+    where = where or folder()
+    if where is None:
+        return
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()):
+        raise ValueError(f"a cache entry holds numbers only, got {values!r}")
+    path = _path(where, k)
+    text = json.dumps(values)  # NaN is written as NaN, and read back
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        return

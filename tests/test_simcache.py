@@ -1,0 +1,110 @@
+"""The disk cache of simulated row summaries (models.kernel.simcache): what it keys on, that a
+summary read back equals the one simulated, and that it steps aside where it cannot be trusted."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from models.kernel import simcache
+from models.kernel.runs import SimSummary, _summarise, simulate_summary
+from models.sim import Scenario
+from models.sim.kernels import get_profile, register_profile
+from models.sim.rules import MinshallNagle
+
+SMALL = Scenario(workload={"qd": 2}, server={"nodelay": True}, run={"ops": 60})
+
+
+def _same(a: SimSummary, b: SimSummary) -> bool:
+    """Equal field by field, NaN equal to NaN (a summary read back holds new NaN objects)."""
+    pairs = zip(dataclasses.astuple(a), dataclasses.astuple(b))
+    return all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in pairs)
+
+
+@pytest.fixture
+def on(tmp_path, monkeypatch):
+    """The cache on, in a fresh folder; the in-process cache emptied before and after."""
+    monkeypatch.setenv(simcache.CACHE_ENV, str(tmp_path))
+    simulate_summary.cache_clear()
+    yield tmp_path
+    simulate_summary.cache_clear()
+
+
+def _entries(folder) -> list:
+    return sorted(folder.rglob("*.json"))
+
+
+def test_off_without_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv(simcache.CACHE_ENV, raising=False)
+    assert simcache.folder() is None and simcache.key(SMALL) is None
+    simulate_summary.cache_clear()
+    simulate_summary(SMALL)
+    assert not _entries(tmp_path)
+
+
+def test_a_summary_read_back_equals_the_one_simulated(on):
+    first = simulate_summary(SMALL)
+    (entry,) = _entries(on)
+    assert entry.stem == simcache.key(SMALL)
+    simulate_summary.cache_clear()  # a new process would start here
+    again = simulate_summary(SMALL)
+    assert _same(again, first) and _same(first, _summarise(SMALL))
+    # a NaN field (no stall: the stalls' mean is not a number) survives the round trip
+    assert math.isnan(first.stall_mean_ms) and math.isnan(again.stall_mean_ms)
+
+
+def test_the_entry_is_what_is_returned(on):
+    """An entry is read, not just written: a doctored one comes back (so the key must be right)."""
+    k = simcache.key(SMALL)
+    fake = dataclasses.replace(_summarise(SMALL), iops=123.0)
+    simcache.store(k, dataclasses.asdict(fake))
+    assert simulate_summary(SMALL).iops == 123.0
+
+
+def test_every_parameter_and_the_code_are_in_the_key(on, monkeypatch):
+    keys = {
+        simcache.key(SMALL),
+        simcache.key(SMALL.replace(workload={"qd": 3})),
+        simcache.key(SMALL.replace(server={"proc_s": 2.0000000001e-5})),
+        simcache.key(SMALL.replace(kernel={"profile": "linux-6-rwnd"})),
+        simcache.key(SMALL.replace(run={"seed": 1})),
+    }
+    assert len(keys) == 5
+    before = simcache.key(SMALL)
+    monkeypatch.setattr(simcache, "code_fingerprint", lambda: "another version of models/")
+    assert simcache.key(SMALL) != before
+
+
+def test_a_broken_entry_is_simulated_again_and_rewritten(on):
+    k = simcache.key(SMALL)
+    for text in ("{not json", json.dumps({"iops": "fast"}), json.dumps({"iops": 1.0})):
+        simcache._path(str(on), k).parent.mkdir(parents=True, exist_ok=True)
+        simcache._path(str(on), k).write_text(text)
+        simulate_summary.cache_clear()
+        assert _same(simulate_summary(SMALL), _summarise(SMALL))
+        assert _same(SimSummary(**simcache.load(k)), _summarise(SMALL))
+
+
+def test_a_rule_from_outside_models_is_never_cached(on):
+    class MyNagle(MinshallNagle):  # a reader's own rule: its code is not fingerprinted
+        pass
+
+    register_profile(get_profile("linux-6").variant("linux-6-test-simcache", nagle=MyNagle))
+    sc = SMALL.replace(kernel={"profile": "linux-6-test-simcache"})
+    assert simcache.key(sc) is None
+    simulate_summary(sc)
+    assert not _entries(on)
+
+
+def test_store_refuses_what_is_not_a_number(tmp_path):
+    with pytest.raises(ValueError, match="numbers only"):
+        simcache.store("ab" * 32, {"iops": "fast"}, where=str(tmp_path))
+
+
+def test_fields_of_the_summary_are_numbers():
+    """The cache writes a summary as JSON numbers: a field of another type would not come back."""
+    for f in dataclasses.fields(SimSummary):
+        assert f.type in ("float", float), f.name
