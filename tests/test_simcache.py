@@ -10,7 +10,7 @@ import math
 import pytest
 
 from models.kernel import simcache
-from models.kernel.runs import SimSummary, _summarise, simulate_summary
+from models.kernel.runs import SimSummary, simulate_summary, simulate_uncached
 from models.sim import Scenario
 from models.sim.kernels import get_profile, register_profile
 from models.sim.rules import MinshallNagle
@@ -51,7 +51,7 @@ def test_a_summary_read_back_equals_the_one_simulated(on):
     assert entry.stem == simcache.key(SMALL)
     simulate_summary.cache_clear()  # a new process would start here
     again = simulate_summary(SMALL)
-    assert _same(again, first) and _same(first, _summarise(SMALL))
+    assert _same(again, first) and _same(first, simulate_uncached(SMALL))
     # a NaN field (no stall: the stalls' mean is not a number) survives the round trip
     assert math.isnan(first.stall_mean_ms) and math.isnan(again.stall_mean_ms)
 
@@ -59,7 +59,7 @@ def test_a_summary_read_back_equals_the_one_simulated(on):
 def test_the_entry_is_what_is_returned(on):
     """An entry is read, not just written: a doctored one comes back (so the key must be right)."""
     k = simcache.key(SMALL)
-    fake = dataclasses.replace(_summarise(SMALL), iops=123.0)
+    fake = dataclasses.replace(simulate_uncached(SMALL), iops=123.0)
     simcache.store(k, dataclasses.asdict(fake))
     assert simulate_summary(SMALL).iops == 123.0
 
@@ -84,8 +84,8 @@ def test_a_broken_entry_is_simulated_again_and_rewritten(on):
         simcache._path(str(on), k).parent.mkdir(parents=True, exist_ok=True)
         simcache._path(str(on), k).write_text(text)
         simulate_summary.cache_clear()
-        assert _same(simulate_summary(SMALL), _summarise(SMALL))
-        assert _same(SimSummary(**simcache.load(k)), _summarise(SMALL))
+        assert _same(simulate_summary(SMALL), simulate_uncached(SMALL))
+        assert _same(SimSummary(**simcache.load(k)), simulate_uncached(SMALL))
 
 
 def test_a_rule_from_outside_models_is_never_cached(on):

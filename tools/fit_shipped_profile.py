@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from models.kernel.runs import load_kernel_run, simulate_summary
+from models.kernel.runs import load_kernel_run, simulate_uncached
 from models.measure.profile import build_profile
 from models.sim import hostprofile
 from models.validation import fidelity as FID
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def mean_us(row, costs) -> float:
         sc = FID.field_scenario("iscsi_loop", row, costs, run.hz, cpus=cpus)
-        return 1e6 * row["qd"] / simulate_summary.__wrapped__(sc).iops  # Little's law, s -> us
+        return 1e6 * row["qd"] / simulate_uncached(sc).iops  # Little's law, s -> us
 
     d = build_profile(
         {"settings": base["settings"], "costs": base["measured"]},

@@ -58,6 +58,7 @@ __all__ = [
     "link_options",
     "row_scenario",
     "simulate_summary",
+    "simulate_uncached",
     "stall_possible",
 ]
 
@@ -448,14 +449,15 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
     got = simcache.load(k) if k is not None else None
     if got is not None and set(got) == {f.name for f in fields(SimSummary)}:
         return SimSummary(**got)
-    out = _summarise(scenario)
+    out = simulate_uncached(scenario)
     if k is not None:
         simcache.store(k, dataclasses.asdict(out))
     return out
 
 
-def _summarise(scenario: Scenario) -> SimSummary:
-    """:func:`simulate_summary` without the caches."""
+def simulate_uncached(scenario: Scenario) -> SimSummary:
+    """:func:`simulate_summary` without its caches (a fit's many trial scenarios, each simulated
+    once, should not fill them)."""
     r = simulate(scenario)
     lat_ms = [t * 1e3 for t in r.rtts_s]  # seconds -> milliseconds
     slow = [t for t in lat_ms if t > STALL_MS]

@@ -140,13 +140,13 @@ def _simulated_median(
     """The simulator's median operation time of a row, microseconds; with ``cpus``, both ends on
     one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the calibration's
     loopback runs are."""
-    from models.kernel.runs import one_machine, row_scenario, simulate_summary  # noqa: PLC0415
+    from models.kernel.runs import one_machine, row_scenario, simulate_uncached  # noqa: PLC0415
 
     def median_us(row: Mapping[str, Any], costs: Any) -> float:
         sc = row_scenario("iscsi_loop", row, costs, hz)
         if cpus:
             sc = sc.replace(link=one_machine(cpus))
-        return float(simulate_summary.__wrapped__(sc).p50_us)
+        return float(simulate_uncached(sc).p50_us)
 
     return median_us
 
