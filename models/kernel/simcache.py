@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store"]
 
-#: Environment variable naming the cache's folder (unset or empty: no disk cache).
+#: Environment variable naming the cache's folder; the cache is off when it is unset or empty.
 CACHE_ENV = "QUEUE_DEPTH_SIM_CACHE"
 
 _MODELS = Path(__file__).resolve().parents[1]  # the models package's folder
