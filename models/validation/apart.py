@@ -60,6 +60,8 @@ __all__ = [
     "limited_ratio",
     "deep_rate",
     "op_time_us",
+    "BUSY_QD",
+    "busy_split",
     "ApartEvaluation",
     "evaluate",
 ]
@@ -191,6 +193,49 @@ def op_time_us(table: pd.DataFrame, column: str = "sim_iops") -> pd.Series:
     [20000.0]
     """
     return table["qd"] / table[column] * 1e6  # seconds -> microseconds
+
+
+#: From this queue depth on, :func:`busy_split` asks whether the server kept busy.
+BUSY_QD = 4
+
+
+def busy_split(io: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an IOPS table (:func:`~models.validation.fidelity.iops_table`, with
+    ``sim_busy_more_pct``) split by whether the server kept busy: below :data:`BUSY_QD`; from it
+    on, where the simulated server's busy periods mostly handled more than QD requests (it went on
+    serving as requests came back), and where they did not (it served the queue, slept, and woke
+    to the next batch).  Per part: runs, the median of the kernel's mean busy period (requests its
+    server handled between two sleeps), the runs within the tolerance (percent) and the median
+    ratio of simulated to kernel rate.
+
+    >>> import pandas as pd
+    >>> io = pd.DataFrame({"qd": [1, 8, 8, 8], "mean_busy_count": [1.0, 900.0, 800.0, 3.0],
+    ...                    "sim_busy_more_pct": [0.0, 100.0, 0.0, 0.0],
+    ...                    "within": [True, True, False, False], "ratio": [1.0, 0.9, 0.6, 0.7]})
+    >>> busy_split(io)["runs"].tolist(), busy_split(io)["within_pct"].tolist()
+    ([1, 1, 2], [100.0, 100.0, 0.0])
+    """
+    import pandas as pd
+
+    deep = io["qd"] >= BUSY_QD
+    sim_busy = io["sim_busy_more_pct"] > 50
+    parts = {
+        f"QD below {BUSY_QD}": ~deep,
+        "simulated server kept busy": deep & sim_busy,
+        "simulated server slept between batches": deep & ~sim_busy,
+    }
+    rows = []
+    for keep in parts.values():
+        t = io[keep]
+        rows.append(
+            {
+                "runs": len(t),
+                "kernel_busy_median": float(t["mean_busy_count"].median()),
+                "within_pct": float(t["within"].mean() * 100),
+                "median_ratio": float(t["ratio"].median()),
+            }
+        )
+    return pd.DataFrame(rows, index=pd.Index(list(parts), name="runs of"))
 
 
 @dataclass(frozen=True)

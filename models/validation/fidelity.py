@@ -289,10 +289,11 @@ def simulated(
     processes: int = 1,
 ) -> pd.DataFrame:
     """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls``,
-    ``sim_client_acks`` (pure ACKs per operation) columns: ``summarise(row)`` simulates one row
-    and returns its :class:`models.kernel.SimSummary`.  With ``processes`` above 1 the rows are simulated in
-    that many forked processes (``summarise`` must then pickle: a module-level function or a
-    :func:`functools.partial` of one, not a lambda)."""
+    ``sim_client_acks`` (pure ACKs per operation), ``sim_busy_more_pct`` (the share of the
+    simulated server's busy periods that handled more than QD requests, percent) columns:
+    ``summarise(row)`` simulates one row and returns its :class:`models.kernel.SimSummary`.  With
+    ``processes`` above 1 the rows are simulated in that many forked processes (``summarise`` must
+    then pickle: a module-level function or a :func:`functools.partial` of one, not a lambda)."""
     from models.kernel import STALL_SHARE_PCT
 
     out = df.copy()
@@ -302,6 +303,7 @@ def simulated(
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
     out["sim_client_acks"] = [s.client_acks_per_op for s in sims]
+    out["sim_busy_more_pct"] = [s.busy_more_pct for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
     return out
 
