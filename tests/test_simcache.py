@@ -108,3 +108,17 @@ def test_fields_of_the_summary_are_numbers():
     """The cache writes a summary as JSON numbers: a field of another type would not come back."""
     for f in dataclasses.fields(SimSummary):
         assert f.type in ("float", float), f.name
+
+
+def test_another_version_s_entries_are_pruned_at_the_first_write(on, monkeypatch):
+    """An edited checkout keeps one version's entries: the first entry a process writes deletes
+    the folders of other versions of models/ (their keys can never be asked for again)."""
+    old = on / "0123456789abcdef" / "ab"
+    old.mkdir(parents=True)
+    (old / ("ab" * 32 + ".json")).write_text('{"iops": 1.0}')
+    monkeypatch.setattr(simcache, "_pruned", set())
+    simulate_summary(SMALL)
+    assert not (on / "0123456789abcdef").exists()
+    (entry,) = _entries(on)
+    assert entry.parent.parent.name == simcache.code_fingerprint()[:16]
+    assert simcache.prune(str(on)) == 0  # nothing else left

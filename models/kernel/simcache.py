@@ -18,7 +18,9 @@ sets it to ``_build/sim_cache``).  An entry's key is a SHA-256 of
 A scenario whose kernel profile uses a rule class defined outside ``models`` (a reader's own rule,
 chapter 6's exercise) has no key (:func:`key` returns ``None``) and is always simulated: its code is
 not in the fingerprint.  An entry that cannot be read is simulated again and rewritten; entries are
-written to a temporary file and renamed, so a reader never sees half of one.
+written to a temporary file and renamed, so a reader never sees half of one.  Entries live in a
+folder per version of ``models`` (a prefix of the fingerprint); the first entry a process writes
+deletes the other versions' folders (:func:`prune`), so an edited checkout keeps one version's.
 
 >>> from models.sim import Scenario
 >>> a = key(Scenario(), where="x")
@@ -34,6 +36,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from models.sim import Scenario
 
-__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store"]
+__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store", "prune"]
 
 #: Environment variable naming the cache's folder; the cache is off when it is unset or empty.
 CACHE_ENV = "QUEUE_DEPTH_SIM_CACHE"
@@ -101,8 +104,32 @@ def key(scenario: Scenario, where: str | None = "") -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _version() -> str:
+    """The folder of this version of ``models``' entries (a prefix of its fingerprint)."""
+    return code_fingerprint()[:16]
+
+
 def _path(where: str, k: str) -> Path:
-    return Path(where) / k[:2] / f"{k}.json"
+    return Path(where) / _version() / k[:2] / f"{k}.json"
+
+
+_pruned: set[str] = set()  # the cache folders this process has pruned
+
+
+def prune(where: str) -> int:
+    """Delete the entries of every other version of ``models`` under ``where`` (no key of this
+    version can reach them, and an edited checkout would otherwise keep them all); the number of
+    version folders deleted.  Done once per folder and process, before its first entry is
+    written."""
+    gone = 0
+    try:
+        for sub in Path(where).iterdir():
+            if sub.is_dir() and sub.name != _version():
+                shutil.rmtree(sub, ignore_errors=True)
+                gone += 1
+    except OSError:
+        pass
+    return gone
 
 
 def load(k: str, where: str | None = None) -> dict[str, float] | None:
@@ -129,6 +156,9 @@ def store(k: str, values: dict[str, float], where: str | None = None) -> None:
         return
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()):
         raise ValueError(f"a cache entry holds numbers only, got {values!r}")
+    if where not in _pruned:
+        _pruned.add(where)
+        prune(where)
     path = _path(where, k)
     text = json.dumps(values)  # NaN is written as NaN, and read back
     try:
