@@ -123,8 +123,13 @@ def main(argv: list[str]) -> int:
         steps.append(f"{time.monotonic() - t0:5.1f} s  {msg}")
         print(steps[-1], flush=True)
 
-    # A clean environment: no PYTHONPATH pointing at the checkout, no virtualenv of ours.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # A clean environment: no PYTHONPATH pointing at the checkout, no virtualenv of ours, no
+    # simulation cache of the checkout's build (models.kernel.simcache).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "QUEUE_DEPTH_SIM_CACHE")
+    }
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     try:
         src = copy_sources(tmp)
