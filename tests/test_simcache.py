@@ -80,7 +80,12 @@ def test_every_parameter_and_the_code_are_in_the_key(on, monkeypatch):
 
 def test_a_broken_entry_is_simulated_again_and_rewritten(on):
     k = simcache.key(SMALL)
-    for text in ("{not json", json.dumps({"iops": "fast"}), json.dumps({"iops": 1.0})):
+    for text in (
+        "{not json",
+        json.dumps({"iops": "fast"}),
+        json.dumps({"iops": 1.0}),
+        json.dumps({f.name: True for f in dataclasses.fields(SimSummary)}),
+    ):
         simcache._path(str(on), k).parent.mkdir(parents=True, exist_ok=True)
         simcache._path(str(on), k).write_text(text)
         simulate_summary.cache_clear()

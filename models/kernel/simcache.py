@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -142,9 +143,13 @@ def load(k: str, where: str | None = None) -> dict[str, float] | None:
         got = json.loads(_path(where, k).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(got, dict) or not all(isinstance(v, (int, float)) for v in got.values()):
+    if not isinstance(got, dict) or not all(_number(v) for v in got.values()):
         return None
     return {str(n): float(v) for n, v in got.items()}
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def store(k: str, values: dict[str, float], where: str | None = None) -> None:
@@ -154,13 +159,14 @@ def store(k: str, values: dict[str, float], where: str | None = None) -> None:
     where = where or folder()
     if where is None:
         return
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()):
+    if not all(_number(v) for v in values.values()):
         raise ValueError(f"a cache entry holds numbers only, got {values!r}")
     if where not in _pruned:
         _pruned.add(where)
         prune(where)
     path = _path(where, k)
     text = json.dumps(values)  # NaN is written as NaN, and read back
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -168,4 +174,6 @@ def store(k: str, values: dict[str, float], where: str | None = None) -> None:
             f.write(text)
         os.replace(tmp, path)
     except OSError:
-        return
+        if tmp is not None:  # (a half-written temporary file is not left behind)
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
