@@ -30,7 +30,7 @@ import functools
 import math
 import os
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -447,7 +447,7 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
 
     k = simcache.key(scenario)
     got = simcache.load(k) if k is not None else None
-    if got is not None and set(got) == {f.name for f in fields(SimSummary)}:
+    if got is not None and set(got) == {f.name for f in dataclasses.fields(SimSummary)}:
         return SimSummary(**got)
     out = simulate_uncached(scenario)
     if k is not None:

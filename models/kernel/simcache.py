@@ -91,8 +91,9 @@ def key(scenario: Scenario, where: str | None = "") -> str | None:
     classes = [v for v in vars(profile).values() if isinstance(v, type)]
     cc_name = scenario.kernel.congestion_control
     cc = profile.congestion_control if cc_name == "profile" else cc_name
-    classes.append(CONGESTION_CONTROLS.get(cc, type(None)))
-    if not all(_own_code(c) for c in classes if c is not type(None)):
+    if cc in CONGESTION_CONTROLS:
+        classes.append(CONGESTION_CONTROLS[cc])
+    if not all(_own_code(c) for c in classes):
         return None
     text = "\n".join(
         [
