@@ -100,6 +100,14 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         )
     else:
         assert "large_cross" not in c
+    # a pure ACK: TCP_QUICKACK 2 after each read ACKs every 64-byte segment, 0 every second one
+    a = c["ack"]
+    assert a["repeats"] == costs.QUICK["repeats"] and a["repeats_used"] >= a["repeats"] // 2
+    assert a["acks_per_iter"]["ack"] == pytest.approx(1.0, abs=0.05)
+    assert a["acks_per_iter"]["ack"] - a["acks_per_iter"]["held"] >= costs.MIN_ACK_STEP
+    assert a["data_segments_per_iter"] == pytest.approx(1.0)  # one segment per send(), no cork
+    assert 0.05 < a["cpu_us_per_ack"] < 100
+    assert a["p10_us"] <= a["cpu_us_per_ack"] <= a["p90_us"]
     assert st["idle"].keys() == {"cpuidle_driver", "cpuidle_governor", "guest_halt_poll"}
     assert c["elapsed_s"]["total"] < 5
 
@@ -181,6 +189,35 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
     assert p.machine["kernel"] == "6.1-fake" and p.machine["config_hz"] == 250
     # the work per message is searched no lower than the measured recv() cost
     assert d["fit"]["ranges_s"]["op_s"][0] == pytest.approx(2e-6)
+
+
+def test_a_measured_ack_cost_is_held_and_not_fitted():
+    truth = _fake_truth()
+    fake = _fake_costs()
+    fake["costs"]["ack"] = {"cpu_us_per_ack": 0.5}  # what the ACK benchmark gave, us
+    d = profile.build_profile(fake, _rows(truth), _fake_median, max_evaluations=300)
+    h = hostprofile.validate(d).side("server")
+    assert h["ack_cpu_s"] == pytest.approx(0.5e-6)
+    assert "ack_s" in d["fit"]["fixed"] and "ack_s" not in d["fit"]["fitted"]
+    assert d["provenance"]["ack_cpu_s"].startswith("measured")
+    # a benchmark that gave no number (NaN) leaves it to the fit
+    fake["costs"]["ack"] = {"cpu_us_per_ack": float("nan")}
+    assert "ack_s" not in profile.measured_costs(fake["costs"])
+
+
+def test_carry_over_moves_a_measured_ack_cost_and_keeps_a_fitted_one():
+    old = _fake_costs()
+    base = profile.build_profile(old, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    fitted_ack = base["host"]["ack_cpu_s"]
+    new = _fake_costs()
+    new["costs"]["ack"] = {"cpu_us_per_ack": 3.0}
+    # the profile fitted its ACK cost: no measurement to move it from, so it stays
+    assert profile.carry_over(base, new)["host"]["ack_cpu_s"] == pytest.approx(fitted_ack)
+    old["costs"]["ack"] = {"cpu_us_per_ack": 2.0}
+    base = profile.build_profile(old, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    assert base["host"]["ack_cpu_s"] == pytest.approx(2e-6)
+    # measured on both machines: it moves by the difference (1 us)
+    assert profile.carry_over(base, new)["host"]["ack_cpu_s"] == pytest.approx(3e-6)
 
 
 def test_a_cost_pushed_past_its_range_is_reported_at_the_bound():

@@ -21,6 +21,12 @@ loopback and without privileges:
 * the same 64 KiB transfer between two threads pinned to different CPUs (``large_cross``), as a
   client and server usually run: each side's thread CPU, and what writing for a reader on the
   other CPU adds per byte to the one-thread ``send()`` (recorded beside the profile's costs).
+* the **CPU of one pure ACK** (``ack``), sent by the receiver and processed by the sender, which
+  on loopback both run in the calling thread: a 64-byte ``send()``, its ``recv()``, then
+  ``setsockopt(TCP_QUICKACK)`` on a receiver in pingpong mode, 2 (the due ACK leaves now) in one
+  batch and 0 (it stays delayed) in the next; the batches alternate, and the receiver's
+  segments out (``tcpi_segs_out``, pure ACKs only) count the ACKs.  :func:`ack_cost` divides the
+  CPU difference by the ACK difference (about one ACK per iteration against one per two).
 
 Each number is a median over repeated batches (robust to the preemptions of a loaded machine).
 The send costs are then split (:func:`send_model`) by least squares into a cost per call, per
@@ -64,6 +70,8 @@ __all__ = [
     "send_model",
     "settings",
     "run_costs",
+    "ack_cost",
+    "MIN_ACK_STEP",
     "summarise",
     "format_costs",
 ]
@@ -207,6 +215,59 @@ def _median(xs: list[float]) -> float:
     return float(statistics.median(xs)) if xs else math.nan
 
 
+#: A repeat of the ACK benchmark counts only if its two batches differ by at least this many
+#: pure ACKs per iteration (about 0.5 on Linux; a kernel that ignores ``TCP_QUICKACK`` 2 gives 0).
+MIN_ACK_STEP = 0.25
+
+
+def ack_cost(raw: dict[str, Any]) -> dict[str, Any]:
+    """The pure-ACK benchmark's summary (the C program's ``ack`` object): per repeat, the CPU
+    difference of its two batches over their difference in pure ACKs, microseconds per ACK; the
+    median over the repeats whose ACK counts differ by :data:`MIN_ACK_STEP` or more (NaN if none).
+
+    >>> raw = {"iterations": 256, "bytes": 64,
+    ...        "ack_cpu_us_per_iter": [6.3, 6.4, 6.2], "ack_acks_per_iter": [1.0, 1.0, 1.0],
+    ...        "ack_segs_in_per_iter": [1.0, 1.0, 1.0],
+    ...        "held_cpu_us_per_iter": [5.3, 5.3, 5.3], "held_acks_per_iter": [0.5, 0.5, 0.5],
+    ...        "held_segs_in_per_iter": [1.0, 1.0, 1.0]}
+    >>> a = ack_cost(raw)
+    >>> round(a["cpu_us_per_ack"], 2), a["repeats_used"]
+    (2.0, 3)
+    >>> raw["ack_acks_per_iter"] = [0.5, 0.5, 0.5]  # TCP_QUICKACK 2 sent nothing more
+    >>> math.isnan(ack_cost(raw)["cpu_us_per_ack"])
+    True
+    """
+    pairs = list(
+        zip(
+            raw["ack_cpu_us_per_iter"],
+            raw["held_cpu_us_per_iter"],
+            raw["ack_acks_per_iter"],
+            raw["held_acks_per_iter"],
+        )
+    )
+    per_ack = [(ca - ch) / (aa - ah) for ca, ch, aa, ah in pairs if aa - ah >= MIN_ACK_STEP]
+    return {
+        "cpu_us_per_ack": _median(per_ack),
+        "p10_us": percentile(per_ack, 10) if per_ack else math.nan,
+        "p90_us": percentile(per_ack, 90) if per_ack else math.nan,
+        "repeats": len(pairs),
+        "repeats_used": len(per_ack),
+        "acks_per_iter": {
+            "ack": _median(raw["ack_acks_per_iter"]),
+            "held": _median(raw["held_acks_per_iter"]),
+        },
+        "cpu_us_per_iter": {
+            "ack": _median(raw["ack_cpu_us_per_iter"]),
+            "held": _median(raw["held_cpu_us_per_iter"]),
+        },
+        "data_segments_per_iter": _median(
+            raw["ack_segs_in_per_iter"] + raw["held_segs_in_per_iter"]
+        ),
+        "iterations": raw["iterations"],
+        "bytes": raw["bytes"],
+    }
+
+
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     """Robust statistics of the C program's raw samples (see the module docstring)."""
     wake = {
@@ -272,6 +333,8 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "options": {k: raw[k] for k in ("samples", "repeats", "gap_us")},
         "elapsed_s": raw["elapsed_s"],
     }
+    if raw.get("ack"):  # (programs built before the ACK benchmark have none)
+        out["ack"] = ack_cost(raw["ack"])
     cross = raw.get("large_cross")
     if cross and cross["send_cpu_us"]:  # (none on one CPU)
         alone = {s["bytes"]: s["cpu_us"] for s in send if not s["msg_more"]}.get(cross["bytes"])
@@ -366,5 +429,13 @@ def format_costs(result: dict[str, Any]) -> str:
         lines.append(
             f"recv() of {big['bytes']} B: CPU {big['cpu_us']:.2f} us in {big['segments']:g} "
             f"segments, {big['per_byte_ns']:.3f} ns per byte beyond small reads"
+        )
+    if "ack" in c:
+        a = c["ack"]
+        lines.append(
+            f"pure ACK, sent and processed: CPU {a['cpu_us_per_ack']:.2f} us per ACK "
+            f"(p10 {a['p10_us']:.2f}, p90 {a['p90_us']:.2f}; {a['repeats_used']} of "
+            f"{a['repeats']} repeats; {a['acks_per_iter']['ack']:.2f} against "
+            f"{a['acks_per_iter']['held']:.2f} ACKs per iteration)"
         )
     return "\n".join(lines)

@@ -13,7 +13,8 @@ Three steps, each bounded:
    cost and the path latency), each inside its range, to the median operation times of the runs
    without a delayed-ACK stall.  The measured costs are held: the wake-up (pipe median, the
    sleeper on another CPU), the ``send()`` call and the super-packet
-   (:mod:`models.sim.hostprofile` says why each maps where it does); the work per message is
+   (:mod:`models.sim.hostprofile` says why each maps where it does) and, where the benchmark
+   gives one, a pure ACK's cost; the work per message is
    searched no lower than the measured ``recv()`` cost of a segment, since every message is
    read.  A fitted cost that ends at a bound is reported.
 
@@ -104,9 +105,12 @@ def _finite(x: float) -> float:
 
 def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     """The fixed costs (seconds, :data:`models.kernel.calibrate.COSTS` names) from a
-    :func:`models.measure.costs.summarise` result, and the floor of the work per message."""
+    :func:`models.measure.costs.summarise` result, and the floor of the work per message.
+    A pure ACK's cost (``ack_s``) is among them when the ACK benchmark ran and gave a number."""
     m = costs["send_model"]
+    ack = _finite(costs.get("ack", {}).get("cpu_us_per_ack", 0.0))  # none before the benchmark
     return {
+        **({"ack_s": ack * 1e-6} if ack else {}),  # us -> s
         **wake_costs(costs["wake"]),
         "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
         "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
@@ -261,6 +265,11 @@ def build_profile(
         "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
         "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
     }
+    if "ack_s" in fixed:
+        how["ack_cpu_s"] = (
+            "measured: CPU of a pure ACK sent and processed on loopback (one thread), the "
+            "difference of TCP_QUICKACK 2 and 0 batches per ACK"
+        )
     names = {v: k for k, v in calibrate.FIELDS.items()}
     provenance = {f: how.get(f) or _provenance(names.get(f, "path_s"), fit, how) for f in fields}
     # On the loopback a segment is one super-packet (its MSS is about 64 KiB), so the fitted
@@ -365,6 +374,8 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in new.items():
         field = calibrate.FIELDS.get(name)
         if field is None or field not in host:  # not a Host field, or one the profile leaves out
+            continue
+        if name not in old:  # the profile fitted it (no measurement to move from): it stays
             continue
         if fast_off and name in ("wake_fast_s", "wake_fast_idle_s"):
             host.pop(field, None)

@@ -50,6 +50,12 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     end to end; ``calibrate`` adds the fitted per-segment cost to it;
 ``recv_byte_cpu_s``
     what reading a 64 KiB ``send()`` costs beyond as many 512-byte segments' reads, per byte;
+``ack_cpu_s``
+    a pure ACK's CPU, its sending and its processing by the peer: on loopback both run in the
+    thread whose call made the ACK leave, so one thread times both (``ack``: batches with
+    ``TCP_QUICKACK`` 2 and 0 after each read, per ACK of difference); the simulator charges it
+    where the ACK is received, which on loopback and veth is the sending host's CPU
+    (``Link.softirq_on_sender``); fitted when the benchmark gives no number;
 ``tx_cpu_s``
     0: on loopback it cannot be told from ``gso_cpu_s``, and links with TSO/GSO offload
     (loopback, veth) segment nothing in software.

@@ -43,6 +43,20 @@
  *   recv                   R repeats: 64 segments of 512 bytes are sent with TCP_NODELAY and
  *                          arrive; then they are read back with one recv() of 512 bytes each,
  *                          timed as above; per segment (tcpi_data_segs_in) and per call.
+ *   ack                    the CPU of one pure ACK, sent and processed (both in the calling thread on
+ *                          loopback), on a connection of its own: R repeats of two batches of
+ *                          ACK_ITERS iterations, each iteration one 64-byte send() with TCP_NODELAY,
+ *                          the receiver's recv() of it, then setsockopt(TCP_QUICKACK) on the
+ *                          receiver.  The receiver is in pingpong (interactive) mode
+ *                          (TCP_QUICKACK 0 before each batch), so a read alone does not ACK a
+ *                          small segment.  Batch "ack" sets TCP_QUICKACK to 2: an ACK that is due
+ *                          leaves now and the socket stays in pingpong mode (tcp.c,
+ *                          __tcp_sock_set_quickack: odd values leave it); batch "held" sets 0
+ *                          (nothing sent; the kernel still ACKs every second small segment).
+ *                          Each batch: thread CPU per iteration, the receiver's segments out
+ *                          (tcpi_segs_out: it sends nothing but pure ACKs) and the data segments
+ *                          in, per iteration.  The batches alternate, so drift cancels; the
+ *                          Python side divides the CPU difference by the ACK difference.
  *
  * Every run is bounded by --time-limit (seconds; alarm) and uses only 127.0.0.1.
  * Units: *_us are microseconds; sizes in bytes.
@@ -73,6 +87,8 @@
 #define RECV_SEGMENTS 64  /* segments per receive batch */
 #define RECV_BYTES 512    /* bytes per receive segment */
 #define BIG 65536         /* bytes: largest send size */
+#define ACK_ITERS 256     /* iterations per ACK batch */
+#define ACK_BYTES 64      /* bytes per ACK batch iteration's send() */
 
 /* bytes per send() call, and its flags: the last, 48 bytes with MSG_MORE, is a call whose bytes
  * join a held buffer (no segment leaves), so the cost of a call alone is pinned down. */
@@ -217,6 +233,15 @@ static void connected_pair(int *snd, int *rcv) {
     if (setsockopt(*rcv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("TCP_NODELAY");
 }
 
+/* Segments sent by fd's socket so far (tcpi_segs_out). */
+static unsigned segs_out(int fd) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) fail("TCP_INFO");
+    return ti.tcpi_segs_out;
+}
+
 static unsigned data_segs_in(int fd) {
     struct tcp_info ti;
     socklen_t len = sizeof ti;
@@ -306,6 +331,30 @@ static struct batch recv_batch(int snd, int rcv, char *buf) {
     b.segments = segs > 0 ? (double)segs : 1.0;
     b.cpu_us = (c1 - c0) / b.segments; /* per segment */
     b.wall_us = (w1 - w0) / calls;     /* per call */
+    return b;
+}
+
+/* One ACK batch (see "ack" above): quickack is the TCP_QUICKACK value set after each read, 2 (an
+ * ACK that is due leaves now) or 0 (it stays delayed).  cpu_us per iteration; segments = pure
+ * ACKs per iteration; wall_us holds the data segments in per iteration (a check: 1). */
+static struct batch ack_batch(int snd, int rcv, int quickack, char *buf) {
+    int zero = 0, two = 2;
+    /* a clean start: any due ACK out, then pingpong mode (untimed) */
+    if (setsockopt(rcv, IPPROTO_TCP, TCP_QUICKACK, &two, sizeof two) != 0) fail("TCP_QUICKACK");
+    if (setsockopt(rcv, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero) != 0) fail("TCP_QUICKACK");
+    unsigned acks0 = segs_out(rcv), seg0 = data_segs_in(rcv);
+    double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < ACK_ITERS; i++) {
+        if (send(snd, buf, ACK_BYTES, 0) != ACK_BYTES) fail("send");
+        if (recv(rcv, buf, ACK_BYTES, 0) != ACK_BYTES) fail("recv");
+        if (setsockopt(rcv, IPPROTO_TCP, TCP_QUICKACK, &quickack, sizeof quickack) != 0)
+            fail("TCP_QUICKACK");
+    }
+    double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    struct batch b = {0, 0, 0, 1};
+    b.cpu_us = (c1 - c0) / ACK_ITERS;
+    b.segments = (double)(segs_out(rcv) - acks0) / ACK_ITERS;
+    b.wall_us = (double)(data_segs_in(rcv) - seg0) / ACK_ITERS;
     return b;
 }
 
@@ -538,6 +587,41 @@ int main(int argc, char **argv) {
     print_array("recv_cpu_us", recv_x + 3, n_large);
     printf(", ");
     print_array("segments", segs_x + 3, n_large);
+    printf("}, \"ack\": {\"iterations\": %d, \"bytes\": %d, ", ACK_ITERS, ACK_BYTES);
+    {
+        int as, ar;
+        connected_pair(&as, &ar); /* a connection of its own: its ACK state is the batches' */
+        double *cpu_held = calloc((size_t)repeats, sizeof(double));
+        double *acks_held = calloc((size_t)repeats, sizeof(double));
+        double *in_held = calloc((size_t)repeats, sizeof(double));
+        if (!cpu_held || !acks_held || !in_held) fail("calloc ack");
+        for (int w = 0; w < 3; w++) { /* warm-up, past the connection's quick-ACK start */
+            ack_batch(as, ar, 2, buf);
+            ack_batch(as, ar, 0, buf);
+        }
+        for (int i = 0; i < repeats; i++) {
+            struct batch a = ack_batch(as, ar, 2, buf), h = ack_batch(as, ar, 0, buf);
+            cpu[i] = a.cpu_us;
+            segs[i] = a.segments;
+            wall[i] = a.wall_us;
+            cpu_held[i] = h.cpu_us;
+            acks_held[i] = h.segments;
+            in_held[i] = h.wall_us;
+        }
+        print_array("ack_cpu_us_per_iter", cpu, repeats);
+        printf(", ");
+        print_array("ack_acks_per_iter", segs, repeats);
+        printf(", ");
+        print_array("ack_segs_in_per_iter", wall, repeats);
+        printf(", ");
+        print_array("held_cpu_us_per_iter", cpu_held, repeats);
+        printf(", ");
+        print_array("held_acks_per_iter", acks_held, repeats);
+        printf(", ");
+        print_array("held_segs_in_per_iter", in_held, repeats);
+        close(as);
+        close(ar);
+    }
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
