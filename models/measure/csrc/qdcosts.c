@@ -233,22 +233,19 @@ static void connected_pair(int *snd, int *rcv) {
     if (setsockopt(*rcv, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("TCP_NODELAY");
 }
 
-/* Segments sent by fd's socket so far (tcpi_segs_out). */
-static unsigned segs_out(int fd) {
+/* fd's TCP_INFO. */
+static struct tcp_info tcp_info_of(int fd) {
     struct tcp_info ti;
     socklen_t len = sizeof ti;
     memset(&ti, 0, sizeof ti);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) fail("TCP_INFO");
-    return ti.tcpi_segs_out;
+    return ti;
 }
 
-static unsigned data_segs_in(int fd) {
-    struct tcp_info ti;
-    socklen_t len = sizeof ti;
-    memset(&ti, 0, sizeof ti);
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) fail("TCP_INFO");
-    return ti.tcpi_data_segs_in;
-}
+/* Segments sent by fd's socket so far (tcpi_segs_out). */
+static unsigned segs_out(int fd) { return tcp_info_of(fd).tcpi_segs_out; }
+
+static unsigned data_segs_in(int fd) { return tcp_info_of(fd).tcpi_data_segs_in; }
 
 static int mss_of(int fd) {
     int mss = 0;
@@ -335,9 +332,13 @@ static struct batch recv_batch(int snd, int rcv, char *buf) {
 }
 
 /* One ACK batch (see "ack" above): quickack is the TCP_QUICKACK value set after each read, 2 (an
- * ACK that is due leaves now) or 0 (it stays delayed).  cpu_us per iteration; segments = pure
- * ACKs per iteration; wall_us holds the data segments in per iteration (a check: 1). */
-static struct batch ack_batch(int snd, int rcv, int quickack, char *buf) {
+ * ACK that is due leaves now) or 0 (it stays delayed).  Per iteration: the thread's CPU, the
+ * receiver's pure ACKs and its data segments in (a check: 1). */
+struct ack_batch {
+    double cpu_us, acks, segs_in;
+};
+
+static struct ack_batch ack_batch(int snd, int rcv, int quickack, char *buf) {
     int zero = 0, two = 2;
     /* a clean start: any due ACK out, then pingpong mode (untimed) */
     if (setsockopt(rcv, IPPROTO_TCP, TCP_QUICKACK, &two, sizeof two) != 0) fail("TCP_QUICKACK");
@@ -351,11 +352,45 @@ static struct batch ack_batch(int snd, int rcv, int quickack, char *buf) {
             fail("TCP_QUICKACK");
     }
     double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID);
-    struct batch b = {0, 0, 0, 1};
+    struct ack_batch b;
     b.cpu_us = (c1 - c0) / ACK_ITERS;
-    b.segments = (double)(segs_out(rcv) - acks0) / ACK_ITERS;
-    b.wall_us = (double)(data_segs_in(rcv) - seg0) / ACK_ITERS;
+    b.acks = (double)(segs_out(rcv) - acks0) / ACK_ITERS;
+    b.segs_in = (double)(data_segs_in(rcv) - seg0) / ACK_ITERS;
     return b;
+}
+
+static void print_array(const char *name, const double *x, int n);
+
+/* The "ack" benchmark on a connection of its own (its ACK state is the batches'): three warm-up
+ * pairs, then ``repeats`` pairs of an "ack" and a "held" batch; prints the six arrays. */
+static void measure_ack(int repeats, char *buf) {
+    static const char *names[6] = {"ack_cpu_us_per_iter",  "ack_acks_per_iter",
+                                   "ack_segs_in_per_iter", "held_cpu_us_per_iter",
+                                   "held_acks_per_iter",   "held_segs_in_per_iter"};
+    double *x[6];
+    for (int k = 0; k < 6; k++)
+        if (!(x[k] = calloc((size_t)repeats, sizeof(double)))) fail("calloc ack");
+    int snd, rcv;
+    connected_pair(&snd, &rcv);
+    for (int w = 0; w < 3; w++) { /* past the connection's quick-ACK start */
+        ack_batch(snd, rcv, 2, buf);
+        ack_batch(snd, rcv, 0, buf);
+    }
+    for (int i = 0; i < repeats; i++) {
+        struct ack_batch b[2] = {ack_batch(snd, rcv, 2, buf), ack_batch(snd, rcv, 0, buf)};
+        for (int v = 0; v < 2; v++) {
+            x[3 * v][i] = b[v].cpu_us;
+            x[3 * v + 1][i] = b[v].acks;
+            x[3 * v + 2][i] = b[v].segs_in;
+        }
+    }
+    for (int k = 0; k < 6; k++) {
+        if (k) printf(", ");
+        print_array(names[k], x[k], repeats);
+        free(x[k]);
+    }
+    close(snd);
+    close(rcv);
 }
 
 /* One BIG-byte send() that has arrived, read back with recv() calls of up to BIG bytes: the
@@ -588,40 +623,7 @@ int main(int argc, char **argv) {
     printf(", ");
     print_array("segments", segs_x + 3, n_large);
     printf("}, \"ack\": {\"iterations\": %d, \"bytes\": %d, ", ACK_ITERS, ACK_BYTES);
-    {
-        int as, ar;
-        connected_pair(&as, &ar); /* a connection of its own: its ACK state is the batches' */
-        double *cpu_held = calloc((size_t)repeats, sizeof(double));
-        double *acks_held = calloc((size_t)repeats, sizeof(double));
-        double *in_held = calloc((size_t)repeats, sizeof(double));
-        if (!cpu_held || !acks_held || !in_held) fail("calloc ack");
-        for (int w = 0; w < 3; w++) { /* warm-up, past the connection's quick-ACK start */
-            ack_batch(as, ar, 2, buf);
-            ack_batch(as, ar, 0, buf);
-        }
-        for (int i = 0; i < repeats; i++) {
-            struct batch a = ack_batch(as, ar, 2, buf), h = ack_batch(as, ar, 0, buf);
-            cpu[i] = a.cpu_us;
-            segs[i] = a.segments;
-            wall[i] = a.wall_us;
-            cpu_held[i] = h.cpu_us;
-            acks_held[i] = h.segments;
-            in_held[i] = h.wall_us;
-        }
-        print_array("ack_cpu_us_per_iter", cpu, repeats);
-        printf(", ");
-        print_array("ack_acks_per_iter", segs, repeats);
-        printf(", ");
-        print_array("ack_segs_in_per_iter", wall, repeats);
-        printf(", ");
-        print_array("held_cpu_us_per_iter", cpu_held, repeats);
-        printf(", ");
-        print_array("held_acks_per_iter", acks_held, repeats);
-        printf(", ");
-        print_array("held_segs_in_per_iter", in_held, repeats);
-        close(as);
-        close(ar);
-    }
+    measure_ack(repeats, buf);
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
