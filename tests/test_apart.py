@@ -97,13 +97,9 @@ def test_the_rest_of_the_rate_miss_is_where_the_simulated_server_sleeps(ev):
     simulated column, so the split is a finding about the model and can fail with it."""
     io = FID.iops_table(ev.tables["calibrated"])
     split = AP.busy_split(io[~MA.bbr_held(io)])
-    low, busy, slept = (row for _, row in split.iterrows())
+    slept = split.iloc[2]
     assert split["runs"].sum() == int((~MA.bbr_held(io)).sum())
-    assert busy.within_pct >= FID.IOPS_SHARE * 100 > slept.within_pct + 30
-    assert slept.median_ratio < 1 - FID.IOPS_TOL < busy.median_ratio
-    assert (
-        min(busy.kernel_busy_median, slept.kernel_busy_median) > 1000 > 2 * low.kernel_busy_median
-    )
+    assert AP.busy_findings(split) == dict.fromkeys(AP.busy_findings(split), True)
     # the column it splits by is the simulator's: every run of the part slept has most of its
     # simulated busy periods at QD requests or fewer
     deep = io[(io["qd"] >= AP.BUSY_QD) & ~MA.bbr_held(io)]

@@ -62,6 +62,9 @@ __all__ = [
     "op_time_us",
     "BUSY_QD",
     "busy_split",
+    "BUSY_GAP_PCT",
+    "BUSY_KERNEL_MIN",
+    "busy_findings",
     "ApartEvaluation",
     "evaluate",
 ]
@@ -236,6 +239,50 @@ def busy_split(io: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, index=pd.Index(list(parts), name="runs of"))
+
+
+#: Percentage points by which the runs whose simulated server slept between batches fall short of
+#: the share within tolerance, at least, for :func:`busy_findings` to say the misses gather there.
+BUSY_GAP_PCT = 30.0
+#: Requests per busy period (the kernel's server, median over a part's runs) above which it is said
+#: to have kept serving, for :func:`busy_findings`: QD is at most 64, so a server that slept after
+#: each batch would show a few dozen at most.
+BUSY_KERNEL_MIN = 1000.0
+
+
+def busy_findings(split: pd.DataFrame) -> dict[str, bool]:
+    """What chapter 9 says about a :func:`busy_split` table, each as a claim that holds or not:
+    the runs whose simulated server kept busy meet the share within tolerance and those where it
+    slept miss it by :data:`BUSY_GAP_PCT` points or more; the slept runs are slower than the
+    tolerance allows and the busy ones are not; and the kernel's server kept serving in both
+    parts (:data:`BUSY_KERNEL_MIN`) but not below :data:`BUSY_QD`.
+
+    >>> import pandas as pd
+    >>> split = pd.DataFrame({"runs": [136, 222, 126],
+    ...                       "kernel_busy_median": [2.0, 11877.0, 6024.0],
+    ...                       "within_pct": [82.0, 87.0, 35.0], "median_ratio": [1.01, 0.9, 0.68]})
+    >>> all(busy_findings(split).values())
+    True
+    >>> split.loc[2, "within_pct"] = 70.0  # a model whose slept runs miss no more than the rest
+    >>> [k for k, v in busy_findings(split).items() if not v]
+    ['the misses gather where the simulated server slept']
+    """
+    from models.validation.fidelity import IOPS_SHARE
+
+    low, busy, slept = (row for _, row in split.iterrows())
+    return {
+        "the misses gather where the simulated server slept": bool(
+            busy.within_pct >= IOPS_SHARE * 100 > slept.within_pct + BUSY_GAP_PCT
+        ),
+        "the slept runs are too slow, the busy ones are not": bool(
+            slept.median_ratio < 1 - IOPS_TOL < busy.median_ratio
+        ),
+        "the kernel's server kept serving from QD 4 on": bool(
+            min(busy.kernel_busy_median, slept.kernel_busy_median)
+            > BUSY_KERNEL_MIN
+            > 2 * low.kernel_busy_median
+        ),
+    }
 
 
 @dataclass(frozen=True)
