@@ -298,6 +298,74 @@ def test_a_thread_idle_only_briefly_wakes_in_wake_fast():
     assert c.rtts_s == a.rtts_s
 
 
+def test_a_thread_idle_for_long_wakes_in_wake_deep():
+    # QD 1, one segment each way, 20 ms of client processing per response: the server idles
+    # 20 ms before each request (the client only microseconds before each response), so from
+    # the second operation on each operation has one deep wake-up, the server's.
+    sc = presets.one_segment(client={"proc_s": 20e-3}, run={"ops": 20, "warmup_ops": 2})
+    a = simulate(sc)
+    deep = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 10e-3}
+    b = simulate(sc.replace(server=deep, client=deep))
+    added = [y - x for x, y in zip(a.rtts_s, b.rtts_s)]
+    assert added == pytest.approx([80e-6 - sc.server.wake_s] * len(added), abs=1e-12)
+    # an idle shorter than the threshold changes nothing
+    later = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 30e-3}
+    assert simulate(sc.replace(server=later, client=later)).rtts_s == a.rtts_s
+    # the fast-forward repeats deep wake-ups exactly (a Nagle server stalled at QD 1: both
+    # threads idle through every 40 ms stall)
+    on = simulate(Scenario(server=deep, client=deep, run={"ops": 400}))
+    off = simulate(on.scenario.replace(run={"fast_forward": False}))
+    assert on.skipped_ops > 0 and on.rtts_s == off.rtts_s and on.hosts == off.hosts
+    with pytest.raises(
+        ValueError, match=r"server.wake_deep_idle_s \(5e-05 s\) must be longer than server.wake"
+    ):
+        sc.replace(server={"wake_fast_idle_s": 1e-4, "wake_deep_idle_s": 5e-5})
+
+
+def test_the_client_issues_its_first_requests_one_send_after_another():
+    # With a transmit cost the start-up's send() calls wait for the CPU of the one before, as
+    # any others do (the kernel harness issues its QD requests with a send() each): four
+    # requests leave as four segments, 3 us apart, not at once (where autocorking would hold
+    # the three behind the first).
+    quiet = {"tx_latency_s": 0.0, "rx_latency_s": 0.0}
+    costs = {"nodelay": True, "send_cpu_s": 1e-6, "gso_cpu_s": 2e-6, **quiet}
+    sc = Scenario(
+        workload={"qd": 4},
+        client=costs,
+        server={"proc_s": 1e-3, **quiet},
+        run={"ops": 8, "warmup_ops": 0, "trace": True, "trace_at": "client", "check": True},
+    )
+    first = [r for r in simulate(sc).trace if r.direction == "C > S" and r.length][:4]
+    assert [round(r.time * 1e6, 9) for r in first] == [0.0, 3.0, 6.0, 9.0]
+    assert [r.length for r in first] == [48] * 4
+    # without a transmit cost they are made at once, as before
+    free = sc.replace(client={"send_cpu_s": 0.0, "gso_cpu_s": 0.0})
+    assert {r.time for r in simulate(free).trace if r.direction == "C > S" and r.length} >= {0.0}
+
+
+def test_an_established_start_has_no_quick_acks_and_a_server_asleep_for_long():
+    # Nagle server, QD 1: a new connection's first lone header is ACKed at once (quick-ACK
+    # mode); on a connection long past its start-up the client delays that ACK too
+    sc = Scenario(run={"ops": 6, "warmup_ops": 0})
+    new, est = simulate(sc), simulate(sc.replace(run={"start": "established"}))
+    assert new.rtts_s[0] < 1e-3 and min(est.rtts_s) > 30e-3  # (the first timer: mid-tick)
+    # the server's first wake-up follows a long sleep: with a deep wake-up it is the deep one
+    # (one segment each way, no stall: the first round trip shows it)
+    one = presets.one_segment(run={"ops": 6, "warmup_ops": 0})
+    deep = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 10e-3}
+
+    def first(start, server):
+        return simulate(one.replace(server=server, run={"start": start})).rtts_s[0]
+
+    extra = 80e-6 - one.server.wake_s
+    est = first("established", deep) - first("established", {})
+    assert est == pytest.approx(extra, abs=1e-12)
+    # a new connection's server went idle at time 0: its first wake-up is an ordinary one
+    assert first("connect", deep) == first("connect", {})
+    with pytest.raises(ValueError, match="run.start must be one of"):
+        sc.replace(run={"start": "warm"})
+
+
 def test_the_copies_cost_cpu_per_byte():
     sc = presets.one_segment(run={"ops": 200})
     a = simulate(sc)

@@ -2,7 +2,8 @@
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
 ``wake`` after data arrives in its socket (``wake_fast`` instead if it
-has been idle for less than ``wake_fast_idle``; plus a random extra
+has been idle for less than ``wake_fast_idle``, ``wake_deep`` if for at
+least ``wake_deep_idle``; plus a random extra
 latency if the host has one), spends ``wake_cpu`` on the wake-up itself, and
 then, busy, reads everything
 queued, processes each *complete* message in turn (``proc`` each; a
@@ -80,6 +81,10 @@ class AppThread:
     wake_late : callable or None
         A draw: whether such a brief-idle wake-up still takes ``wake``
         (``None``: never).
+    wake_deep, wake_deep_idle : int
+        Wake-up latency, fs, of a thread idle for at least
+        ``wake_deep_idle`` fs (0: every wake-up after a longer idle than
+        ``wake_fast_idle`` takes ``wake``).
     read_byte : int
         CPU per byte read (the copy to the application), fs, added to
         the processing of the next message the thread handles.
@@ -109,6 +114,8 @@ class AppThread:
         setup: Exchange | None = None,
         wake_fast: int = 0,
         wake_fast_idle: int = 0,
+        wake_deep: int = 0,
+        wake_deep_idle: int = 0,
         read_byte: int = 0,
     ) -> None:
         self.loop = loop
@@ -129,6 +136,7 @@ class AppThread:
         self.wake_extra = wake_extra
         self.wake_late = wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
+        self.wake_deep, self.wake_deep_idle = wake_deep, wake_deep_idle
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
         self.read_cpu = 0  # fs of copying read but not yet paid
@@ -165,10 +173,13 @@ class AppThread:
         if not self.busy and not self.waking:
             self.waking = True
             delay = self.wake
-            if now - self.idle_since < self.wake_fast_idle and not (
+            idle = now - self.idle_since
+            if idle < self.wake_fast_idle and not (
                 self.wake_late is not None and self.wake_late()
             ):
                 delay = self.wake_fast  # its CPU was idle only briefly (and not late)
+            elif self.wake_deep_idle and idle >= self.wake_deep_idle:
+                delay = self.wake_deep  # its CPU was idle long enough to sleep deeper
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
@@ -398,11 +409,12 @@ class AppThread:
 
     def _idle_state(self, view: View) -> int | None:
         """How long ago an idle thread went idle, as far as it can still
-        matter (a wake-up's latency depends on it only under
-        ``wake_fast_idle``)."""
-        if not self.wake_fast_idle or self.busy or self.waking:
+        matter (a wake-up's latency depends on it only up to
+        ``wake_fast_idle`` or ``wake_deep_idle``, whichever is longer)."""
+        horizon = max(self.wake_fast_idle, self.wake_deep_idle)
+        if not horizon or self.busy or self.waking:
             return None
-        return max(view.time(self.idle_since), -self.wake_fast_idle)
+        return max(view.time(self.idle_since), -horizon)
 
     def cycle_signature(self, view: View) -> Hashable:
         return self.busy, self.waking, len(self.expect)

@@ -81,14 +81,26 @@ class ClientThread(AppThread):
         self.rtts: list = []  # fs, per completion
 
     def start(self, now: int, _arg: object = None) -> None:
-        """At time 0: the setup exchange if any, else ``qd`` operations."""
+        """At time 0: the setup exchange if any, else ``qd`` operations.
+
+        Their ``send()`` calls are made as at any other time: with a
+        transmit cost each waits for the CPU of the one before (the kernel
+        harness issues its QD requests with a ``send()`` each), in a busy
+        period of the thread that read nothing; without one, all at once.
+        """
         if self.setup is not None:
             items = [(-1, j, self.setup_server_proc) for j in self.setup.roots]
-            sent = self.send_messages(now, items, at_once=True)
         else:
-            sent = sum(self._issue(now, True) for _ in range(self.qd))
-        self.thread_segments += sent
-        self.ep.sender.take_thread_cpu()  # the start-up is not charged
+            items = [item for _ in range(self.qd) for item in self._new_op(now)]
+        if not self.tx_cpu:
+            self.thread_segments += self.send_messages(now, items, at_once=True)
+            self.idle_since = now  # (it ran now, whatever came before the run)
+            return
+        self.busy = True  # (a wake-up's bookkeeping: the thread runs)
+        self.wakeups += 1
+        self.busy_start = now
+        self.count = 0
+        self._written(now, self.send_messages(now, items))
 
     def _new_op(self, now: int) -> list:
         """Issue an operation: the messages it starts with."""

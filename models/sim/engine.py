@@ -29,6 +29,10 @@ from models.sim.sender import TxCosts
 
 __all__ = ["Simulation", "simulate", "run"]
 
+#: With ``run.start`` established, how long before the run both threads went to sleep, fs: a
+#: second, longer than any idle a wake-up's latency depends on (``Host.wake_deep_idle_s``).
+LONG_IDLE_FS = FS
+
 
 class Simulation:
     """The built model of one scenario; use :func:`simulate` unless you
@@ -120,6 +124,8 @@ class Simulation:
             cpu=cpu_s,
             wake_fast=fs(s.wake_fast_s),
             wake_fast_idle=fs(s.wake_fast_idle_s),
+            wake_deep=fs(s.wake_deep_s),
+            wake_deep_idle=fs(s.wake_deep_idle_s),
             read_byte=fs(s.recv_byte_cpu_s),
         )
         self.client = ClientThread(
@@ -136,6 +142,8 @@ class Simulation:
             cpu=cpu_c,
             wake_fast=fs(c.wake_fast_s),
             wake_fast_idle=fs(c.wake_fast_idle_s),
+            wake_deep=fs(c.wake_deep_s),
+            wake_deep_idle=fs(c.wake_deep_idle_s),
             read_byte=fs(c.recv_byte_cpu_s),
             qd=wl.qd,
             exchange=exchange,
@@ -153,6 +161,10 @@ class Simulation:
             ep.trace = self.trace
         if sc.run.check:
             loop.after_event = self.check_invariants
+        if sc.run.start == "established":
+            for th in (self.client, self.server):
+                th.idle_since = -LONG_IDLE_FS  # asleep long before the run
+                th.ep.ack.established()
         loop.schedule(0, self.client.start)
         self.skipped_ops = 0
         self.cycle_ops = 0

@@ -324,6 +324,17 @@ class Run(Part):
         high=10**10,
         sample=OneOf(MAX_EVENTS),
     )
+    start: str = param(
+        "connect",
+        "choice",
+        "",
+        "the state the run begins in: connect (a new connection: quick ACKs first, both "
+        "threads idle since time 0) or established (long past its start-up: both ends "
+        "interactive, no quick ACKs, both threads asleep for long; what a loop restarts from "
+        "after a delayed-ACK stall)",
+        choices=("connect", "established"),
+        sample=OneOf("connect", "established"),
+    )
     fast_forward: bool = param(
         True,
         "flag",

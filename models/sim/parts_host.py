@@ -46,7 +46,9 @@ class Host(Part):
     interrupt per pure ACK received), ``wake_fast_s`` and
     ``wake_fast_idle_s`` (a thread idle for less than the second wakes
     in the first instead of ``wake_s``: a virtual CPU that halted only
-    briefly is still polling), ``wake_late_share`` (the share of those
+    briefly is still polling), ``wake_deep_s`` and ``wake_deep_idle_s``
+    (a thread idle for at least the second wakes in the first: a virtual
+    CPU idle for milliseconds was descheduled by its host), ``wake_late_share`` (the share of those
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
@@ -164,6 +166,22 @@ class Host(Part):
         "idle time under which a wake-up takes wake_fast_s (0: never)",
         sample=OneOf(0.0, 60e-6),
     )
+    wake_deep_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "wake-up latency instead of wake_s when the thread idled at least wake_deep_idle_s "
+        "(a virtual CPU idle for milliseconds was descheduled by its host and wakes slower)",
+        sample=OneOf(0.0, 80e-6),
+    )
+    wake_deep_idle_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "idle time from which a wake-up takes wake_deep_s (0: never)",
+        high=0.1,
+        sample=OneOf(0.0, 10e-3),
+    )
     wake_cpu_s: float = param(
         0.0,
         "seconds",
@@ -250,6 +268,13 @@ class Host(Part):
         "TCP_QUICKACK set after every read (it does not persist: the kernel may delay ACKs again)",
         sample=OneOf(False, True),
     )
+
+    def _check_together(self, where: str) -> None:
+        if self.wake_deep_idle_s and self.wake_deep_idle_s <= self.wake_fast_idle_s:
+            raise ValueError(
+                f"{where}.wake_deep_idle_s ({self.wake_deep_idle_s!r} s) must be longer than "
+                f"{where}.wake_fast_idle_s ({self.wake_fast_idle_s!r} s), or 0 (never)"
+            )
 
 
 #: The server of Butterfield (2017) for a 512-byte read at QD 1 on 1 Gb/s, in seconds: the CPU per

@@ -83,6 +83,10 @@ class AckPolicy:
     def quickack(self, now: int) -> None:
         """Nothing to do by default."""
 
+    def established(self) -> None:
+        """Begin as on a connection long past its start-up
+        (``Run.start``); nothing to do by default."""
+
     # The fast-forward's view (models.sim.fastforward); a policy class
     # states its own cycle_state.
 
@@ -199,6 +203,16 @@ class LinuxAck(AckPolicy):
 
     def in_pingpong(self) -> bool:
         return self.pingpong >= self.pingpong_thresh
+
+    def established(self) -> None:
+        """No quick-ACK start (data arrived before: ``ato`` at the
+        delayed-ACK minimum, the last arrival at time 0) and interactive
+        already (pingpong at its threshold), as on a connection whose
+        replies have followed its requests for long."""
+        self.ato = self.delack_ticks
+        self.lrcv = 0
+        self.quick = 0
+        self.pingpong = max(self.pingpong, self.pingpong_thresh)
 
     def data_received(self, now: int, length: int, psh: bool) -> None:
         self.owed = True  # inet_csk_schedule_ack
