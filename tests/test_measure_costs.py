@@ -90,6 +90,10 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         gaps = c["wake"]["cross_by_gap"]
         assert [g["gap_us"] for g in gaps] == sorted(g["gap_us"] for g in gaps)
         assert len(gaps) == 10 and all(0.1 < g["median_us"] < 10_000 for g in gaps)
+        # and after the long gaps (2.5 to 40 ms), each from at least 8 samples
+        long = c["wake"]["cross_by_long_gap"]
+        assert [g["gap_us"] for g in long] == [2500.0, 5000.0, 10000.0, 20000.0, 40000.0]
+        assert all(g["samples"] >= 8 and 0.1 < g["median_us"] < 10_000 for g in long)
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000
@@ -250,6 +254,29 @@ def test_wake_costs_without_a_step_leave_the_fast_wake_up_off():
     step = [{"gap_us": 2, "median_us": 5.0}, {"gap_us": 20, "median_us": 30.0}]
     w = profile.wake_costs({"pipe_cross": {"median_us": 6.0}, "cross_by_gap": step})
     assert w["wake_fast_idle_s"] == pytest.approx(math.sqrt(40) * 1e-6)
+
+
+def test_deep_wake_costs_find_the_step_after_a_long_idle():
+    short = [{"gap_us": g, "median_us": 20.0} for g in (160, 1280)]
+    long = [{"gap_us": g, "median_us": m} for g, m in ((2500, 24.0), (10000, 60.0), (40000, 90.0))]
+    wake = {"pipe_cross": {"median_us": 20.0}, "cross_by_gap": short, "cross_by_long_gap": long}
+    w = profile.deep_wake_costs(wake, halted_us=20.0)
+    assert w["wake_deep_s"] == pytest.approx(90e-6)
+    assert w["wake_deep_idle_s"] == pytest.approx(math.sqrt(2500 * 10000) * 1e-6)
+    # the first long gap already past halfway (55 us): the step lies after the last short gap
+    first = [{"gap_us": 2500, "median_us": 60.0}, {"gap_us": 40000, "median_us": 90.0}]
+    w = profile.deep_wake_costs({**wake, "cross_by_long_gap": first}, halted_us=20.0)
+    assert w["wake_deep_idle_s"] == pytest.approx(math.sqrt(1280 * 2500) * 1e-6)
+    # no step, or no long gaps (a benchmark from before them): off
+    flat = [{"gap_us": g, "median_us": 25.0} for g in (2500, 40000)]
+    assert profile.deep_wake_costs({**wake, "cross_by_long_gap": flat}, halted_us=20.0) == {}
+    assert profile.deep_wake_costs({"cross_by_gap": short}, halted_us=20.0) == {}
+    # the fit's costs set the Host fields
+    w = profile.deep_wake_costs(wake, halted_us=20.0)
+    host = calibrate.HostCosts(
+        op_s=1e-6, tx_s=1e-6, ack_s=1e-6, wake_s=20e-6, path_s=1e-6, **w
+    ).host_fields()
+    assert host["wake_deep_s"] == pytest.approx(90e-6) and host["wake_deep_idle_s"] > 2.5e-3
 
 
 def test_a_mean_target_fits_little_s_law_and_is_recorded():

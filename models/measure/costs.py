@@ -10,7 +10,9 @@ loopback and without privileges:
   Staelin 1996, timed one way); median and 90th percentile, microseconds;
 * the same cross-CPU wake-up after the sleeper's CPU has idled for a set gap (2 to 320 us; the
   waker spins through it), ``cross_by_gap``: a virtual CPU that halted only briefly may still be
-  polling and wake faster than one that slept;
+  polling and wake faster than one that slept; and after long gaps (2.5 to 40 ms, the idle a
+  delayed-ACK stall leaves), ``cross_by_long_gap``: a virtual CPU idle for milliseconds may have
+  been descheduled by its host and wake slower still;
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
@@ -279,17 +281,18 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         for name in ("pipe", "futex", "pipe_cross")
         if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
     }
-    by_gap = [
-        {
-            "gap_us": g["gap_us"],
-            "median_us": _median(g["lat_us"]),
-            "p90_us": percentile(g["lat_us"], 90),
-            "samples": len(g["lat_us"]),
-        }
-        for g in raw["wake"].get("cross_by_gap", [])
-    ]
-    if by_gap:
-        wake["cross_by_gap"] = by_gap  # type: ignore[assignment]
+    for name in ("cross_by_gap", "cross_by_long_gap"):  # the second: none before its benchmark
+        by_gap = [
+            {
+                "gap_us": g["gap_us"],
+                "median_us": _median(g["lat_us"]),
+                "p90_us": percentile(g["lat_us"], 90),
+                "samples": len(g["lat_us"]),
+            }
+            for g in raw["wake"].get(name, [])
+        ]
+        if by_gap:
+            wake[name] = by_gap  # type: ignore[assignment]
     send = [
         {
             "bytes": s["bytes"],
@@ -398,7 +401,7 @@ def format_costs(result: dict[str, Any]) -> str:
         f"load {st['load']} -> {st['load_after']}",
     ]
     for name, w in c["wake"].items():
-        if name == "cross_by_gap":
+        if name in ("cross_by_gap", "cross_by_long_gap"):
             lines.append(
                 "wake-up (pipe_cross) after the sleeper's CPU idled: "
                 + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)

@@ -41,6 +41,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     longest ``wake_s`` (it halted), and ``wake_fast_idle_s`` lies between the last gap whose
     wake-up was still fast and the next (``models.measure.profile.wake_costs``); without
     the gaps, ``wake_s`` is the ``pipe_cross`` median and the fast wake-up is off;
+``wake_deep_s``, ``wake_deep_idle_s``
+    the same wake-up after long idle gaps, 2.5 to 40 ms (``cross_by_long_gap``): the median
+    after 40 ms (the idle a delayed-ACK stall leaves) is ``wake_deep_s`` when it is well above
+    ``wake_s``, and ``wake_deep_idle_s`` lies between the last long gap whose wake-up was still
+    a halted CPU's and the next (``models.measure.profile.deep_wake_costs``); off otherwise;
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
@@ -162,6 +167,19 @@ COST_RANGES: dict[str, Range] = {
         1e-3,
         "how long an idle CPU keeps polling: KVM's and the guest's haltpoll default at most "
         "200 us, adapted to recent wake-ups (Linux documentation, 'The KVM halt polling system')",
+    ),
+    "wake_deep_s": Range(
+        0.5e-6,
+        1e-3,
+        "a virtual CPU idle for milliseconds was descheduled by its host (the host's CPU may "
+        "sleep deeper too): its wake-up takes the host scheduler's and the hardware's exit "
+        "latencies, tens to hundreds of microseconds (this machine's long-gap medians)",
+    ),
+    "wake_deep_idle_s": Range(
+        0.0,
+        0.1,
+        "from a millisecond or so: the idle after which the host's scheduler and cpuidle "
+        "governor let a halted virtual CPU's physical CPU sleep deeper",
     ),
     "wake_late_share": Range(
         0.0,

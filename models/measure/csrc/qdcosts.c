@@ -19,6 +19,10 @@
  *                          about that long when the wake-up comes: how the wake-up's cost grows
  *                          with the idle time (a virtual CPU that halted only briefly may still
  *                          be polling, in the guest or in the hypervisor).  N / 4 samples per gap.
+ *   wake.cross_by_long_gap[] the same for the long gaps LONG_GAPS_US (2.5 to 40 ms, the idle a
+ *                          40 ms delayed-ACK stall leaves behind at HZ 250): a virtual CPU idle
+ *                          for milliseconds may have been descheduled by its host and wake slower
+ *                          still.  N / 40 samples per gap (at least 8): each costs its gap.
  *                          The method is lmbench's pipe ping-pong (McVoy and Staelin 1996) with a
  *                          timestamp, so the one-way latency is measured, not a round trip.
  *   send[]                 per size (48, 512, 4096, 65536 bytes): R repeats of a batch of send()
@@ -116,6 +120,9 @@ static void sleep_us(double us) {
 /* The idle gaps of wake.cross_by_gap, microseconds. */
 static const double GAPS_US[] = {2.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1280.0};
 #define NGAPS ((int)(sizeof GAPS_US / sizeof GAPS_US[0]))
+/* The long idle gaps of wake.cross_by_long_gap, microseconds. */
+static const double LONG_GAPS_US[] = {2500.0, 5000.0, 10000.0, 20000.0, 40000.0};
+#define NLONG ((int)(sizeof LONG_GAPS_US / sizeof LONG_GAPS_US[0]))
 
 /* A fixed-seed linear congruential generator: the gaps vary, the run repeats. */
 static uint32_t lcg = 12345u;
@@ -508,17 +515,19 @@ int main(int argc, char **argv) {
     double *cross_us = calloc((size_t)samples, sizeof(double));
     int gap_n = samples / 4 > 0 ? samples / 4 : 1;
     double *by_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    int long_n = samples / 40 > 8 ? samples / 40 : 8;
+    double *by_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *cpu = calloc((size_t)repeats, sizeof(double));
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
-    if (!pipe_us || !futex_us || !cross_us || !by_gap || !cpu || !wall || !segs || !buf) fail("calloc");
+    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !cpu || !wall || !segs || !buf) fail("calloc");
 
     double t0 = clock_us(CLOCK_MONOTONIC);
     measure_wake(samples, gap_us, 0, -1, 0, pipe_us);
     measure_wake(samples, gap_us, 1, -1, 0, futex_us);
     /* two CPUs this process may use: the waker on the first, the sleeper on the second */
-    int n_cross = 0, n_gaps = 0, first = -1, second = -1;
+    int n_cross = 0, n_gaps = 0, n_long = 0, first = -1, second = -1;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
         for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
@@ -534,6 +543,9 @@ int main(int argc, char **argv) {
             for (int g = 0; g < NGAPS; g++)
                 measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n);
             n_gaps = NGAPS;
+            for (int g = 0; g < NLONG; g++)
+                measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n);
+            n_long = NLONG;
             pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
         }
     }
@@ -553,6 +565,12 @@ int main(int argc, char **argv) {
     for (int g = 0; g < n_gaps; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
         print_array("lat_us", by_gap + (size_t)g * gap_n, gap_n);
+        printf("}");
+    }
+    printf("], \"cross_by_long_gap\": [");
+    for (int g = 0; g < n_long; g++) {
+        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
+        print_array("lat_us", by_long + (size_t)g * long_n, long_n);
         printf("}");
     }
     printf("]}, \"send\": [");
