@@ -56,6 +56,7 @@ __all__ = [
     "tpt_min_eight_stage",
     "qd_min_cpu",
     "qd_min_network",
+    "qd_max_stall",
     "bottleneck_inequality",
     "qd_min_bottleneck",
     "page_time",
@@ -260,6 +261,20 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     """
     refill = _non_negative("cl", cl) + _positive("rtt_min", rtt_min) + _non_negative("sl", sl)
     return refill / _positive("w2", w2)
+
+
+def qd_max_stall(sd: float, se: float, ce: float, w1: float = 0.0, w2: float = 0.0) -> float:
+    """The largest queue depth at which a Nagle server's delayed-ACK stall restarts itself, as a
+    real number, ``1 + (W1 + W2 + SD + SE) / CE`` (``qd_max_stall_expr``, checked equal by a
+    test): the server's deep wake-up ``sd``, its time to the first header ``se``, the client's
+    time per request ``ce`` and the two paths' latencies, seconds.
+
+    >>> int(qd_max_stall(sd=61e-6, se=5.5e-6, ce=5.5e-6, w1=1.2e-6, w2=1.2e-6))  # QD 13 stalls
+    13
+    """
+    out = _non_negative("sd", sd) + _non_negative("se", se)
+    out += _non_negative("w1", w1) + _non_negative("w2", w2)
+    return 1.0 + out / _positive("ce", ce)
 
 
 def bottleneck_inequality(stage_times: Mapping[str, float]) -> str | None:

@@ -42,6 +42,8 @@ __all__ = [
     "nagle_ack_window_condition",
     "nagle_delay_bound_ack",
     "qd_max_for_response_time_expr",
+    "stall_sustains_condition",
+    "qd_max_stall_expr",
     "numeric",
     "tpt_min_eight_stage_expr",
 ]
@@ -110,6 +112,13 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
         "not a stage: an operation of n segments pays n*SX",
     ),
     "CX": ("s", "client CPU per data segment sent (the simulator's tx_cpu_s on the client)"),
+    "SD": (
+        "s",
+        "server thread wake-up latency after a long idle (the 40 ms of a delayed-ACK stall): "
+        "the deep wake-up (the simulator's wake_deep_s)",
+    ),
+    "CE": ("s", "client time per request it issues: processing one response and its send()"),
+    "SE": ("s", "server time from waking to its first response header on the wire"),
 }
 
 #: Unit and meaning of every symbol, keyed by name, as in ``UNITS["SP"] == ("s", "server thread ...")``.
@@ -374,6 +383,31 @@ def qd_max_for_response_time_expr() -> sp.Expr:
     iops_cap = S.BW / (S.IOSIZE + S.H)
     rtt_floor = sp.solve(sp.Eq(iops_cap, S.QD / S.RTT), S.RTT)[0]
     return sp.solve(sp.Eq(rtt_floor, S.TI), S.QD)[0]
+
+
+def stall_sustains_condition() -> sp.Rel:
+    """When a Nagle server's delayed-ACK stall restarts itself.
+
+    At the stall's end the client holds every response and issues the ``QD`` requests one after
+    another, the ``i``-th at ``i*CE``.  The first wakes the server, asleep since the stall began,
+    after ``W1 + SD``; its first header leaves ``SE`` later and reaches the client ``W2`` after
+    that, alone (Nagle holds the data behind it).  If the client has issued every request by
+    then, nothing carries the header's ACK and the client delays it: the next stall.  So the stall
+    sustains itself while ``QD*CE <= CE + W1 + SD + SE + W2``.
+    """
+    sp = _sympy()
+    return sp.Le(S.QD * S.CE, S.CE + S.W1 + S.SD + S.SE + S.W2)
+
+
+@cache
+def qd_max_stall_expr() -> sp.Expr:
+    """The largest queue depth at which the stall sustains itself, as a real number (the integer
+    part of it is the last stalling QD): ``1 + (W1 + W2 + SD + SE)/CE``."""
+    sp = _sympy()
+    c = stall_sustains_condition()
+    sol = sp.solve(sp.Eq(c.lhs, c.rhs), S.QD)
+    assert len(sol) == 1 and sp.diff(c.lhs - c.rhs, S.QD).is_positive  # <= holds below it
+    return sp.expand(sol[0])
 
 
 def numeric(expr: sp.Expr):

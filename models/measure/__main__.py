@@ -173,6 +173,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         pacing_plan,
         pinned,
         repeat_plan,
+        stall_end_plan,
     )
     from .sweep import run_sweep, standard_plan  # noqa: PLC0415 - keep `--help` fast
 
@@ -182,6 +183,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         "repeat": repeat_plan,
         "pacing": pacing_plan,
         "burst": burst_plan,
+        "stallend": stall_end_plan,
     }.get(args.plan, standard_plan)
     plan = make_plan(quick=args.quick, links=args.links, cubic=not args.no_cubic)
     if args.pin != "none":

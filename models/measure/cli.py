@@ -273,7 +273,8 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
         help="standard: the book's first sweep (Nagle client); field: both client modes, "
         "512 B-64 KiB, reno/cubic variants; flory: only the Flory runs; repeat: a seeded "
         "sample of the field runs, measured again; pacing: bbr, reno and cubic on the veth "
-        "links; burst: the 1 Gb/s veth with tbf buckets of 2-40 frames (see --dry-run)",
+        "links; burst: the 1 Gb/s veth with tbf buckets of 2-40 frames; stallend: a Nagle "
+        "server at every QD where its stall may end (see --dry-run)",
     )
     sw.add_argument("--quick", action="store_true", help="0.5 s windows instead of 1.5 s")
     sw.add_argument(

@@ -35,6 +35,8 @@ __all__ = [
     "repeat_plan",
     "pacing_plan",
     "burst_plan",
+    "stall_end_plan",
+    "STALL_END_QDS",
     "BURST_FRAMES",
     "REPEAT_RUNS",
     "REPEAT_SEED",
@@ -67,7 +69,7 @@ FIELD_CC_VARIANTS = ("reno", "cubic")
 FIELD_CC_SIZES = (512, 4096, 65536)  # bytes
 FIELD_CC_QDS = (1, 2, 4, 8, 16, 64)
 #: The plans ``python -m models.measure sweep --plan`` knows.
-PLANS = ("standard", "field", "flory", "repeat", "pacing", "burst")
+PLANS = ("standard", "field", "flory", "repeat", "pacing", "burst", "stallend")
 #: How many field runs the repeat plan measures again, and the seed that picks them.
 REPEAT_RUNS = 240
 REPEAT_SEED = 22
@@ -366,4 +368,40 @@ def burst_plan(
             for size in (4096, 16384, 65536):
                 for qd in (1, 8, 32):
                     plan.append(_field_run(link, "nodelay", "nodelay", qd, size, window, None))
+    return plan
+
+
+#: The stall-end plan's queue depths: every depth where a Nagle server's stall may end, finer than
+#: the field plan's (which jumps from 16 to 32 and 64).
+STALL_END_QDS = (1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+
+
+def stall_end_plan(
+    root: bool | None = None,
+    quick: bool = False,
+    links: Iterable[str] | None = None,
+    cubic: bool = True,
+) -> list[PlannedRun]:
+    """Where a Nagle server's delayed-ACK stall ends: a Nagle server, both client modes, 512, 2048
+    and 4096 bytes, queue depths :data:`STALL_END_QDS`, on the loopback and the unlimited veth
+    links under the default congestion control, and reno on the loopback (``cubic=False`` drops
+    reno).  Windows are 1.0 s (0.5 s with ``quick``).
+
+    >>> len(stall_end_plan(root=True)), len(stall_end_plan(root=False))
+    (312, 156)
+    """
+    root = is_root() if root is None else root
+    window = 0.5 if quick else 1.0  # seconds
+    plan: list[PlannedRun] = []
+    for link in _links(root, links):
+        if link.rate_bits_per_s:
+            continue
+        ccs: list[str | None] = [None]
+        if cubic and link.kind == "loopback":
+            ccs.append("reno")
+        for cc in ccs:
+            for client in FIELD_CLIENTS:
+                for size in (512, 2048, 4096):
+                    for qd in STALL_END_QDS:
+                        plan.append(_field_run(link, "nagle", client, qd, size, window, cc))
     return plan

@@ -1,0 +1,243 @@
+"""Where a Nagle server's stall ends on a real kernel: the wake-up after a long idle, measured.
+
+A Nagle server stalls on the client's delayed ACK when its lone header reaches a client that has
+nothing left to send.  At the stall's end the client holds every response and issues the whole
+queue again, a ``send()`` per request; the server, asleep through the stall, wakes and answers the
+first.  If its header comes back while the client is still issuing, a later request carries the
+header's ACK and the loop escapes; if not, the next stall begins
+(:func:`models.analytic.symbolic.stall_sustains_condition`).  The server's wake-up there follows
+40 ms of idle, and a virtual CPU idle that long was descheduled by its host: it wakes several
+times slower than one idle for a millisecond (``python -m models.measure costs``,
+``cross_by_long_gap``; a host profile's ``wake_deep_s`` and ``wake_deep_idle_s``).
+
+The stall-end plan (``python -m models.measure sweep --plan stallend --pin apart``,
+:data:`DATASET`) measured a Nagle server with both client modes at every queue depth where the
+stall may end, on a third machine (kernel 6.18.44 ``fc-v669``, two vCPUs, HZ 250, bbr), the two
+ends pinned a CPU apart.  That machine's ``calibrate`` profile (:data:`PROFILE`) was fitted on
+eight loopback runs of a NODELAY or MSG_MORE server, none of which stalls, so every row here is a
+test row.
+
+Each run of the kernel lasts long enough for its loop to fall into a stall at some point (a
+hiccup of either thread is enough), and what the harness reports is whether the stall then
+sustains itself.  A deterministic simulation that starts as a new connection settles into the
+pipelined loop during its quick-ACK start and never has such a hiccup, so here each row is
+simulated from the state a stall restarts from (``Run.start`` ``established``: no quick ACKs,
+both ends interactive, both threads asleep for long).  :func:`evaluate` holds the profile to the
+sweep with its measured deep wake-up and, as the wrong model, without it (:data:`MODELS`), and
+beside them the inequality's largest stalling QD from the same profile (:func:`predicted_qd`).
+
+>>> MODELS
+('deep wake-up', 'no deep wake-up')
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from models.validation.fidelity import field_scenario, simulate_loop, stall_end_table
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
+
+__all__ = [
+    "PREFIX",
+    "DATASET",
+    "PROFILE",
+    "MODELS",
+    "DEEP_FIELDS",
+    "HEADER_BYTES",
+    "without_deep_wake",
+    "profiles",
+    "established_scenario",
+    "simulate",
+    "emit_costs_s",
+    "predicted_qd",
+    "StallEndEvaluation",
+    "evaluate",
+    "findings",
+]
+
+#: The sweep's table prefix and its table, named in full so that
+#: :mod:`models.validation.coverage` finds the reader.
+PREFIX = "kernel6_machine3_stallend"
+DATASET = "kernel6_machine3_stallend_iscsi_loop"
+#: The machine's ``calibrate`` profile (``data/hosts/<name>.json``).
+PROFILE = "kernel6_machine3"
+#: The two models: the profile as calibrated, and the same without its deep wake-up.
+MODELS = ("deep wake-up", "no deep wake-up")
+#: The profile's fields of the wake-up after a long idle.
+DEEP_FIELDS = ("wake_deep_s", "wake_deep_idle_s")
+#: Bytes of a request and of a response header in the harness's iSCSI-like loop.
+HEADER_BYTES = 48
+
+
+def without_deep_wake(profile: Any) -> Any:
+    """``profile`` with its deep wake-up left out (a thread idle for milliseconds then wakes as
+    one idle for a millisecond does): the wrong model."""
+    from models.sim import hostprofile
+
+    d = copy.deepcopy(hostprofile.load(profile).to_dict())
+    for part in ("host", "server", "client", "provenance"):
+        for name in DEEP_FIELDS:
+            d.get(part, {}).pop(name, None)
+    return hostprofile.load(d)
+
+
+def profiles() -> dict[str, Any]:
+    """The host profiles of :data:`MODELS`, by name."""
+    from models.sim import hostprofile
+
+    base = hostprofile.shipped(PROFILE)
+    return dict(zip(MODELS, (base, without_deep_wake(base))))
+
+
+def established_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """The field evaluation's scenario of a row (:func:`~models.validation.fidelity.
+    field_scenario`), begun as a stall restarts (``Run.start`` ``established``)."""
+    return field_scenario(table, row, host, hz).replace(run={"start": "established"})
+
+
+def simulate(profile: Any, processes: int | None = None) -> pd.DataFrame:
+    """The sweep's rows simulated with ``profile`` from a stall's restart (the field evaluation's
+    scenario otherwise, and its stall rule), every row a test row."""
+    from models.kernel import load_kernel_run
+
+    run = load_kernel_run(prefix=PREFIX)
+    table = simulate_loop(run, profile, processes=processes, scenario=established_scenario)
+    return table.assign(role="test")
+
+
+def emit_costs_s(profile: Any) -> dict[str, float]:
+    """The inequality's times from a host profile, seconds: ``CE`` (the client's processing of a
+    response and the ``send()`` of a 48-byte request that leaves as a segment), ``SE`` (the same
+    for the server's header), ``SD`` (the deep wake-up, else the ordinary one) and ``W1 = W2`` (a
+    path's start latencies).
+
+    >>> from models.sim import hostprofile
+    >>> t = emit_costs_s(hostprofile.shipped(PROFILE))
+    >>> t["SD"] > 2 * hostprofile.shipped(PROFILE).host["wake_s"]
+    True
+    """
+
+    def emit(side: dict[str, float]) -> float:
+        return (
+            side.get("proc_s", 0.0)
+            + side.get("send_cpu_s", 0.0)
+            + side.get("gso_cpu_s", 0.0)
+            + side.get("tx_cpu_s", 0.0)
+            + HEADER_BYTES * side.get("send_byte_cpu_s", 0.0)  # s/byte * bytes -> s
+        )
+
+    c, s = profile.side("client"), profile.side("server")
+    path = s.get("tx_latency_s", 0.0) + c.get("rx_latency_s", 0.0)
+    return {
+        "CE": emit(c),
+        "SE": emit(s),
+        "SD": s.get("wake_deep_s") or s.get("wake_s", 0.0),
+        "W1": path,
+        "W2": path,
+    }
+
+
+def predicted_qd(profile: Any, qds: list[int], payload: int, mss: int) -> tuple[int, str]:
+    """The largest of the queue depths ``qds`` at which a NODELAY client's stall sustains itself
+    (0 if none), and what ends it: ``"wake-up"`` (above it the client issues its queue before the
+    server's first header returns: :func:`models.analytic.numbers.qd_max_stall` with
+    :func:`emit_costs_s`) or ``"segment"`` (above it the queue's responses of ``payload`` bytes
+    fill an ``mss``-byte segment, which Nagle sends: :func:`models.kernel.runs.stall_possible`),
+    whichever comes first.
+
+    >>> from models.sim import hostprofile
+    >>> p = hostprofile.shipped(PROFILE)
+    >>> predicted_qd(p, [1, 2, 4, 8, 12, 16], 512, 65483), predicted_qd(p, [1, 2, 4, 8], 4096, 8948)
+    ((12, 'wake-up'), (2, 'segment'))
+    """
+    from models.analytic.numbers import qd_max_stall
+    from models.kernel.runs import stall_possible
+
+    t = emit_costs_s(profile)
+    top = qd_max_stall(t["SD"], t["SE"], t["CE"], t["W1"], t["W2"])
+    by_wake = max((q for q in qds if q <= top), default=0)
+    by_mss = max((q for q in qds if stall_possible(q, HEADER_BYTES, payload, mss)), default=0)
+    return (by_mss, "segment") if by_mss < by_wake else (by_wake, "wake-up")
+
+
+@dataclass(frozen=True)
+class StallEndEvaluation:
+    """:func:`evaluate`'s result: per model the simulated table and its stall ends (the
+    inequality's beside the simulator's, ``rule_qd``), and a summary."""
+
+    tables: dict
+    ends: dict
+    summary: Any
+
+
+def _ends(table: pd.DataFrame, profile: Any) -> pd.DataFrame:
+    from models import framing
+
+    out = stall_end_table(table)
+    qds = sorted(int(q) for q in table["qd"].unique())
+    mtu = table.groupby("link")["mtu_bytes"].first()
+    rules = [
+        predicted_qd(profile, qds, int(size), framing.mss(int(mtu[link])))
+        for link, size in zip(out["link"], out["iosize_bytes"])
+    ]
+    # the inequality is a NODELAY client's: a Nagle client holds all but its first request
+    nodelay = out["client_sock_mode"] == "nodelay"
+    out["rule_qd"] = [r[0] if n else None for r, n in zip(rules, nodelay)]
+    out["ended_by"] = [r[1] if n else None for r, n in zip(rules, nodelay)]
+    out["rule_right"] = nodelay & (out["kernel_qd"] == out["rule_qd"])
+    return out
+
+
+def _summary(tables: dict, ends: dict) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    for name, t in tables.items():
+        e = ends[name]
+        wake = e["ended_by"] == "wake-up"  # NODELAY groups the wake-up decides
+        rows.append(
+            {
+                "model": name,
+                "verdicts right": int((t["kernel_stalls"] == t["sim_stalls"]).sum()),
+                "rows": len(t),
+                "stall ends right": int(e["right"].sum()),
+                "groups": len(e),
+                "wake-up's stall ends right": int(e.loc[wake, "right"].sum()),
+                "inequality's stall ends right": int(e.loc[wake, "rule_right"].sum()),
+                "groups the wake-up ends": int(wake.sum()),
+            }
+        )
+    return pd.DataFrame(rows).set_index("model")
+
+
+def evaluate(processes: int | None = None, models: dict | None = None) -> StallEndEvaluation:
+    """Both models of :data:`MODELS` on the whole sweep (``models``: other profiles by those
+    names, e.g. a wrong model)."""
+    models = models or profiles()
+    tables = {name: simulate(p, processes) for name, p in models.items()}
+    ends = {name: _ends(t, models[name]) for name, t in tables.items()}
+    return StallEndEvaluation(tables, ends, _summary(tables, ends))
+
+
+def findings(ev: StallEndEvaluation) -> dict[str, bool]:
+    """What the text says about :func:`evaluate`'s result, each claim with whether it holds."""
+    s = ev.summary
+    deep, flat = s.loc[MODELS[0]], s.loc[MODELS[1]]
+    key = "wake-up's stall ends right"
+    agree = all(
+        bool((e.loc[e["client_sock_mode"] == "nodelay", "sim_qd"] == e["rule_qd"].dropna()).all())
+        for e in ev.ends.values()
+    )
+    return {
+        "more verdicts right with the deep wake-up": bool(
+            deep["verdicts right"] > flat["verdicts right"]
+        ),
+        "some wake-up stall ends right with it, none without": bool(
+            deep[key] > 0 and flat[key] == 0
+        ),
+        "the simulator ends a NODELAY stall where the inequality does": agree,
+    }
