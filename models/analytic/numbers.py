@@ -269,7 +269,7 @@ def qd_max_stall(sd: float, se: float, ce: float, w1: float = 0.0, w2: float = 0
     test): the server's deep wake-up ``sd``, its time to the first header ``se``, the client's
     time per request ``ce`` and the two paths' latencies, seconds.
 
-    >>> int(qd_max_stall(sd=61e-6, se=5.5e-6, ce=5.5e-6, w1=1.2e-6, w2=1.2e-6))  # QD 13 stalls
+    >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6))  # QD 13 stalls
     13
     """
     out = _non_negative("sd", sd) + _non_negative("se", se)
