@@ -322,6 +322,33 @@ def test_a_thread_idle_for_long_wakes_in_wake_deep():
         sc.replace(server={"wake_fast_idle_s": 1e-4, "wake_deep_idle_s": 5e-5})
 
 
+def test_a_measured_wake_up_curve_decides_each_wake_up_by_the_idle_before_it():
+    # the server idles about 20 ms before each request (20 ms of client processing): on the
+    # curve that is between its 1 ms and 40 ms points, linear between them
+    curve = ((2e-6, 10e-6), (100e-6, 18e-6), (1e-3, 24e-6), (40e-3, 60e-6))
+    sc = presets.one_segment(client={"proc_s": 20e-3}, run={"ops": 20, "warmup_ops": 2})
+    a = simulate(sc)
+    b = simulate(sc.replace(server={"wake_curve_s": curve}))
+    added = [y - x for x, y in zip(a.rtts_s, b.rtts_s)]
+    assert all(24e-6 - sc.server.wake_s < d < 60e-6 - sc.server.wake_s for d in added)
+    assert max(added) - min(added) < 1e-9  # the same idle before every request
+    # a flat curve is wake_s itself; the fast-forward repeats the curve's wake-ups exactly
+    flat = ((1e-6, sc.server.wake_s), (1.0, sc.server.wake_s))
+    assert simulate(sc.replace(server={"wake_curve_s": flat})).rtts_s == a.rtts_s
+    on = simulate(Scenario(server={"wake_curve_s": curve}, run={"ops": 400}))
+    off = simulate(on.scenario.replace(run={"fast_forward": False}))
+    assert on.skipped_ops > 0 and on.rtts_s == off.rtts_s and on.hosts == off.hosts
+    # a curve is points with the idle rising, and it replaces the steps
+    assert Scenario(server={"wake_curve_s": "2e-6:1e-5,1e-3:2.4e-5"}).server.wake_curve_s == (
+        (2e-6, 1e-5),
+        (1e-3, 2.4e-5),
+    )
+    with pytest.raises(ValueError, match="two or more points with the idle rising"):
+        sc.replace(server={"wake_curve_s": ((1e-3, 1e-5), (1e-4, 2e-5))})
+    with pytest.raises(ValueError, match="wake_curve_s replaces the wake-up's steps"):
+        sc.replace(server={"wake_curve_s": curve, "wake_fast_idle_s": 1e-5})
+
+
 def test_the_client_issues_its_first_requests_one_send_after_another():
     # With a transmit cost the start-up's send() calls wait for the CPU of the one before, as
     # any others do (the kernel harness issues its QD requests with a send() each): four

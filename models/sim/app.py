@@ -46,7 +46,23 @@ if TYPE_CHECKING:
     from models.sim.exchange import Exchange
     from models.sim.fastforward import Shift, View
 
-__all__ = ["AppThread"]
+__all__ = ["AppThread", "curve_latency"]
+
+
+def curve_latency(curve: tuple, idle: int) -> int:
+    """The latency of a wake-up curve (``(idle, latency)`` points, whole fs, idle rising) after
+    ``idle`` fs: linear between the points, the end points' beyond them (whole fs).
+
+    >>> curve = ((2, 10), (102, 20))
+    >>> curve_latency(curve, 52), curve_latency(curve, 500)
+    (15, 20)
+    """
+    if idle <= curve[0][0]:
+        return curve[0][1]
+    for (i0, w0), (i1, w1) in zip(curve, curve[1:]):
+        if idle < i1:
+            return w0 + (w1 - w0) * (idle - i0) // (i1 - i0)
+    return curve[-1][1]
 
 
 class AppThread:
@@ -85,6 +101,10 @@ class AppThread:
         Wake-up latency, fs, of a thread idle for at least
         ``wake_deep_idle`` fs (0: every wake-up after a longer idle than
         ``wake_fast_idle`` takes ``wake``).
+    wake_curve : tuple
+        ``(idle, latency)`` points, fs, idle rising: when given, a wake-up
+        takes the latency at the thread's idle time, linear between the
+        points and the end points' beyond (in place of the steps above).
     read_byte : int
         CPU per byte read (the copy to the application), fs, added to
         the processing of the next message the thread handles.
@@ -116,6 +136,7 @@ class AppThread:
         wake_fast_idle: int = 0,
         wake_deep: int = 0,
         wake_deep_idle: int = 0,
+        wake_curve: tuple = (),
         read_byte: int = 0,
     ) -> None:
         self.loop = loop
@@ -137,6 +158,7 @@ class AppThread:
         self.wake_late = wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
         self.wake_deep, self.wake_deep_idle = wake_deep, wake_deep_idle
+        self.wake_curve = wake_curve
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
         self.read_cpu = 0  # fs of copying read but not yet paid
@@ -174,7 +196,9 @@ class AppThread:
             self.waking = True
             delay = self.wake
             idle = now - self.idle_since
-            if idle < self.wake_fast_idle and not (
+            if self.wake_curve:
+                delay = curve_latency(self.wake_curve, idle)
+            elif idle < self.wake_fast_idle and not (
                 self.wake_late is not None and self.wake_late()
             ):
                 delay = self.wake_fast  # its CPU was idle only briefly (and not late)
@@ -412,6 +436,8 @@ class AppThread:
         matter (a wake-up's latency depends on it only up to
         ``wake_fast_idle`` or ``wake_deep_idle``, whichever is longer)."""
         horizon = max(self.wake_fast_idle, self.wake_deep_idle)
+        if self.wake_curve:
+            horizon = self.wake_curve[-1][0]
         if not horizon or self.busy or self.waking:
             return None
         return max(view.time(self.idle_since), -horizon)

@@ -28,7 +28,7 @@ from models.sim import hostprofile
 from models.sim.engine import simulate
 from models.sim.exchange import parse_messages
 from models.sim.explain import explain, format_explanation
-from models.sim.params import Spec, parse_legs, parse_sizes
+from models.sim.params import Spec, parse_curve, parse_legs, parse_sizes
 from models.sim.scenario import PARTS, Scenario
 
 __all__ = ["main", "build_parser", "option_names"]
@@ -92,7 +92,20 @@ def _converter(spec: Spec):
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 
-    kinds = {"sizes": sizes, "legs": legs, "messages": messages, "flag": _flag, "choice": str}
+    def curve(text: str) -> tuple:
+        try:
+            return parse_curve(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    kinds = {
+        "sizes": sizes,
+        "legs": legs,
+        "messages": messages,
+        "curve": curve,
+        "flag": _flag,
+        "choice": str,
+    }
     conv = kinds.get(spec.kind, number)
     return optional(conv) if spec.optional else conv
 

@@ -126,6 +126,7 @@ class Simulation:
             wake_fast_idle=fs(s.wake_fast_idle_s),
             wake_deep=fs(s.wake_deep_s),
             wake_deep_idle=fs(s.wake_deep_idle_s),
+            wake_curve=tuple((fs(i), fs(w)) for i, w in s.wake_curve_s),
             read_byte=fs(s.recv_byte_cpu_s),
         )
         self.client = ClientThread(
@@ -144,6 +145,7 @@ class Simulation:
             wake_fast_idle=fs(c.wake_fast_idle_s),
             wake_deep=fs(c.wake_deep_s),
             wake_deep_idle=fs(c.wake_deep_idle_s),
+            wake_curve=tuple((fs(i), fs(w)) for i, w in c.wake_curve_s),
             read_byte=fs(c.recv_byte_cpu_s),
             qd=wl.qd,
             exchange=exchange,

@@ -74,6 +74,7 @@ KINDS = {
     "rate": "a positive number of bits per second",
     "fraction": "a number in [0, 1)",
     "sizes": "send() sizes in bytes",
+    "curve": "(idle, latency) points in seconds, idle rising",
     "legs": "legs of send() sizes",
     "messages": "messages of send() sizes, each released by a message of the other side",
     "flag": "True or False",
@@ -249,6 +250,32 @@ class Spec:
     def _check_messages(self, name: str, value: Any) -> tuple:
         return check_messages(name, value, Spec("sizes", "bytes", "", low=1)._check_sizes)
 
+    def _check_curve(self, name: str, value: Any) -> tuple:
+        if isinstance(value, str):
+            value = parse_curve(value)
+        try:
+            points = tuple(tuple(p) for p in value)
+        except TypeError:
+            raise self._fail(name, value) from None
+        high = MAX_SECONDS if self.high is None else self.high
+        for p in points:
+            if len(p) != 2 or not all(
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and 0 <= v <= high
+                for v in p
+            ):
+                raise ValueError(
+                    f"{name} must list (idle, latency) pairs of seconds from 0 to {high:g}, "
+                    f"got {value!r}"
+                )
+        if len(points) == 1 or any(a[0] >= b[0] for a, b in zip(points, points[1:])):
+            raise ValueError(
+                f"{name} must list two or more points with the idle rising, or none, got {value!r}"
+            )
+        return tuple((float(i), float(w)) for i, w in points)
+
     def _check_flag(self, name: str, value: Any) -> bool:
         if not isinstance(value, bool):
             raise self._fail(name, value)
@@ -267,6 +294,23 @@ def parse_sizes(text: str) -> tuple:
     except ValueError:
         raise ValueError(
             f"expected comma-separated byte counts such as 48,512, got {text!r}"
+        ) from None
+
+
+def parse_curve(text: str) -> tuple:
+    """``"2e-6:10e-6,1e-3:24e-6"`` -> ``((2e-06, 1e-05), (0.001, 2.4e-05))``: (idle, latency)
+    points in seconds, ``idle:latency`` split by commas (``ValueError`` on anything else); an
+    empty text is no points."""
+    try:
+        return tuple(
+            tuple(float(v) for v in point.split(":", 1))
+            for point in text.split(",")
+            if point.strip()
+        )
+    except ValueError:
+        raise ValueError(
+            f"expected comma-separated idle:latency points in seconds such as 2e-6:10e-6,"
+            f"1e-3:24e-6, got {text!r}"
         ) from None
 
 

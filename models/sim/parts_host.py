@@ -48,7 +48,8 @@ class Host(Part):
     in the first instead of ``wake_s``: a virtual CPU that halted only
     briefly is still polling), ``wake_deep_s`` and ``wake_deep_idle_s``
     (a thread idle for at least the second wakes in the first: a virtual
-    CPU idle for milliseconds was descheduled by its host), ``wake_late_share`` (the share of those
+    CPU idle for milliseconds was descheduled by its host), or instead of these steps
+    ``wake_curve_s`` (the measured latency at each idle time), ``wake_late_share`` (the share of those
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
@@ -182,6 +183,17 @@ class Host(Part):
         high=0.1,
         sample=OneOf(0.0, 10e-3),
     )
+    wake_curve_s: tuple = param(
+        (),
+        "curve",
+        "seconds",
+        "the wake-up latency as a curve of the thread's idle time, as measured: (idle, latency) "
+        "points, linear between them, the end points' beyond; when given it decides every "
+        "wake-up of the thread, in place of wake_s and its fast and deep steps",
+        high=1.0,
+        # (random scenarios draw the steps; a curve replaces them: tests/test_sim_rules.py)
+        sample=OneOf(()),
+    )
     wake_cpu_s: float = param(
         0.0,
         "seconds",
@@ -270,6 +282,11 @@ class Host(Part):
     )
 
     def _check_together(self, where: str) -> None:
+        if self.wake_curve_s and (self.wake_fast_idle_s or self.wake_deep_idle_s):
+            raise ValueError(
+                f"{where}.wake_curve_s replaces the wake-up's steps: leave "
+                f"{where}.wake_fast_idle_s and {where}.wake_deep_idle_s at 0"
+            )
         if self.wake_deep_idle_s and self.wake_deep_idle_s <= self.wake_fast_idle_s:
             raise ValueError(
                 f"{where}.wake_deep_idle_s ({self.wake_deep_idle_s!r} s) must be longer than "
