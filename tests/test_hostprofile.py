@@ -175,3 +175,16 @@ def test_the_shipped_profile_is_of_the_kernel_datasets_machine():
     assert Scenario(host=p).server.wake_s == p.host["wake_s"]
     with pytest.raises(ValueError, match="no-such-profile.json"):
         hp.shipped("no-such-profile")
+
+
+def test_a_wake_up_curve_is_points_each_inside_its_range():
+    curve = [[2e-6, 10e-6], [1.28e-3, 24e-6], [40e-3, 61e-6]]
+    p = hp.validate(_profile(wake_curve_s=curve))
+    assert p.host["wake_curve_s"] == curve and "3 points" in p.describe()
+    assert Scenario(host=p).server.wake_curve_s[-1] == (40e-3, 61e-6)
+    with pytest.raises(ValueError, match="wake_curve_s must list two or more"):
+        hp.validate(_profile(wake_curve_s=[[1e-3, 2e-5]]))
+    with pytest.raises(ValueError, match=r"wake_curve_s\[1\] must be in"):
+        hp.validate(_profile(wake_curve_s=[[1e-3, 2e-5], [2e-3, 5.0]]))
+    with pytest.raises(ValueError, match="with the idle rising"):
+        hp.validate(_profile(wake_curve_s=[[2e-3, 2e-5], [1e-3, 3e-5]]))

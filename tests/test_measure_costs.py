@@ -279,6 +279,15 @@ def test_deep_wake_costs_find_the_step_after_a_long_idle():
     assert host["wake_deep_s"] == pytest.approx(90e-6) and host["wake_deep_idle_s"] > 2.5e-3
 
 
+def test_a_measured_wake_up_curve_replaces_the_steps_in_a_profile():
+    short = [{"gap_us": g, "median_us": m} for g, m in ((2, 10.0), (80, 18.0), (1280, 24.0))]
+    long = [{"gap_us": g, "median_us": m} for g, m in ((10000, 47.0), (40000, 61.0))]
+    assert profile.wake_curve({"cross_by_gap": short}) == ()  # before the long gaps: steps
+    curve = profile.wake_curve({"cross_by_gap": short, "cross_by_long_gap": long})
+    assert [round(i * 1e6) for i, _ in curve] == [2, 80, 1280, 10000, 40000]
+    assert curve[-1][1] == pytest.approx(61e-6)
+
+
 def test_a_mean_target_fits_little_s_law_and_is_recorded():
     truth = _fake_truth()
     rows = [r for r in _rows(truth) if r["stalled_pct"] == 0]

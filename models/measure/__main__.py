@@ -250,6 +250,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"kept the try started {profile['machine']['date']} (lowest fit loss)")
     args.out.write_text(json.dumps(profile, indent=2) + "\n", encoding="utf-8")
     for name, value in profile["host"].items():
+        if isinstance(value, list):  # a curve: (idle, latency) points
+            shown = ", ".join(f"{i * 1e6:g}: {w * 1e6:.1f}" for i, w in value)  # s -> us
+            print(f"{name} = idle us: latency us {shown}  ({profile['provenance'][name]})")
+            continue
         print(f"{name} = {value * 1e6:.3f} us  ({profile['provenance'][name]})")  # s -> us
     for line in at_bound_lines(profile):
         print(f"warning: {line}", file=sys.stderr)

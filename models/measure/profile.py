@@ -138,6 +138,29 @@ def deep_wake_costs(wake: Mapping[str, Any], halted_us: float) -> dict[str, floa
     }
 
 
+#: The step fields a measured wake-up curve replaces (a ``Host`` takes one or the other).
+WAKE_STEPS = ("wake_fast_s", "wake_fast_idle_s", "wake_deep_s", "wake_deep_idle_s")
+
+
+def wake_curve(wake: Mapping[str, Any]) -> tuple:
+    """The wake-up latency as measured against the sleeper's idle time, ``(idle, latency)``
+    points in seconds (``Host.wake_curve_s``): every gap's median of ``cross_by_gap`` and
+    ``cross_by_long_gap``; empty without the long gaps (a benchmark from before them: the profile
+    keeps the steps of :func:`wake_costs` and :func:`deep_wake_costs`).
+
+    >>> w = {"cross_by_gap": [{"gap_us": 2, "median_us": 10.0}, {"gap_us": 1280, "median_us": 24.0}],
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
+    >>> [(round(i * 1e6), round(t * 1e6, 1)) for i, t in wake_curve(w)]  # us
+    [(2, 10.0), (1280, 24.0), (40000, 61.0)]
+    """
+    if not wake.get("cross_by_long_gap"):
+        return ()
+    gaps = sorted(
+        [*wake.get("cross_by_gap", []), *wake["cross_by_long_gap"]], key=lambda g: g["gap_us"]
+    )
+    return tuple((g["gap_us"] * 1e-6, g["median_us"] * 1e-6) for g in gaps)  # us -> s
+
+
 def _finite(x: float) -> float:
     return x if math.isfinite(x) and x > 0 else 0.0
 
@@ -180,17 +203,20 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def _simulated_median(
-    hz: int, cpus: int | None = None
+    hz: int, cpus: int | None = None, host: Mapping[str, Any] | None = None
 ) -> Callable[[Mapping[str, Any], Any], float]:
     """The simulator's median operation time of a row, microseconds; with ``cpus``, both ends on
     one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the calibration's
-    loopback runs are."""
+    loopback runs are; ``host``: ``Host`` fields of both ends besides the costs (a measured
+    wake-up curve)."""
     from models.kernel.runs import one_machine, row_scenario, simulate_uncached  # noqa: PLC0415
 
     def median_us(row: Mapping[str, Any], costs: Any) -> float:
         sc = row_scenario("iscsi_loop", row, costs, hz)
         if cpus:
             sc = sc.replace(link=one_machine(cpus))
+        if host:
+            sc = sc.replace(client=dict(host), server=dict(host))
         return float(simulate_uncached(sc).p50_us)
 
     return median_us
@@ -267,6 +293,10 @@ def build_profile(
         raise ValueError("rows: every run stalled; nothing to fit the host costs to")
     fixed = measured_costs(c)
     floor = fixed.pop("op_floor_s")
+    curve = wake_curve(c["wake"])
+    if curve:  # the measured curve decides every wake-up: its steps are not set
+        for name in WAKE_STEPS:
+            fixed.pop(name, None)
     ranges = dict(calibrate.RANGES)
     op = ranges["op_s"]
     ranges["op_s"] = dataclasses.replace(
@@ -285,7 +315,10 @@ def build_profile(
 
     fit = calibrate.fit_costs(
         train,
-        median_us or _simulated_median(int(hz), st["kernel"].get("cpus")),
+        median_us
+        or _simulated_median(
+            int(hz), st["kernel"].get("cpus"), {"wake_curve_s": curve} if curve else None
+        ),
         start=start,
         max_evaluations=max_evaluations,
         fixed=fixed,
@@ -293,7 +326,12 @@ def build_profile(
         measured_us=measured,
     )
     fields = fit.costs.host_fields()
+    if curve:
+        fields["wake_curve_s"] = [list(p) for p in curve]
     how = {
+        "wake_curve_s": "measured: median pipe wake-up of a thread on another CPU after each "
+        "idle gap, 2 us to 40 ms (cross_by_gap and cross_by_long_gap); it decides every "
+        "wake-up, wake_s stays for what else stands in for a wake-up",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "
         "(python -m models.measure costs), after the longest idle gap when gaps were measured",
         "wake_fast_s": "measured: median pipe wake-up of a thread on another CPU after the "

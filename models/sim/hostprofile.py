@@ -237,16 +237,42 @@ COST_RANGES: dict[str, Range] = {
 }
 
 
-def _costs(where: str, d: Any) -> dict[str, float]:
+#: The curves a profile may set (``Host`` fields of (idle, latency) points): the ranges of each
+#: point's idle and of its latency.
+CURVE_RANGES: dict[str, tuple[Range, Range]] = {
+    "wake_curve_s": (COST_RANGES["wake_deep_idle_s"], COST_RANGES["wake_deep_s"]),
+}
+
+
+def _curve(where: str, value: Any) -> list:
+    idle, latency = CURVE_RANGES[where.rsplit(".", 1)[-1]]
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        raise ValueError(
+            f"host profile: {where} must list two or more [idle, latency] points, got {value!r}"
+        )
+    out = []
+    for k, p in enumerate(value):
+        if not isinstance(p, (list, tuple)) or len(p) != 2:
+            raise ValueError(f"host profile: {where}[{k}] must be [idle, latency], got {p!r}")
+        out.append([idle.check(f"{where}[{k}] idle", p[0]), latency.check(f"{where}[{k}]", p[1])])
+    if any(a[0] >= b[0] for a, b in zip(out, out[1:])):
+        raise ValueError(f"host profile: {where} must list its points with the idle rising")
+    return out
+
+
+def _costs(where: str, d: Any) -> dict[str, Any]:
     if not isinstance(d, Mapping):
         raise ValueError(f"host profile: {where} must be an object of costs, got {d!r}")
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in d.items():
+        if name in CURVE_RANGES:
+            out[name] = _curve(f"{where}.{name}", value)
+            continue
         rng = COST_RANGES.get(name)
         if rng is None:
             raise ValueError(
                 f"host profile: {where}.{name} is not a cost a profile may set; "
-                f"known: {', '.join(sorted(COST_RANGES))}"
+                f"known: {', '.join(sorted([*COST_RANGES, *CURVE_RANGES]))}"
             )
         out[name] = rng.check(f"{where}.{name}", value)
     return out
@@ -292,7 +318,11 @@ class HostProfile:
         """One line: the machine and its costs in microseconds."""
         m = self.machine
         costs = ", ".join(
-            f"{k} {v * 1e6:.2f} us" if COST_RANGES[k].unit == "seconds" else f"{k} {v:g}"
+            f"{k} {len(v)} points"
+            if k in CURVE_RANGES
+            else f"{k} {v * 1e6:.2f} us"
+            if COST_RANGES[k].unit == "seconds"
+            else f"{k} {v:g}"
             for k, v in self.host.items()
         )  # s -> us
         return (
