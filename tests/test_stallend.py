@@ -20,14 +20,19 @@ def ev():
     return SE.evaluate()
 
 
-def test_the_profile_measured_its_deep_wake_up_and_the_sweep_is_its_machine_s():
+def test_the_profile_measured_its_wake_up_curve_and_the_sweep_is_its_machine_s():
     p = hostprofile.shipped(SE.PROFILE)
-    assert p.provenance["wake_deep_s"].startswith("measured")
-    assert p.host["wake_deep_s"] > 2 * p.host["wake_s"]  # a step, not noise
-    assert p.host["wake_deep_idle_s"] > 1e-3  # milliseconds of idle
+    assert p.provenance["wake_curve_s"].startswith("measured")
+    curve = p.host["wake_curve_s"]
     long = p.records["measured"]["wake"]["cross_by_long_gap"]
-    assert [g["gap_us"] for g in long][-1] == 40000.0
-    assert p.host["wake_deep_s"] == pytest.approx(long[-1]["median_us"] * 1e-6)
+    assert curve[-1][0] == long[-1]["gap_us"] * 1e-6 == SE.STALL_IDLE_S
+    assert curve[-1][1] == pytest.approx(long[-1]["median_us"] * 1e-6)
+    server = p.side("server")
+    # after the stall's 40 ms the wake-up is more than twice the one after a millisecond
+    assert SE.wake_after(server, SE.STALL_IDLE_S) > 2 * SE.wake_after(server, 1e-3)
+    # the wrong model's wake-up after 40 ms is the one after a millisecond
+    flat = SE.without_deep_wake(p).side("server")
+    assert SE.wake_after(flat, SE.STALL_IDLE_S) == SE.wake_after(flat, SE.SHORT_IDLE_S)
     run = load_kernel_run(prefix=SE.PREFIX)
     assert run.release == p.machine["kernel"] and run.hz == p.machine["config_hz"]
     t = run.table("iscsi_loop")
@@ -61,10 +66,13 @@ def test_the_findings_hold(ev):
 
 
 def test_the_wrong_model_fails_the_findings(ev):
-    # the deep wake-up's model made as short as the ordinary one: every claim fails
+    # the wake-up after long idles made as short as after a millisecond (plus 1 %): the claims fail
     p = hostprofile.shipped(SE.PROFILE)
     d = copy.deepcopy(p.to_dict())
-    d["host"]["wake_deep_s"] = p.host["wake_s"] * 1.01
+    short = SE.wake_after(p.side("server"), 1e-3)
+    d["host"]["wake_curve_s"] = [
+        [i, w if i <= SE.SHORT_IDLE_S else short * 1.01] for i, w in d["host"]["wake_curve_s"]
+    ]
     flat = hostprofile.load(d)
     wrong = SE.evaluate(models={SE.MODELS[0]: flat, SE.MODELS[1]: SE.without_deep_wake(p)})
     f = SE.findings(wrong)
