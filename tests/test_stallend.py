@@ -11,7 +11,7 @@ import pytest
 
 from models import analytic as A
 from models.kernel import load_kernel_run
-from models.sim import hostprofile
+from models.sim import Scenario, hostprofile, simulate
 from models.validation import stallend as SE
 
 
@@ -90,3 +90,38 @@ def test_the_deep_wake_up_moves_the_stall_s_end_by_what_the_inequality_says():
     )
     assert moved == pytest.approx((t["SD"] - flat["SD"]) / t["CE"])
     assert math.floor(moved) >= 5  # several queue depths more
+
+
+def _stalls(qd: int, sd: float, ce: float, se: float, path: float) -> bool:
+    """Whether a Nagle server with a NODELAY client stalls at ``qd`` on a loopback-like link
+    (a 64 KiB MSS, no send() cost), from a stall's restart."""
+    h = {
+        "tx_latency_s": path / 2,
+        "rx_latency_s": path / 2,
+        "wake_s": 20e-6,
+        "wake_deep_s": sd,
+        "wake_deep_idle_s": 10e-3,
+    }
+    sc = Scenario(
+        workload={"qd": qd},
+        link={"mtu": 65536, "bandwidth_bps": 1e11},
+        client={**h, "nodelay": True, "proc_s": ce},
+        server={**h, "proc_s": se},
+        run={"start": "established", "ops": 20 * (qd + 1), "warmup_ops": 2 * qd + 2},
+    )
+    return simulate(sc).rtt_mean_s > 20e-3  # every operation waits for the 40 ms timer
+
+
+@pytest.mark.parametrize(
+    "sd, ce, se, path",
+    [(60e-6, 5.5e-6, 5.5e-6, 1.2e-6), (100e-6, 4e-6, 6e-6, 2e-6), (40e-6, 8e-6, 3e-6, 0.5e-6)],
+)
+def test_the_simulator_ends_the_stall_where_the_derivation_does(sd, ce, se, path):
+    # the inequality's largest stalling QD, away from a whole number, against the simulator's
+    top = A.qd_max_stall(sd, se, ce, path, path)
+    assert 0.2 < top % 1 < 0.8
+    last = math.floor(top)
+    assert _stalls(last, sd, ce, se, path) and _stalls(last - 2, sd, ce, se, path)
+    assert not _stalls(last + 1, sd, ce, se, path)
+    # the wake-up after the stall decides it: with the ordinary one the stall ends sooner
+    assert not _stalls(last, 20e-6, ce, se, path)
