@@ -75,11 +75,7 @@ def test_machine_fields_are_checked():
 
 def test_every_range_holds_its_lower_bound_and_states_a_source():
     for name, r in hp.COST_RANGES.items():
-        # a cost: a second's thousandth; a share: below 1; the idle after which a wake-up is a
-        # deep one is an idle time, not a cost: milliseconds (a delayed ACK's 40 ms idles past it)
-        top = 1e-3 if r.unit == "seconds" else 1.0
-        if name == "wake_deep_idle_s":
-            top = 0.1
+        top = 1e-3 if r.unit == "seconds" else 1.0  # a second's thousandth; a share below 1
         assert 0 <= r.lo_s < r.hi_s <= top, name
         assert r.source, name
         assert name in Scenario().server.specs()  # a Host field

@@ -256,29 +256,6 @@ def test_wake_costs_without_a_step_leave_the_fast_wake_up_off():
     assert w["wake_fast_idle_s"] == pytest.approx(math.sqrt(40) * 1e-6)
 
 
-def test_deep_wake_costs_find_the_step_after_a_long_idle():
-    short = [{"gap_us": g, "median_us": 20.0} for g in (160, 1280)]
-    long = [{"gap_us": g, "median_us": m} for g, m in ((2500, 24.0), (10000, 60.0), (40000, 90.0))]
-    wake = {"pipe_cross": {"median_us": 20.0}, "cross_by_gap": short, "cross_by_long_gap": long}
-    w = profile.deep_wake_costs(wake, halted_us=20.0)
-    assert w["wake_deep_s"] == pytest.approx(90e-6)
-    assert w["wake_deep_idle_s"] == pytest.approx(math.sqrt(2500 * 10000) * 1e-6)
-    # the first long gap already past halfway (55 us): the step lies after the last short gap
-    first = [{"gap_us": 2500, "median_us": 60.0}, {"gap_us": 40000, "median_us": 90.0}]
-    w = profile.deep_wake_costs({**wake, "cross_by_long_gap": first}, halted_us=20.0)
-    assert w["wake_deep_idle_s"] == pytest.approx(math.sqrt(1280 * 2500) * 1e-6)
-    # no step, or no long gaps (a benchmark from before them): off
-    flat = [{"gap_us": g, "median_us": 25.0} for g in (2500, 40000)]
-    assert profile.deep_wake_costs({**wake, "cross_by_long_gap": flat}, halted_us=20.0) == {}
-    assert profile.deep_wake_costs({"cross_by_gap": short}, halted_us=20.0) == {}
-    # the fit's costs set the Host fields
-    w = profile.deep_wake_costs(wake, halted_us=20.0)
-    host = calibrate.HostCosts(
-        op_s=1e-6, tx_s=1e-6, ack_s=1e-6, wake_s=20e-6, path_s=1e-6, **w
-    ).host_fields()
-    assert host["wake_deep_s"] == pytest.approx(90e-6) and host["wake_deep_idle_s"] > 2.5e-3
-
-
 def test_a_measured_wake_up_curve_replaces_the_steps_in_a_profile():
     short = [{"gap_us": g, "median_us": m} for g, m in ((2, 10.0), (80, 18.0), (1280, 24.0))]
     long = [{"gap_us": g, "median_us": m} for g, m in ((10000, 47.0), (40000, 61.0))]

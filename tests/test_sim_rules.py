@@ -298,30 +298,6 @@ def test_a_thread_idle_only_briefly_wakes_in_wake_fast():
     assert c.rtts_s == a.rtts_s
 
 
-def test_a_thread_idle_for_long_wakes_in_wake_deep():
-    # QD 1, one segment each way, 20 ms of client processing per response: the server idles
-    # 20 ms before each request (the client only microseconds before each response), so from
-    # the second operation on each operation has one deep wake-up, the server's.
-    sc = presets.one_segment(client={"proc_s": 20e-3}, run={"ops": 20, "warmup_ops": 2})
-    a = simulate(sc)
-    deep = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 10e-3}
-    b = simulate(sc.replace(server=deep, client=deep))
-    added = [y - x for x, y in zip(a.rtts_s, b.rtts_s)]
-    assert added == pytest.approx([80e-6 - sc.server.wake_s] * len(added), abs=1e-12)
-    # an idle shorter than the threshold changes nothing
-    later = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 30e-3}
-    assert simulate(sc.replace(server=later, client=later)).rtts_s == a.rtts_s
-    # the fast-forward repeats deep wake-ups exactly (a Nagle server stalled at QD 1: both
-    # threads idle through every 40 ms stall)
-    on = simulate(Scenario(server=deep, client=deep, run={"ops": 400}))
-    off = simulate(on.scenario.replace(run={"fast_forward": False}))
-    assert on.skipped_ops > 0 and on.rtts_s == off.rtts_s and on.hosts == off.hosts
-    with pytest.raises(
-        ValueError, match=r"server.wake_deep_idle_s \(5e-05 s\) must be longer than server.wake"
-    ):
-        sc.replace(server={"wake_fast_idle_s": 1e-4, "wake_deep_idle_s": 5e-5})
-
-
 def test_a_measured_wake_up_curve_decides_each_wake_up_by_the_idle_before_it():
     # the server idles about 20 ms before each request (20 ms of client processing): on the
     # curve that is between its 1 ms and 40 ms points, linear between them
@@ -345,7 +321,7 @@ def test_a_measured_wake_up_curve_decides_each_wake_up_by_the_idle_before_it():
     )
     with pytest.raises(ValueError, match="two or more points with the idle rising"):
         sc.replace(server={"wake_curve_s": ((1e-3, 1e-5), (1e-4, 2e-5))})
-    with pytest.raises(ValueError, match="wake_curve_s replaces the wake-up's steps"):
+    with pytest.raises(ValueError, match="wake_curve_s replaces the wake-up's fast step"):
         sc.replace(server={"wake_curve_s": curve, "wake_fast_idle_s": 1e-5})
 
 
@@ -379,7 +355,8 @@ def test_an_established_start_has_no_quick_acks_and_a_server_asleep_for_long():
     # the server's first wake-up follows a long sleep: with a deep wake-up it is the deep one
     # (one segment each way, no stall: the first round trip shows it)
     one = presets.one_segment(run={"ops": 6, "warmup_ops": 0})
-    deep = {"wake_deep_s": 80e-6, "wake_deep_idle_s": 10e-3}
+    wake = presets.one_segment().server.wake_s
+    deep = {"wake_curve_s": ((1e-6, wake), (1e-3, wake), (10e-3, 80e-6))}  # 80 us past 10 ms
 
     def first(start, server):
         return simulate(one.replace(server=server, run={"start": start})).rtts_s[0]

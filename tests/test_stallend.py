@@ -98,9 +98,7 @@ def _stalls(qd: int, sd: float, ce: float, se: float, path: float) -> bool:
     h = {
         "tx_latency_s": path / 2,
         "rx_latency_s": path / 2,
-        "wake_s": 20e-6,
-        "wake_deep_s": sd,
-        "wake_deep_idle_s": 10e-3,
+        "wake_curve_s": ((1e-6, 20e-6), (1e-3, 20e-6), (10e-3, sd)),  # sd after 10 ms and more
     }
     sc = Scenario(
         workload={"qd": qd},

@@ -115,7 +115,7 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
     "SD": (
         "s",
         "server thread wake-up latency after a long idle (the 40 ms of a delayed-ACK stall): "
-        "the deep wake-up (the simulator's wake_deep_s)",
+        "the deep wake-up (a host profile's wake_curve_s at that idle)",
     ),
     "CE": ("s", "client time per request it issues: processing one response and its send()"),
     "SE": ("s", "server time from waking to its first response header on the wire"),

@@ -94,16 +94,7 @@ TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_
 #: Where the search starts, in seconds (a few microseconds each).
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
 #: Costs that are only ever fixed (measured) and never fitted, 0 unless given.
-EXTRA = (
-    "send_s",
-    "gso_s",
-    "wake_fast_s",
-    "wake_fast_idle_s",
-    "wake_deep_s",
-    "wake_deep_idle_s",
-    "send_byte_s",
-    "recv_byte_s",
-)
+EXTRA = ("send_s", "gso_s", "wake_fast_s", "wake_fast_idle_s", "send_byte_s", "recv_byte_s")
 #: The ``Host`` field each cost sets (``path_s`` sets half of each path latency).
 FIELDS = {
     "op_s": "proc_s",
@@ -115,8 +106,6 @@ FIELDS = {
     "gso_s": "gso_cpu_s",
     "wake_fast_s": "wake_fast_s",
     "wake_fast_idle_s": "wake_fast_idle_s",
-    "wake_deep_s": "wake_deep_s",
-    "wake_deep_idle_s": "wake_deep_idle_s",
     "send_byte_s": "send_byte_cpu_s",
     "recv_byte_s": "recv_byte_cpu_s",
 }
@@ -153,8 +142,6 @@ class HostCosts:
     gso_s: float = 0.0
     wake_fast_s: float = 0.0
     wake_fast_idle_s: float = 0.0
-    wake_deep_s: float = 0.0
-    wake_deep_idle_s: float = 0.0
     send_byte_s: float = 0.0
     recv_byte_s: float = 0.0
 
@@ -173,8 +160,6 @@ class HostCosts:
             host.update(send_cpu_s=self.send_s, gso_cpu_s=self.gso_s)
         if self.wake_fast_idle_s:  # a wake-up of a thread idle only briefly (off by default)
             host.update(wake_fast_s=self.wake_fast_s, wake_fast_idle_s=self.wake_fast_idle_s)
-        if self.wake_deep_idle_s:  # a wake-up of a thread idle for milliseconds (off by default)
-            host.update(wake_deep_s=self.wake_deep_s, wake_deep_idle_s=self.wake_deep_idle_s)
         if self.send_byte_s or self.recv_byte_s:  # the copies' cost per byte (off by default)
             host.update(send_byte_cpu_s=self.send_byte_s, recv_byte_cpu_s=self.recv_byte_s)
         return host

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from models.kernel.runs import STALL_MS, STALL_SHARE_PCT
+from models.kernel.runs import STALL_MS
 
 from . import streams
 from .cli_args import OneLineParser
@@ -52,8 +52,6 @@ from .pcap import CaptureError, Segment, SynOptions, read_capture
 __all__ = [
     "analyze_capture",
     "analyze_connection",
-    "held_operations",
-    "stalled_share",
     "VERDICTS",
     "main",
 ]
@@ -370,11 +368,11 @@ def analyze_connection(
         out["stall_period_ms"] = None
     t0 = timeline[0]["t"]
     stall_spans = [(t0 + g["at_s"], t0 + g["at_s"] + g["duration_ms"] / 1e3) for g in stalls]
-    held_ops = held_operations(stall_spans, ops, lat_ms, stall_ms)
+    held_ops = streams.held_operations(stall_spans, ops, lat_ms, stall_ms)
     out["stall_held_ops"] = held_ops
     if zero:
         verdict = "zero-window"
-    elif stalls and stalled_share(held_ops, len(ops)):
+    elif stalls and streams.stalled_share(held_ops, len(ops)):
         verdict = "delayed-ack-stall"
     elif probes:
         verdict = "cork-timeout"
@@ -388,45 +386,6 @@ def analyze_connection(
     cause, fix = _verdict_text(verdict, out)
     out.update(verdict=verdict, cause=cause, fix=fix, see=f"{PAGE}#diag-{verdict}")
     return out
-
-
-def held_operations(
-    stall_spans: Sequence[tuple[float, float]],
-    ops: Sequence[streams.Op],
-    lat_ms: Sequence[float],
-    stall_ms: float,
-) -> int:
-    """The operations a delayed-ACK stall held: those that took at least ``stall_ms`` (their
-    latencies ``lat_ms``, milliseconds) with a stall gap (``stall_spans``, start and end in
-    seconds) inside them.  One gap holds every operation in flight across it, up to QD of them,
-    so a run is a stalled one (:func:`stalled_share`) by these, not by the gaps.
-
-    Four operations in flight across each of two 40 ms gaps among 100 operations: 8 held, a
-    stalled run, which the count of gaps (2 of 100) would have missed.
-
-    >>> from models.measure.streams import Op
-    >>> gaps = [(1.0, 1.04), (2.0, 2.04)]
-    >>> ops = [Op(0.01 * k, 0.01 * k + 1e-4, 48, 560, 1) for k in range(92)]
-    >>> ops += [Op(a - 1e-4 * j, b + 1e-4, 48, 560, 1) for a, b in gaps for j in range(4)]
-    >>> lat = [(o.end - o.start) * 1e3 for o in ops]  # s -> ms
-    >>> held = held_operations(gaps, ops, lat, STALL_MS)
-    >>> held, stalled_share(held, len(ops)), stalled_share(len(gaps), len(ops))
-    (8, True, False)
-    """
-    spans = sorted(stall_spans)
-    starts = [a for a, _ in spans]
-    held = 0
-    for o, v in zip(ops, lat_ms):
-        if v >= stall_ms:
-            k = bisect.bisect_left(starts, o.start)
-            held += k < len(spans) and spans[k][1] <= o.end
-    return held
-
-
-def stalled_share(held: int, operations: int) -> bool:
-    """Whether ``held`` stalled operations of ``operations`` make a stalled run, as the harness
-    counts one (:data:`~models.kernel.runs.STALL_SHARE_PCT` percent or more)."""
-    return held * 100.0 >= STALL_SHARE_PCT * operations
 
 
 def analyze_capture(path: Path | str, server_port: int | None = None) -> dict[str, Any]:

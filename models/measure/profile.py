@@ -99,54 +99,15 @@ def wake_costs(wake: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-#: A wake-up after a long idle counts as deeper than a halted CPU's when its median is at least
-#: this many times ``wake_s`` (the spread of the halted medians between 160 us and 1.3 ms idle
-#: on the machines measured is under a third).
-DEEP_FACTOR = 1.5
-
-
-def deep_wake_costs(wake: Mapping[str, Any], halted_us: float) -> dict[str, float]:
-    """``wake_deep_s`` and ``wake_deep_idle_s`` (seconds) from the wake-ups after long idle gaps
-    (``cross_by_long_gap``), given the halted CPU's median ``halted_us`` (``wake_s``).
-
-    ``wake_deep_s`` is the median after the longest gap (40 ms: the idle a delayed-ACK stall
-    leaves at HZ 250) when it is at least :data:`DEEP_FACTOR` times ``halted_us``, and
-    ``wake_deep_idle_s`` the geometric middle between the last gap whose median is still under
-    halfway from ``halted_us`` to it and the next (the last short gap if the first long one is
-    already past halfway); empty (off) without the long gaps or without such a step.
-
-    >>> gaps = [{"gap_us": g, "median_us": m} for g, m in [(2500, 30.0), (5000, 27.0),
-    ...                                                      (10000, 57.0), (40000, 85.0)]]
-    >>> w = deep_wake_costs({"cross_by_long_gap": gaps}, halted_us=25.0)
-    >>> round(w["wake_deep_s"] * 1e6, 1), round(w["wake_deep_idle_s"] * 1e3, 2)  # us, ms
-    (85.0, 7.07)
-    >>> deep_wake_costs({"cross_by_long_gap": gaps[:2]}, halted_us=25.0)  # no step
-    {}
-    """
-    gaps = sorted(wake.get("cross_by_long_gap") or [], key=lambda g: g["gap_us"])
-    if not gaps or not gaps[-1]["median_us"] >= DEEP_FACTOR * halted_us:
-        return {}
-    half = (halted_us + gaps[-1]["median_us"]) / 2  # us
-    short = sorted(wake.get("cross_by_gap") or [], key=lambda g: g["gap_us"])
-    before = short[-1]["gap_us"] if short else gaps[0]["gap_us"] / 2  # us: the last halted gap
-    first = next(i for i, g in enumerate(gaps) if g["median_us"] >= half)
-    last_us = gaps[first - 1]["gap_us"] if first else before
-    idle_us = math.sqrt(last_us * gaps[first]["gap_us"])
-    return {
-        "wake_deep_s": gaps[-1]["median_us"] * 1e-6,  # us -> s
-        "wake_deep_idle_s": idle_us * 1e-6,  # us -> s
-    }
-
-
 #: The step fields a measured wake-up curve replaces (a ``Host`` takes one or the other).
-WAKE_STEPS = ("wake_fast_s", "wake_fast_idle_s", "wake_deep_s", "wake_deep_idle_s")
+WAKE_STEPS = ("wake_fast_s", "wake_fast_idle_s")
 
 
 def wake_curve(wake: Mapping[str, Any]) -> tuple:
     """The wake-up latency as measured against the sleeper's idle time, ``(idle, latency)``
     points in seconds (``Host.wake_curve_s``): every gap's median of ``cross_by_gap`` and
     ``cross_by_long_gap``; empty without the long gaps (a benchmark from before them: the profile
-    keeps the steps of :func:`wake_costs` and :func:`deep_wake_costs`).
+    keeps the step of :func:`wake_costs`).
 
     >>> w = {"cross_by_gap": [{"gap_us": 2, "median_us": 10.0}, {"gap_us": 1280, "median_us": 24.0}],
     ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
@@ -171,11 +132,9 @@ def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     A pure ACK's cost (``ack_s``) is among them when the ACK benchmark ran and gave a number."""
     m = costs["send_model"]
     ack = _finite(costs.get("ack", {}).get("cpu_us_per_ack", 0.0))  # none before the benchmark
-    wake = wake_costs(costs["wake"])
     return {
         **({"ack_s": ack * 1e-6} if ack else {}),  # us -> s
-        **wake,
-        **deep_wake_costs(costs["wake"], wake["wake_s"] * 1e6),  # s -> us
+        **wake_costs(costs["wake"]),
         "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
         "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
         "op_floor_s": costs["recv"]["cpu_us_per_segment"] * 1e-6,  # us -> s
@@ -338,10 +297,6 @@ def build_profile(
         "shortest idle gap",
         "wake_fast_idle_s": "measured: between the last idle gap whose wake-up was still fast "
         "and the next",
-        "wake_deep_s": "measured: median pipe wake-up of a thread on another CPU after the "
-        "longest of the long idle gaps (40 ms, a delayed-ACK stall's)",
-        "wake_deep_idle_s": "measured: between the last long idle gap whose wake-up was still "
-        "a halted CPU's and the next",
         "send_cpu_s": "measured: send() CPU per call, least squares over five sizes",
         "gso_cpu_s": "measured: send() CPU per loopback segment (one super-packet, both stacks)",
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",

@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from models.kernel.runs import STALL_SHARE_PCT
+
 from .pcap import Segment
 
 __all__ = [
@@ -27,6 +29,8 @@ __all__ = [
     "psh_runs",
     "one_request_per_burst",
     "split_pipelined",
+    "held_operations",
+    "stalled_share",
 ]
 
 #: TCP sequence numbers wrap at 2**32.
@@ -172,3 +176,42 @@ def split_pipelined(c: Side, s: Side) -> tuple[list[Op], int | None, float | Non
             continue
         ops.append(Op(c.data[ci][0], s.data[si][0], q, round(r), si - s0 + 1))
     return ops, q, r
+
+
+def held_operations(
+    stall_spans: Sequence[tuple[float, float]],
+    ops: Sequence[Op],
+    lat_ms: Sequence[float],
+    stall_ms: float,
+) -> int:
+    """The operations a delayed-ACK stall held: those that took at least ``stall_ms`` (their
+    latencies ``lat_ms``, milliseconds) with a stall gap (``stall_spans``, start and end in
+    seconds) inside them.  One gap holds every operation in flight across it, up to QD of them,
+    so a run is a stalled one (:func:`stalled_share`) by these, not by the gaps.
+
+    Four operations in flight across each of two 40 ms gaps among 100 operations: 8 held, a
+    stalled run, which the count of gaps (2 of 100) would have missed.
+
+    >>> from models.kernel.runs import STALL_MS
+    >>> gaps = [(1.0, 1.04), (2.0, 2.04)]
+    >>> ops = [Op(0.01 * k, 0.01 * k + 1e-4, 48, 560, 1) for k in range(92)]
+    >>> ops += [Op(a - 1e-4 * j, b + 1e-4, 48, 560, 1) for a, b in gaps for j in range(4)]
+    >>> lat = [(o.end - o.start) * 1e3 for o in ops]  # s -> ms
+    >>> held = held_operations(gaps, ops, lat, STALL_MS)
+    >>> held, stalled_share(held, len(ops)), stalled_share(len(gaps), len(ops))
+    (8, True, False)
+    """
+    spans = sorted(stall_spans)
+    starts = [a for a, _ in spans]
+    held = 0
+    for o, v in zip(ops, lat_ms):
+        if v >= stall_ms:
+            k = bisect.bisect_left(starts, o.start)
+            held += k < len(spans) and spans[k][1] <= o.end
+    return held
+
+
+def stalled_share(held: int, operations: int) -> bool:
+    """Whether ``held`` stalled operations of ``operations`` make a stalled run, as the harness
+    counts one (:data:`~models.kernel.runs.STALL_SHARE_PCT` percent or more)."""
+    return held * 100.0 >= STALL_SHARE_PCT * operations

@@ -2,8 +2,8 @@
 
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
 ``wake`` after data arrives in its socket (``wake_fast`` instead if it
-has been idle for less than ``wake_fast_idle``, ``wake_deep`` if for at
-least ``wake_deep_idle``; plus a random extra
+has been idle for less than ``wake_fast_idle``, or the latency of a
+measured curve at its idle time; plus a random extra
 latency if the host has one), spends ``wake_cpu`` on the wake-up itself, and
 then, busy, reads everything
 queued, processes each *complete* message in turn (``proc`` each; a
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from models.sim.exchange import Exchange
     from models.sim.fastforward import Shift, View
 
-__all__ = ["AppThread", "curve_latency"]
+__all__ = ["AppThread", "curve_latency", "wake_latency"]
 
 
 def curve_latency(curve: tuple, idle: int) -> int:
@@ -63,6 +63,28 @@ def curve_latency(curve: tuple, idle: int) -> int:
         if idle < i1:
             return w0 + (w1 - w0) * (idle - i0) // (i1 - i0)
     return curve[-1][1]
+
+
+def wake_latency(
+    idle: int,
+    wake: int,
+    wake_fast: int = 0,
+    wake_fast_idle: int = 0,
+    curve: tuple = (),
+    late: Callable[[], bool] | None = None,
+) -> int:
+    """A wake-up's latency after ``idle`` fs asleep, fs: the curve's if there is one
+    (:func:`curve_latency`), else ``wake_fast`` after less than ``wake_fast_idle`` unless the
+    draw ``late()`` says the CPU went deeper anyway, else ``wake``.
+
+    >>> wake_latency(5, wake=30, wake_fast=4, wake_fast_idle=10), wake_latency(50, 30, 4, 10)
+    (4, 30)
+    """
+    if curve:
+        return curve_latency(curve, idle)
+    if idle < wake_fast_idle and not (late is not None and late()):
+        return wake_fast  # its CPU was idle only briefly (and not late)
+    return wake
 
 
 class AppThread:
@@ -97,14 +119,10 @@ class AppThread:
     wake_late : callable or None
         A draw: whether such a brief-idle wake-up still takes ``wake``
         (``None``: never).
-    wake_deep, wake_deep_idle : int
-        Wake-up latency, fs, of a thread idle for at least
-        ``wake_deep_idle`` fs (0: every wake-up after a longer idle than
-        ``wake_fast_idle`` takes ``wake``).
     wake_curve : tuple
         ``(idle, latency)`` points, fs, idle rising: when given, a wake-up
         takes the latency at the thread's idle time, linear between the
-        points and the end points' beyond (in place of the steps above).
+        points and the end points' beyond (in place of the fast step).
     read_byte : int
         CPU per byte read (the copy to the application), fs, added to
         the processing of the next message the thread handles.
@@ -134,8 +152,6 @@ class AppThread:
         setup: Exchange | None = None,
         wake_fast: int = 0,
         wake_fast_idle: int = 0,
-        wake_deep: int = 0,
-        wake_deep_idle: int = 0,
         wake_curve: tuple = (),
         read_byte: int = 0,
     ) -> None:
@@ -157,7 +173,6 @@ class AppThread:
         self.wake_extra = wake_extra
         self.wake_late = wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
-        self.wake_deep, self.wake_deep_idle = wake_deep, wake_deep_idle
         self.wake_curve = wake_curve
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
@@ -194,16 +209,14 @@ class AppThread:
         """Data arrived in the socket (the endpoint calls this)."""
         if not self.busy and not self.waking:
             self.waking = True
-            delay = self.wake
-            idle = now - self.idle_since
-            if self.wake_curve:
-                delay = curve_latency(self.wake_curve, idle)
-            elif idle < self.wake_fast_idle and not (
-                self.wake_late is not None and self.wake_late()
-            ):
-                delay = self.wake_fast  # its CPU was idle only briefly (and not late)
-            elif self.wake_deep_idle and idle >= self.wake_deep_idle:
-                delay = self.wake_deep  # its CPU was idle long enough to sleep deeper
+            delay = wake_latency(
+                now - self.idle_since,
+                self.wake,
+                self.wake_fast,
+                self.wake_fast_idle,
+                self.wake_curve,
+                self.wake_late,
+            )
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
@@ -434,10 +447,8 @@ class AppThread:
     def _idle_state(self, view: View) -> int | None:
         """How long ago an idle thread went idle, as far as it can still
         matter (a wake-up's latency depends on it only up to
-        ``wake_fast_idle`` or ``wake_deep_idle``, whichever is longer)."""
-        horizon = max(self.wake_fast_idle, self.wake_deep_idle)
-        if self.wake_curve:
-            horizon = self.wake_curve[-1][0]
+        ``wake_fast_idle``, or up to a curve's last point)."""
+        horizon = self.wake_curve[-1][0] if self.wake_curve else self.wake_fast_idle
         if not horizon or self.busy or self.waking:
             return None
         return max(view.time(self.idle_since), -horizon)

@@ -30,7 +30,7 @@ from models.sim.sender import TxCosts
 __all__ = ["Simulation", "simulate", "run"]
 
 #: With ``run.start`` established, how long before the run both threads went to sleep, fs: a
-#: second, longer than any idle a wake-up's latency depends on (``Host.wake_deep_idle_s``).
+#: second, longer than any idle a wake-up's latency depends on (``Host.wake_curve_s`` ends at 1 s).
 LONG_IDLE_FS = FS
 
 
@@ -124,8 +124,6 @@ class Simulation:
             cpu=cpu_s,
             wake_fast=fs(s.wake_fast_s),
             wake_fast_idle=fs(s.wake_fast_idle_s),
-            wake_deep=fs(s.wake_deep_s),
-            wake_deep_idle=fs(s.wake_deep_idle_s),
             wake_curve=tuple((fs(i), fs(w)) for i, w in s.wake_curve_s),
             read_byte=fs(s.recv_byte_cpu_s),
         )
@@ -143,8 +141,6 @@ class Simulation:
             cpu=cpu_c,
             wake_fast=fs(c.wake_fast_s),
             wake_fast_idle=fs(c.wake_fast_idle_s),
-            wake_deep=fs(c.wake_deep_s),
-            wake_deep_idle=fs(c.wake_deep_idle_s),
             wake_curve=tuple((fs(i), fs(w)) for i, w in c.wake_curve_s),
             read_byte=fs(c.recv_byte_cpu_s),
             qd=wl.qd,

@@ -41,11 +41,12 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     longest ``wake_s`` (it halted), and ``wake_fast_idle_s`` lies between the last gap whose
     wake-up was still fast and the next (``models.measure.profile.wake_costs``); without
     the gaps, ``wake_s`` is the ``pipe_cross`` median and the fast wake-up is off;
-``wake_deep_s``, ``wake_deep_idle_s``
-    the same wake-up after long idle gaps, 2.5 to 40 ms (``cross_by_long_gap``): the median
-    after 40 ms (the idle a delayed-ACK stall leaves) is ``wake_deep_s`` when it is well above
-    ``wake_s``, and ``wake_deep_idle_s`` lies between the last long gap whose wake-up was still
-    a halted CPU's and the next (``models.measure.profile.deep_wake_costs``); off otherwise;
+``wake_curve_s``
+    with the same wake-up measured after long idle gaps too, 2.5 to 40 ms
+    (``cross_by_long_gap``: a virtual CPU idle for milliseconds was descheduled by its host),
+    every gap's median as an ``[idle, latency]`` point (``models.measure.profile.wake_curve``):
+    it decides each wake-up in place of the fast step, and ``wake_s`` stays for what else stands
+    in for a wake-up;
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
@@ -168,19 +169,6 @@ COST_RANGES: dict[str, Range] = {
         "how long an idle CPU keeps polling: KVM's and the guest's haltpoll default at most "
         "200 us, adapted to recent wake-ups (Linux documentation, 'The KVM halt polling system')",
     ),
-    "wake_deep_s": Range(
-        0.5e-6,
-        1e-3,
-        "a virtual CPU idle for milliseconds was descheduled by its host (the host's CPU may "
-        "sleep deeper too): its wake-up takes the host scheduler's and the hardware's exit "
-        "latencies, tens to hundreds of microseconds (this machine's long-gap medians)",
-    ),
-    "wake_deep_idle_s": Range(
-        0.0,
-        0.1,
-        "from a millisecond or so: the idle after which the host's scheduler and cpuidle "
-        "governor let a halted virtual CPU's physical CPU sleep deeper",
-    ),
     "wake_late_share": Range(
         0.0,
         0.5,
@@ -240,7 +228,21 @@ COST_RANGES: dict[str, Range] = {
 #: The curves a profile may set (``Host`` fields of (idle, latency) points): the ranges of each
 #: point's idle and of its latency.
 CURVE_RANGES: dict[str, tuple[Range, Range]] = {
-    "wake_curve_s": (COST_RANGES["wake_deep_idle_s"], COST_RANGES["wake_deep_s"]),
+    "wake_curve_s": (
+        Range(
+            0.0,
+            1.0,
+            "an idle time: from microseconds (a CPU still polling) past the 40 ms of a "
+            "delayed-ACK stall",
+        ),
+        Range(
+            0.5e-6,
+            1e-3,
+            "a wake-up: a few microseconds on a CPU still polling (COST_RANGES' wake_fast_s), "
+            "tens to hundreds of microseconds for a virtual CPU idle for milliseconds, which "
+            "its host descheduled (this machine's long-gap medians)",
+        ),
+    ),
 }
 
 

@@ -46,10 +46,10 @@ class Host(Part):
     interrupt per pure ACK received), ``wake_fast_s`` and
     ``wake_fast_idle_s`` (a thread idle for less than the second wakes
     in the first instead of ``wake_s``: a virtual CPU that halted only
-    briefly is still polling), ``wake_deep_s`` and ``wake_deep_idle_s``
-    (a thread idle for at least the second wakes in the first: a virtual
-    CPU idle for milliseconds was descheduled by its host), or instead of these steps
-    ``wake_curve_s`` (the measured latency at each idle time), ``wake_late_share`` (the share of those
+    briefly is still polling), or instead of these steps ``wake_curve_s``
+    (the measured latency at each idle time: a virtual CPU idle for
+    milliseconds was descheduled by its host and wakes slower still),
+    ``wake_late_share`` (the share of those
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
@@ -167,29 +167,13 @@ class Host(Part):
         "idle time under which a wake-up takes wake_fast_s (0: never)",
         sample=OneOf(0.0, 60e-6),
     )
-    wake_deep_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "wake-up latency instead of wake_s when the thread idled at least wake_deep_idle_s "
-        "(a virtual CPU idle for milliseconds was descheduled by its host and wakes slower)",
-        sample=OneOf(0.0, 80e-6),
-    )
-    wake_deep_idle_s: float = param(
-        0.0,
-        "seconds",
-        "seconds",
-        "idle time from which a wake-up takes wake_deep_s (0: never)",
-        high=0.1,
-        sample=OneOf(0.0, 10e-3),
-    )
     wake_curve_s: tuple = param(
         (),
         "curve",
         "seconds",
         "the wake-up latency as a curve of the thread's idle time, as measured: (idle, latency) "
         "points, linear between them, the end points' beyond; when given it decides every "
-        "wake-up of the thread, in place of wake_s and its fast and deep steps",
+        "wake-up of the thread, in place of wake_s and its fast step",
         high=1.0,
         # (random scenarios draw the steps; a curve replaces them: tests/test_sim_rules.py)
         sample=OneOf(()),
@@ -282,15 +266,10 @@ class Host(Part):
     )
 
     def _check_together(self, where: str) -> None:
-        if self.wake_curve_s and (self.wake_fast_idle_s or self.wake_deep_idle_s):
+        if self.wake_curve_s and self.wake_fast_idle_s:
             raise ValueError(
-                f"{where}.wake_curve_s replaces the wake-up's steps: leave "
-                f"{where}.wake_fast_idle_s and {where}.wake_deep_idle_s at 0"
-            )
-        if self.wake_deep_idle_s and self.wake_deep_idle_s <= self.wake_fast_idle_s:
-            raise ValueError(
-                f"{where}.wake_deep_idle_s ({self.wake_deep_idle_s!r} s) must be longer than "
-                f"{where}.wake_fast_idle_s ({self.wake_fast_idle_s!r} s), or 0 (never)"
+                f"{where}.wake_curve_s replaces the wake-up's fast step: leave "
+                f"{where}.wake_fast_idle_s at 0"
             )
 
 

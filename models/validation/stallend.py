@@ -8,8 +8,7 @@ header's ACK and the loop escapes; if not, the next stall begins
 (:func:`models.analytic.symbolic.stall_sustains_condition`).  The server's wake-up there follows
 40 ms of idle, and a virtual CPU idle that long was descheduled by its host: it wakes several
 times slower than one idle for a millisecond (``python -m models.measure costs``,
-``cross_by_long_gap``; a host profile's curve ``wake_curve_s``, or its steps ``wake_deep_s`` and
-``wake_deep_idle_s``).
+``cross_by_long_gap``; a host profile's curve ``wake_curve_s``).
 
 The stall-end plan (``python -m models.measure sweep --plan stallend --pin apart``,
 :data:`DATASET`) measured a Nagle server with both client modes at every queue depth where the
@@ -48,7 +47,6 @@ __all__ = [
     "DATASET",
     "PROFILE",
     "MODELS",
-    "DEEP_FIELDS",
     "HEADER_BYTES",
     "STALL_IDLE_S",
     "SHORT_IDLE_S",
@@ -72,8 +70,6 @@ DATASET = "kernel6_machine3_stallend_iscsi_loop"
 PROFILE = "kernel6_machine3"
 #: The two models: the profile as calibrated, and the same without its deep wake-up.
 MODELS = ("deep wake-up", "no deep wake-up")
-#: The profile's fields of the wake-up after a long idle.
-DEEP_FIELDS = ("wake_deep_s", "wake_deep_idle_s")
 #: Bytes of a request and of a response header in the harness's iSCSI-like loop.
 HEADER_BYTES = 48
 #: Seconds a stalled server sleeps: the delayed-ACK timer's 40 ms at HZ 250 (ten ticks).
@@ -85,36 +81,37 @@ SHORT_IDLE_S = 1.5e-3
 
 def without_deep_wake(profile: Any) -> Any:
     """``profile`` with its deep wake-up left out, so that a thread idle for milliseconds wakes as
-    one idle for a millisecond does (the wrong model): a measured curve loses its points past
-    :data:`SHORT_IDLE_S`, and step fields their deep step."""
+    one idle for a millisecond does (the wrong model): its measured curve (``wake_curve_s``)
+    loses the points past :data:`SHORT_IDLE_S`.  A profile without a curve is an error: it has
+    no deep wake-up to leave out."""
     from models.sim import hostprofile
 
     d = copy.deepcopy(hostprofile.load(profile).to_dict())
-    for part in ("host", "server", "client"):
-        curve = d.get(part, {}).get("wake_curve_s")
-        if curve:
-            d[part]["wake_curve_s"] = [p for p in curve if p[0] <= SHORT_IDLE_S]
-    for part in ("host", "server", "client", "provenance"):
-        for name in DEEP_FIELDS:
-            d.get(part, {}).pop(name, None)
+    parts = [d[k] for k in ("host", "server", "client") if d.get(k, {}).get("wake_curve_s")]
+    if not parts:
+        raise ValueError("profile: has no wake_curve_s, so no deep wake-up to leave out")
+    for part in parts:
+        part["wake_curve_s"] = [p for p in part["wake_curve_s"] if p[0] <= SHORT_IDLE_S]
     return hostprofile.load(d)
 
 
 def wake_after(side: dict[str, Any], idle_s: float) -> float:
-    """A side's wake-up latency after ``idle_s`` seconds asleep, seconds: its measured curve's
-    (:func:`models.sim.app.curve_latency`), else its deep step's when the idle reaches it, else
-    ``wake_s``."""
-    from models.sim.app import curve_latency
+    """A side's wake-up latency after ``idle_s`` seconds asleep, seconds, as the simulator takes it
+    (:func:`models.sim.app.wake_latency`, in whole femtoseconds; no late draw)."""
+    from models.sim.app import wake_latency
     from models.sim.events import fs_to_seconds, seconds_to_fs
 
-    curve = side.get("wake_curve_s")
-    if curve:
-        points = tuple((seconds_to_fs(i), seconds_to_fs(w)) for i, w in curve)
-        return fs_to_seconds(curve_latency(points, seconds_to_fs(idle_s)))
-    deep_idle = side.get("wake_deep_idle_s", 0.0)
-    if deep_idle and idle_s >= deep_idle:
-        return side["wake_deep_s"]
-    return side.get("wake_s", 0.0)
+    fs = seconds_to_fs
+    curve = tuple((fs(i), fs(w)) for i, w in side.get("wake_curve_s") or ())
+    return fs_to_seconds(
+        wake_latency(
+            fs(idle_s),
+            fs(side.get("wake_s", 0.0)),
+            fs(side.get("wake_fast_s", 0.0)),
+            fs(side.get("wake_fast_idle_s", 0.0)),
+            curve,
+        )
+    )
 
 
 def profiles() -> dict[str, Any]:
