@@ -77,8 +77,10 @@ def wake_latency(
     (:func:`curve_latency`), else ``wake_fast`` after less than ``wake_fast_idle`` unless the
     draw ``late()`` says the CPU went deeper anyway, else ``wake``.
 
-    >>> wake_latency(5, wake=30, wake_fast=4, wake_fast_idle=10), wake_latency(50, 30, 4, 10)
-    (4, 30)
+    >>> wake_latency(5, wake=30, wake_fast=4, wake_fast_idle=10)
+    4
+    >>> wake_latency(50, wake=30, wake_fast=4, wake_fast_idle=10)
+    30
     """
     if curve:
         return curve_latency(curve, idle)
