@@ -140,6 +140,61 @@ def test_the_first_probe_bw_phase_comes_from_the_seed():
     assert seen == {0, 2, 3, 4, 5, 6, 7}
 
 
+# -- bbr's window (bbr_set_cwnd) -------------------------------------------------
+
+
+def test_before_the_pipe_is_full_the_window_grows_by_what_each_ack_delivers():
+    m = BbrModel()
+    assert m.set_cwnd(10, acked=3, delivered=3, mss=MSS) == 13  # fewer than 10 delivered
+    assert m.set_cwnd(13, acked=0, delivered=3, mss=MSS) == 13  # nothing acked: no change
+    # before an RTT sample the target is the initial window plus three super-packets
+    target = m.inflight(0, HIGH_GAIN, MSS)
+    assert m.set_cwnd(target - 1, acked=2, delivered=50, mss=MSS) == target + 1
+    assert m.set_cwnd(500, acked=2, delivered=50, mss=MSS) == 500  # start-up never cuts
+
+
+def test_once_full_the_window_is_twice_the_bdp_plus_three_super_packets():
+    m = BbrModel()
+    _rounds(m, [40] * 4)  # 4 packets/us over a 10 us minimum RTT: PROBE_BW
+    assert m.mode == PROBE_BW and m.cwnd_gain == 2 * BBR_UNIT
+    m.extra_acked = [0, 0]  # (no ACK aggregation)
+    # 2 x 4 packets/us x 10 us = 80; the rate's super-packets are 64 KiB,
+    # 45 segments of 1448 bytes: 3 x 45 = 135; 215 rounded up to even, and 2
+    # more in the cycle's first phase
+    want = 216 + (2 if m.cycle_idx == 0 else 0)
+    assert m.set_cwnd(1000, acked=1, delivered=10_000, mss=MSS) == want  # cut at once
+    assert m.set_cwnd(100, acked=5, delivered=10_000, mss=MSS) == 105  # grows below it
+    assert m.set_cwnd(1, acked=1, delivered=10_000, mss=MSS) == 4  # never below 4 packets
+
+
+def test_acks_that_come_in_bursts_add_their_excess_to_the_window():
+    m = BbrModel()
+    _rounds(m, [40] * 4)
+    m.extra_acked, m.ack_epoch_acked, m.ack_epoch_fs = [0, 0], 0, 0
+    base = m.set_cwnd(1000, acked=1, delivered=10_000, mss=MSS)
+    # the estimate expects 4 packets per microsecond: an epoch that begins
+    # with 10 packets at time 0 and takes 30 more 1 us later has received
+    # 40 - 4 = 36 more than expected
+    d = m.next_rtt_delivered
+    m.on_ack(_sample(d - 10, 10, 10), d, 0, 0, 0, MSS, 10, 1000)
+    m.on_ack(_sample(d, 30, 10), d + 30, 1 * US, 0, 0, MSS, 10, 1000)
+    assert max(m.extra_acked) == 36 and m.aggregation_cwnd() == 36
+    assert m.set_cwnd(1000, acked=1, delivered=10_000, mss=MSS) == base + 36
+    # the excess is at most the window: 30 in a window of 20 counts as 20
+    m.extra_acked, m.ack_epoch_acked, m.ack_epoch_fs = [0, 0], 0, 0
+    m.on_ack(_sample(d - 10, 10, 10), d, 0, 0, 0, MSS, 10, 20)
+    m.on_ack(_sample(d, 30, 10), d + 30, 1 * US, 0, 0, MSS, 10, 20)
+    assert max(m.extra_acked) == 20
+    # an ACK stream slower than the estimate begins a new epoch each time
+    m.extra_acked, m.ack_epoch_acked, m.ack_epoch_fs = [0, 0], 0, 0
+    for k in range(5):
+        m.on_ack(_sample(d + k, 1, 10), d + k + 1, k * US, 0, 0, MSS, 10, 1000)
+    assert max(m.extra_acked) == 1
+    # a restart from idle begins a new epoch
+    m.tx_start(5 * US, True, MSS, 10, 10)
+    assert (m.ack_epoch_fs, m.ack_epoch_acked) == (5 * US, 0)
+
+
 # -- the split ss showed in the kernel's runs ----------------------------------
 
 

@@ -84,7 +84,7 @@ class Kernel(Part):
         "",
         "congestion control: none (no window, no pacing: the book's results), "
         "profile (the profile's own: cubic on linux-6, reno on linux-2.4), reno, "
-        "cubic (reno's growth without loss), bbr (reno's window and pacing)",
+        "cubic (reno's growth without loss), bbr (its own window and pacing)",
         choices=("profile", *CONGESTION_CONTROLS),
         sample=OneOf("none", "profile", "reno", "bbr"),
     )

@@ -9,7 +9,9 @@ the pacing gain, and quantiles of the bandwidth estimate in Gb/s.
 
 Rows are labelled as everywhere in the book: both sides here are *tests* of the bbr model (nothing
 in it was fitted to the trace), and :func:`states_agree` is the check: the simulated server is in
-start-up exactly when the kernel's was (a share of rows above one half).
+start-up exactly when the kernel's was (a share of rows above one half).  Each summary also gives
+quantiles of bbr's congestion window, and :func:`window_within` holds the simulated median to the
+kernel's within :data:`WINDOW_TOL`.
 
 >>> row = {"startup_share": 1.0}
 >>> states_agree(pd.DataFrame([{"source": "kernel", "server_sock_mode": "nodelay", **row},
@@ -33,6 +35,8 @@ __all__ = [
     "kernel_states",
     "simulated_states",
     "states_agree",
+    "WINDOW_TOL",
+    "window_within",
 ]
 
 #: The bundled trace (``tools/bbr_trace.py``).
@@ -43,9 +47,15 @@ QUANTILES = (0.1, 0.5, 0.9)
 MSS_BYTES = framing.mss(1500)
 #: Gb/s of one full segment per microsecond (x MSS bytes x 8 bits, / 1000: Mb/us -> Gb/s).
 GBPS_PER_PACKET_PER_US = MSS_BYTES * 8 / 1e3
+#: How far the simulated window's median may lie from the kernel's, relative: the book's IOPS
+#: tolerance; within one traced run the kernel's own window spans about +-15 % around its median
+#: (10th to 90th percentile).
+WINDOW_TOL = 0.25
 
 
-def _summary(source: str, mode: str, bw_gbps: pd.Series, modes: pd.Series, gain: float) -> dict:
+def _summary(
+    source: str, mode: str, bw_gbps: pd.Series, modes: pd.Series, gain: float, cwnd: pd.Series
+) -> dict:
     out: dict[str, Any] = {
         "source": source,
         "server_sock_mode": mode,
@@ -55,6 +65,8 @@ def _summary(source: str, mode: str, bw_gbps: pd.Series, modes: pd.Series, gain:
     }
     for q in QUANTILES:
         out[f"estimate_q{round(q * 100)}_gbps"] = float(bw_gbps.quantile(q))
+    for q in QUANTILES:
+        out[f"window_q{round(q * 100)}_packets"] = float(cwnd.quantile(q))
     return out
 
 
@@ -67,7 +79,14 @@ def kernel_states(trace: pd.DataFrame | None = None) -> pd.DataFrame:
     for mode, g in t.groupby("server_sock_mode", sort=True):
         bw = g["bw_estimate_packets_per_us"] * GBPS_PER_PACKET_PER_US
         rows.append(
-            _summary("kernel", str(mode), bw, g["bbr_mode"], float(g["pacing_gain"].median()))
+            _summary(
+                "kernel",
+                str(mode),
+                bw,
+                g["bbr_mode"],
+                float(g["pacing_gain"].median()),
+                g["cwnd_packets"],
+            )
         )
     return pd.DataFrame(rows)
 
@@ -96,12 +115,13 @@ def simulated_states(profile: Any = None, ops: int = 1500) -> pd.DataFrame:
         sim.run()
         tr = model.trace[len(model.trace) // 10 :]  # past the start
         bw = (
-            pd.Series([b for b, _, _ in tr], dtype=float)
+            pd.Series([b for b, _, _, _ in tr], dtype=float)
             / (1 << BW_SCALE)
             * GBPS_PER_PACKET_PER_US
         )
-        modes = pd.Series([m for _, _, m in tr])
-        rows.append(_summary("simulator", mode, bw, modes, model.pacing_gain / BBR_UNIT))
+        modes = pd.Series([m for _, _, m, _ in tr])
+        cwnd = pd.Series([w for _, _, _, w in tr], dtype=float)
+        rows.append(_summary("simulator", mode, bw, modes, model.pacing_gain / BBR_UNIT, cwnd))
     return pd.DataFrame(rows)
 
 
@@ -111,3 +131,20 @@ def states_agree(states: pd.DataFrame) -> bool:
     k = states[states["source"] == "kernel"].set_index("server_sock_mode")["startup_share"]
     s = states[states["source"] == "simulator"].set_index("server_sock_mode")["startup_share"]
     return bool(((k > 0.5) == (s.reindex(k.index) > 0.5)).all())
+
+
+def window_within(states: pd.DataFrame) -> dict[str, bool]:
+    """Per server mode, whether the simulator's median congestion window is within
+    :data:`WINDOW_TOL` of the kernel's.
+
+    >>> row = {"window_q50_packets": 200.0}
+    >>> window_within(pd.DataFrame([{"source": "kernel", "server_sock_mode": "nodelay", **row},
+    ...     {"source": "simulator", "server_sock_mode": "nodelay", "window_q50_packets": 240.0}]))
+    {'nodelay': True}
+    """
+    w = states.set_index(["source", "server_sock_mode"])["window_q50_packets"]
+    out = {}
+    for mode in sorted(w.loc["kernel"].index):
+        k, sim = float(w.loc[("kernel", mode)]), float(w.loc[("simulator", mode)])
+        out[str(mode)] = abs(sim / k - 1.0) <= WINDOW_TOL
+    return out

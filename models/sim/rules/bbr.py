@@ -1,9 +1,9 @@
 """bbr's model of the path and the pacing rate it sets
 (``net/ipv4/tcp_bbr.c``, version 1 as in Linux 6: ``bbr_main``,
-``bbr_update_bw``, ``bbr_update_cycle_phase``,
-``bbr_check_full_bw_reached``, ``bbr_check_drain``,
-``bbr_update_min_rtt``, ``bbr_update_gains``, ``bbr_set_pacing_rate``,
-``bbr_cwnd_event``)
+``bbr_update_bw``, ``bbr_update_ack_aggregation``,
+``bbr_update_cycle_phase``, ``bbr_check_full_bw_reached``,
+``bbr_check_drain``, ``bbr_update_min_rtt``, ``bbr_update_gains``,
+``bbr_set_pacing_rate``, ``bbr_set_cwnd``, ``bbr_cwnd_event``)
 
 On every ACK bbr takes the delivery-rate sample (:mod:`models.sim.rules.rate`)
 into a max filter over the last 10 rounds (a round ends when a packet sent
@@ -17,18 +17,28 @@ application-limited, grow the estimate by less than 25 %, it has found the
 5/4 of the estimated BDP) and from then on paces at ``gain x estimate``,
 lower or higher.
 
+bbr also sets the congestion window (``bbr_set_cwnd``; bbr replaces the
+window growth of Reno and CUBIC): the estimated bandwidth-delay product at
+the window gain (2 in PROBE_BW, ``2/ln 2`` before), plus the largest
+recent excess of ACKed packets over what the estimate predicts (the ACK
+aggregation allowance), plus three super-packets of the pacing rate's
+size goal, rounded up to even.  The window grows by the packets each ACK
+delivers, and once the full bandwidth is found it is cut to that target
+at once.  On a loopback or veth path the minimum RTT is a few
+microseconds, so the product is a packet or two and the window is mostly
+the allowances; on the loopback, whose segments are 64 KiB, that is a
+dozen or two segments, fewer than a deep queue of 64 KiB responses keeps
+in flight.
+
 So a request/response connection that keeps bytes unsent (Nagle holding a
 tail, pacing itself) produces samples that are not application-limited; a
 slow stretch then counts, and since a round on loopback or veth lasts tens
 of microseconds, the 10-round window forgets the fast samples quickly.
 
 Fixed point as the kernel's: gains in 1/256 (``BBR_UNIT``), bandwidth in
-packets per microsecond times ``2**24`` (``BW_UNIT``).  Not modelled: the
-congestion window bbr computes (the simulator keeps Reno's, which grows
-without loss; Linux's bbr window, which follows the estimate, fell at
-times below the flight of a QD-8, 16 KiB loop in the traced Nagle run of
-``kernel6_bbr_trace``: a missing mechanism, chapter 9), PROBE_RTT
-(every 10 s), the long-term (policer) bandwidth, losses.  PROBE_BW's first
+packets per microsecond times ``2**24`` (``BW_UNIT``).  Not modelled:
+PROBE_RTT (every 10 s), the long-term (policer) bandwidth, losses and the
+window's recovery rules that go with them.  PROBE_BW's first
 phase is drawn from ``rng`` as ``bbr_reset_probe_bw_mode`` does.
 
 >>> m = BbrModel(rng_seed=1)
@@ -81,6 +91,12 @@ CYCLE_RAND = 7  # bbr_cycle_rand
 PACING_MARGIN_PERCENT = 1  # bbr_pacing_margin_percent
 MIN_TSO_RATE = 1_200_000 // 8  # bbr_min_tso_rate, bits/s -> bytes/s
 INIT_CWND = 10  # TCP_INIT_CWND, packets
+CWND_GAIN = BBR_UNIT * 2  # bbr_cwnd_gain, PROBE_BW's window gain
+CWND_MIN_TARGET = 4  # bbr_cwnd_min_target, packets
+EXTRA_ACKED_GAIN = BBR_UNIT  # bbr_extra_acked_gain
+EXTRA_ACKED_WIN_RTTS = 5  # bbr_extra_acked_win_rtts, rounds
+EXTRA_ACKED_MAX_US = 100_000  # bbr_extra_acked_max_us, microseconds
+ACK_EPOCH_RESET = 1 << 20  # bbr_ack_epoch_acked_reset_thresh, packets
 STARTUP, DRAIN, PROBE_BW = "startup", "drain", "probe_bw"
 
 
@@ -105,6 +121,12 @@ class BbrModel:
         "rng",
         "drained_at",
         "trace",
+        "cwnd_gain",
+        "ack_epoch_fs",
+        "ack_epoch_acked",
+        "extra_acked",
+        "extra_win_rtts",
+        "extra_win_idx",
     )
 
     def __init__(self, rng_seed: int = 0) -> None:
@@ -124,9 +146,18 @@ class BbrModel:
         self.has_seen_rtt = False
         self.rng = random.Random(rng_seed)  # prandom_u32_max
         self.drained_at = -1  # a statistic: round that left STARTUP
-        # a list to record (estimate, pacing rate, mode) after each ACK
+        # a list to record (estimate, pacing rate, mode, window) after each ACK
         # the run simulates (a fast-forwarded stretch records nothing)
         self.trace: list | None = None
+        self.cwnd_gain = HIGH_GAIN
+        # the ACK aggregation allowance (bbr_update_ack_aggregation): when
+        # the epoch began (fs), packets ACKed in it, and the largest excess
+        # over the estimate in each of two windows of rounds
+        self.ack_epoch_fs = 0
+        self.ack_epoch_acked = 0
+        self.extra_acked = [0, 0]
+        self.extra_win_rtts = 0
+        self.extra_win_idx = 0
 
     # -- rates ----------------------------------------------------------------
 
@@ -155,19 +186,52 @@ class BbrModel:
         least = 1 if self.rate < MIN_TSO_RATE else 2
         return min(max(nbytes // mss, least), 0x7F)
 
-    def inflight(self, bw: int, gain: int, mss: int) -> int:
-        """``bbr_inflight``: the BDP at ``gain`` plus the quantization
-        budget, packets."""
+    def bdp(self, bw: int, gain: int) -> int:
+        """``bbr_bdp``: the bandwidth-delay product at ``gain``, rounded
+        up, packets (the initial window before an RTT sample)."""
         if self.min_rtt_fs is None:
-            bdp = INIT_CWND
-        else:
-            w = bw * self.min_rtt_fs // _US  # fs -> us
-            bdp = ((w * gain >> 8) + (1 << BW_SCALE) - 1) >> BW_SCALE
-        cwnd = bdp + 3 * self.tso_segs_goal(mss)
+            return INIT_CWND
+        w = bw * self.min_rtt_fs // _US  # fs -> us
+        return ((w * gain >> 8) + (1 << BW_SCALE) - 1) >> BW_SCALE
+
+    def quantization_budget(self, cwnd: int, mss: int) -> int:
+        """``bbr_quantization_budget``: three super-packets more, even,
+        and two more in PROBE_BW's first phase."""
+        cwnd += 3 * self.tso_segs_goal(mss)
         cwnd = (cwnd + 1) & ~1
         if self.mode == PROBE_BW and self.cycle_idx == 0:
             cwnd += 2
         return cwnd
+
+    def inflight(self, bw: int, gain: int, mss: int) -> int:
+        """``bbr_inflight``: the BDP at ``gain`` plus the quantization
+        budget, packets."""
+        return self.quantization_budget(self.bdp(bw, gain), mss)
+
+    def aggregation_cwnd(self) -> int:
+        """``bbr_ack_aggregation_cwnd``: the window for ACKs that come in
+        bursts, packets (none before the full bandwidth is found)."""
+        if not self.full_bw_reached:
+            return 0
+        bw = self.max_bw()
+        cap = bw * EXTRA_ACKED_MAX_US >> BW_SCALE
+        extra = EXTRA_ACKED_GAIN * max(self.extra_acked) >> 8
+        return extra if extra < cap else cap
+
+    def set_cwnd(self, cwnd: int, acked: int, delivered: int, mss: int) -> int:
+        """``bbr_set_cwnd`` without recovery: the window after an ACK that
+        delivered ``acked`` packets (``delivered`` in all), packets."""
+        if not acked:
+            return cwnd
+        target = (
+            self.bdp(self.max_bw(), self.cwnd_gain) + self.aggregation_cwnd()
+        )
+        target = self.quantization_budget(target, mss)
+        if self.full_bw_reached:  # only cut once the pipe was filled
+            cwnd = min(cwnd + acked, target)
+        elif cwnd < target or delivered < INIT_CWND:
+            cwnd += acked
+        return max(cwnd, CWND_MIN_TARGET)
 
     def in_net_at_edt(self, in_flight: int, edt_wait: int, mss: int) -> int:
         """``bbr_packets_in_net_at_edt``: packets still in the network
@@ -191,11 +255,16 @@ class BbrModel:
     # -- events ---------------------------------------------------------------
 
     def tx_start(
-        self, app_limited: bool, mss: int, srtt_us: int, cwnd: int
+        self, now: int, app_limited: bool, mss: int, srtt_us: int, cwnd: int
     ) -> None:
         """``bbr_cwnd_event(CA_EVENT_TX_START)``: sending into an empty
-        flight; restarting from idle in PROBE_BW paces at the estimate."""
-        if app_limited and self.mode == PROBE_BW:
+        flight at ``now`` (fs); restarting from idle begins a new ACK
+        aggregation epoch and, in PROBE_BW, paces at the estimate."""
+        if not app_limited:
+            return
+        self.ack_epoch_fs = now
+        self.ack_epoch_acked = 0
+        if self.mode == PROBE_BW:
             self.set_rate(self.max_bw(), BBR_UNIT, mss, srtt_us, cwnd)
 
     def on_ack(
@@ -208,11 +277,13 @@ class BbrModel:
         mss: int,
         srtt_us: int,
         cwnd: int,
-    ) -> None:
-        """``bbr_main`` without the window: update the model from the
-        sample, then the pacing rate (times in fs: ``delivered_fs`` of
-        the last delivery, ``edt_wait`` until the next departure)."""
+    ) -> int:
+        """``bbr_main``: update the model from the sample, then the
+        pacing rate and the window (times in fs: ``delivered_fs`` of the
+        last delivery, ``edt_wait`` until the next departure); returns
+        the new window, packets."""
         self._update_bw(rs, delivered)
+        self._update_ack_aggregation(rs, delivered_fs, cwnd)
         if self.mode == PROBE_BW and self._next_phase(
             rs, delivered_fs, edt_wait, mss
         ):
@@ -224,14 +295,18 @@ class BbrModel:
         ):
             self.min_rtt_fs = rs.rtt_fs  # bbr_update_min_rtt (no expiry)
         if self.mode == STARTUP:  # bbr_update_gains
-            self.pacing_gain = HIGH_GAIN
+            self.pacing_gain = self.cwnd_gain = HIGH_GAIN
         elif self.mode == DRAIN:
             self.pacing_gain = DRAIN_GAIN
+            self.cwnd_gain = HIGH_GAIN
         else:
             self.pacing_gain = CYCLE_GAINS[self.cycle_idx]
+            self.cwnd_gain = CWND_GAIN
         self.set_rate(self.max_bw(), self.pacing_gain, mss, srtt_us, cwnd)
+        cwnd = self.set_cwnd(cwnd, rs.acked, delivered, mss)
         if self.trace is not None:
-            self.trace.append((self.max_bw(), self.rate, self.mode))
+            self.trace.append((self.max_bw(), self.rate, self.mode, cwnd))
+        return cwnd
 
     def _update_bw(self, rs: RateSample, delivered: int) -> None:
         self.round_start = False
@@ -244,6 +319,33 @@ class BbrModel:
         bw = (rs.delivered << BW_SCALE) * _US // rs.interval_fs  # per us
         if not rs.is_app_limited or bw >= self.max_bw():
             self.bw.update(BW_RTTS, self.rtt_cnt, bw)
+
+    def _update_ack_aggregation(
+        self, rs: RateSample, delivered_fs: int, cwnd: int
+    ) -> None:
+        """``bbr_update_ack_aggregation``: packets ACKed in this epoch
+        beyond what the estimate predicts, the largest per window."""
+        if rs.acked <= 0 or rs.delivered < 0 or rs.interval_fs <= 0:
+            return
+        if self.round_start:
+            self.extra_win_rtts = min(0x1F, self.extra_win_rtts + 1)
+            if self.extra_win_rtts >= EXTRA_ACKED_WIN_RTTS:
+                self.extra_win_rtts = 0
+                self.extra_win_idx ^= 1
+                self.extra_acked[self.extra_win_idx] = 0
+        epoch_us = (delivered_fs - self.ack_epoch_fs) // _US  # fs -> us
+        expected = self.max_bw() * epoch_us >> BW_SCALE
+        if (
+            self.ack_epoch_acked <= expected
+            or self.ack_epoch_acked + rs.acked >= ACK_EPOCH_RESET
+        ):
+            self.ack_epoch_acked = 0
+            self.ack_epoch_fs = delivered_fs
+            expected = 0
+        self.ack_epoch_acked = min(0xFFFFF, self.ack_epoch_acked + rs.acked)
+        extra = min(self.ack_epoch_acked - expected, cwnd)
+        if extra > self.extra_acked[self.extra_win_idx]:
+            self.extra_acked[self.extra_win_idx] = extra
 
     def _next_phase(
         self, rs: RateSample, delivered_fs: int, edt_wait: int, mss: int
@@ -295,10 +397,11 @@ class BbrModel:
 
 # rule: bbr
 class Bbr(Reno):
-    """Reno's window plus bbr's pacing
-    (:class:`BbrModel` over the delivery-rate
+    """bbr's window and pacing (:class:`BbrModel` over the delivery-rate
     samples of :class:`~models.sim.rules.rate.RateSampler`; see the
-    module); bbr sets ``cong_control``, so no restart after idle."""
+    module) on Reno's bookkeeping of the flight and srtt; bbr sets
+    ``cong_control``, so neither Reno's growth nor a restart after idle
+    applies."""
 
     __slots__ = ("model", "rs", "wstamp", "segs_out", "timer")
 
@@ -355,6 +458,7 @@ class Bbr(Reno):
         nbytes = end - start
         if not self.packets_out:  # CA_EVENT_TX_START
             self.model.tx_start(
+                now,
                 self.rs.app_limited != 0,
                 self.mss,
                 self.srtt_us >> 3,
@@ -381,13 +485,13 @@ class Bbr(Reno):
         if not skbs:
             return
         prior_in_flight = self.packets_out
-        super().acked(now, ack)  # srtt, then the sample (tcp_ack's order)
+        self.delivered(now, ack)  # srtt, then the sample (tcp_ack's order)
         rs = self.rs
         sample = rs.acked(
             now, skbs, prior_in_flight - self.packets_out, prior_in_flight
         )
         wait = self.wstamp - now
-        self.model.on_ack(
+        self.cwnd = self.model.on_ack(
             sample,
             rs.delivered,
             rs.delivered_fs,
@@ -456,6 +560,13 @@ class Bbr(Reno):
             ),
             (m.full_bw_reached, m.min_rtt_fs, rs.rtt_min_fs),
             (
+                at(m.ack_epoch_fs),
+                m.ack_epoch_acked,
+                tuple(m.extra_acked),
+                m.extra_win_rtts,
+                m.extra_win_idx,
+            ),
+            (
                 at(rs.delivered_fs),
                 at(rs.first_tx_fs),
                 al if al <= 0 else al - d,
@@ -478,6 +589,7 @@ class Bbr(Reno):
         m.bw.s = [(t + dr, v) for t, v in m.bw.s]
         m.next_rtt_delivered += dd
         m.cycle_fs += dt
+        m.ack_epoch_fs += dt
         rs.delivered_fs += dt
         rs.first_tx_fs += dt
         if rs.app_limited > 0:

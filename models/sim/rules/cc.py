@@ -29,8 +29,8 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
   queues new data.  (RFC 2861's decay of an application-limited window,
   ``tcp_cwnd_application_limited``, is not modelled: an unused window
   stays.)
-* :class:`~models.sim.rules.bbr.Bbr` (``"bbr"``): Reno's window plus
-  bbr's pacing: after each buffer the next may leave only
+* :class:`~models.sim.rules.bbr.Bbr` (``"bbr"``): bbr's own window and
+  its pacing: after each buffer the next may leave only
   ``len / pacing_rate`` later.  The rate
   is bbr's (:mod:`models.sim.rules.bbr`): first ``2/ln 2`` times 10
   segments per srtt (1 ms before a sample), then its gain times a
@@ -39,8 +39,11 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
   start-up it follows the estimate down as well as up.  A ``send()``
   that finds less than an MSS unsent, nothing in the host's transmit
   path and room in the window marks the samples to come
-  application-limited, which cannot lower the estimate.  bbr's own
-  congestion window is not modelled (the window is Reno's).  Pacing
+  application-limited, which cannot lower the estimate.  The window is
+  bbr's (``bbr_set_cwnd``): twice the estimated bandwidth-delay product
+  (2.89 times in start-up) plus the ACK-aggregation allowance and three
+  super-packets, reached by growing with each ACK and, once the pipe is
+  full, cut to at once; Reno's growth does not apply.  Pacing
   begins after 10 data segments and forgives up to half a buffer's time
   after idleness, as ``tcp_update_skb_after_send`` does.  A paced push
   resumes on a timer (the TSQ/pacing hrtimer), whose release is CPU of
@@ -218,6 +221,13 @@ class Reno(NoWindow):
             self.cwnd_limited = cwnd_limited
 
     def acked(self, now: int, ack: int) -> None:
+        acked = self.delivered(now, ack)
+        if acked:
+            self.grow(acked)
+
+    def delivered(self, now: int, ack: int) -> int:
+        """The segments ``ack`` newly covers leave the flight; the RTT of
+        the oldest enters srtt.  Returns how many segments."""
         rtx = self.rtx
         acked = 0
         first = -1
@@ -227,13 +237,18 @@ class Reno(NoWindow):
                 first = t
             acked += k
         if not acked:
-            return
+            return 0
         self.packets_out -= acked
         m = (now - first) // _US  # fs -> whole microseconds
         if m < 1:
             m = 1
         s = self.srtt_us  # tcp_rtt_estimator: 8 x srtt
         self.srtt_us = m << 3 if not s else s + m - (s >> 3)
+        return acked
+
+    def grow(self, acked: int) -> None:
+        """``tcp_cong_avoid`` (Reno's): slow start, then one segment per
+        window of ACKed segments, while the window limits."""
         if not self._is_cwnd_limited():
             return
         cwnd = self.cwnd
