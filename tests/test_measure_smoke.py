@@ -194,3 +194,18 @@ def test_a_pinned_run_completes(loopback: Link) -> None:
         loopback,
     )
     assert r.spec.pin == pin and r.client["completed"] == r.server["ops"] > 0
+
+
+def test_each_socket_takes_its_own_congestion_control(loopback: Link) -> None:
+    # RunSpec.client_cc: the client's socket reports reno while the server's reports bbr
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    names = set(avail.read_text().split()) if avail.exists() else set()
+    if not {"bbr", "reno"} <= names:
+        pytest.skip(f"needs bbr and reno, the kernel offers {sorted(names)}")
+    r = run_one(
+        RunSpec(
+            "iscsi", "nagle", 2, 512, duration_s=0.2, cc="bbr", client_cc="reno", capture=False
+        ),
+        loopback,
+    )
+    assert (r.server["cc"], r.client["cc"]) == ("bbr", "reno")

@@ -123,6 +123,9 @@ class RunSpec:
         Upper bound on operations (the client stops at whichever limit comes first).
     cc
         Congestion control set per socket with ``TCP_CONGESTION`` (``None``: the namespace default).
+    client_cc
+        The client socket's congestion control when it differs from the server's (``None``:
+        ``cc`` on both; the sweeps' tables record one ``cc`` per run and never set this).
     client_sock
         Client socket mode: ``nagle`` (default socket) or ``nodelay``.
     capture
@@ -143,6 +146,7 @@ class RunSpec:
     client_sock: str = "nagle"
     capture: bool | None = None
     pin: str = "none"
+    client_cc: str | None = None
 
     def __post_init__(self) -> None:
         if self.pin not in PIN_MODES:
@@ -177,6 +181,11 @@ class RunSpec:
         if self.cc is not None and not cc_name_ok(self.cc):
             raise ValueError(
                 f"cc must be a congestion control name such as 'cubic', got {self.cc!r}"
+            )
+        if self.client_cc is not None and not cc_name_ok(self.client_cc):
+            raise ValueError(
+                "client_cc must be a congestion control name such as 'cubic', "
+                f"got {self.client_cc!r}"
             )
 
     @property
@@ -284,7 +293,12 @@ def run_one(
         raise HarnessError(str(exc)) from None
     limit = spec.time_limit_s
     cc = ["--cc", spec.cc] if spec.cc else []
-    common = ["--proto", spec.proto, "--time-limit", f"{limit:g}", *cc]
+    base = ["--proto", spec.proto, "--time-limit", f"{limit:g}"]
+    common = [*base, *cc]
+    if spec.client_cc:
+        client_common = [*base, "--cc", spec.client_cc]
+    else:
+        client_common = common
     server = client = None
     tmp = tempfile.TemporaryDirectory(prefix="qdm-") if workdir is None else None
     work = Path(tmp.name) if tmp is not None else Path(workdir)  # type: ignore[arg-type]
@@ -351,7 +365,7 @@ def run_one(
                     str(spec.count),
                     "--client-sock",
                     spec.client_sock,
-                    *common,
+                    *client_common,
                 ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

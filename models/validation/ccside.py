@@ -1,0 +1,125 @@
+"""Which end's congestion control slows a Nagle server under bbr (``data/kernel6_machine3_ccside``,
+``tools/cc_side_sweep.py``), beside the simulator's bbr.
+
+Under bbr the kernel's Nagle server runs at about 30 k operations/s on veth whatever its response
+size (chapter 9's pacing section).  The sweep sets bbr or reno on each socket of the connection
+independently (the server's header and data in two ``send()`` calls under Nagle, the Linux
+initiator's TCP_NODELAY client, each end on a CPU of its own) at four cases where that plateau
+shows (:data:`CASES`).  From the median of each pairing's runs, per case:
+
+* **the server's bbr** (audit, the data against itself): the rate with bbr on the server and reno
+  on the client over the rate with reno on both (below ``1 - TOL``: the server's bbr alone slows
+  the loop by more than the tolerance);
+* **the client's bbr** (audit): reno on the server and bbr on the client over reno on both
+  (within :data:`TOL` of 1: the client's congestion control changes nothing);
+* **the simulator** (test): the simulator's rate with bbr over its rate with reno, both sockets
+  alike as the simulator sets them, on this machine's ``calibrate`` profile (:data:`PROFILE`,
+  the field evaluation's scenario, :func:`models.validation.fidelity.field_scenario`), against
+  the kernel's ratio with bbr on both; within :data:`TOL` is a pass.
+
+>>> import pandas as pd
+>>> rows = [("bbr", "bbr", 30.0), ("reno", "reno", 100.0), ("bbr", "reno", 32.0),
+...         ("reno", "bbr", 98.0)]
+>>> df = pd.DataFrame([{"link": "veth-1500", "iosize_bytes": 4096, "qd": 8, "server_cc": s,
+...                     "client_cc": c, "iops": v} for s, c, v in rows])
+>>> [float(x) for x in kernel_table(df).iloc[0][["server_bbr", "client_bbr", "both_bbr"]]]
+[0.32, 0.98, 0.3]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from models.validation.fidelity import IOPS_TOL
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
+
+__all__ = [
+    "DATASET",
+    "PROFILE",
+    "CASE_KEY",
+    "TOL",
+    "kernel_table",
+    "simulated_ratio",
+    "table",
+    "findings",
+]
+
+#: The bundled sweep.
+DATASET = "kernel6_machine3_ccside"
+#: The measuring machine's ``calibrate`` profile (``data/hosts/<name>.json``).
+PROFILE = "kernel6_machine3"
+#: The columns that name a case.
+CASE_KEY = ["link", "iosize_bytes", "qd"]
+#: Relative tolerance of a ratio: the field goal's quarter.
+TOL = IOPS_TOL
+#: MTU of each link label of the sweep, bytes (the loopback's is the interface's 64 KiB).
+_MTU = {"loopback": 65536, "veth-1500": 1500, "veth-9000": 9000}
+
+
+def kernel_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per case, the median IOPS of each pairing and the three ratios to reno on both sockets:
+    ``server_bbr`` (bbr on the server only), ``client_bbr`` (on the client only), ``both_bbr``."""
+    med = (
+        df.groupby([*CASE_KEY, "server_cc", "client_cc"])["iops"]
+        .median()
+        .unstack(["server_cc", "client_cc"])
+    )
+    base = med[("reno", "reno")]
+    out = med.copy()
+    out.columns = [f"{s}/{c}" for s, c in out.columns]
+    out["server_bbr"] = med[("bbr", "reno")] / base
+    out["client_bbr"] = med[("reno", "bbr")] / base
+    out["both_bbr"] = med[("bbr", "bbr")] / base
+    return out.reset_index()
+
+
+def simulated_ratio(case: dict[str, Any], profile: Any = None, hz: int = 250) -> float:
+    """The simulator's IOPS with bbr over its IOPS with reno for one case (``link``,
+    ``iosize_bytes``, ``qd``), the Nagle server and NODELAY client of the sweep, on ``profile``
+    (default :data:`PROFILE`)."""
+    from models.kernel import simulate_summary
+    from models.sim import hostprofile
+    from models.validation.fidelity import ProfileHost, field_scenario
+
+    host = ProfileHost(profile or hostprofile.shipped(PROFILE))
+    iops = {}
+    for cc in ("bbr", "reno"):
+        row = {
+            "link": case["link"],
+            "mtu_bytes": _MTU[case["link"]],
+            "rate_limit_bits_per_s": None,
+            "cc": cc,
+            "sock_mode": "nagle",
+            "client_sock_mode": "nodelay",
+            "qd": int(case["qd"]),
+            "iosize_bytes": int(case["iosize_bytes"]),
+        }
+        iops[cc] = simulate_summary(field_scenario("iscsi_loop", row, host, hz)).iops
+    return iops["bbr"] / iops["reno"]
+
+
+def table(df: pd.DataFrame | None = None, profile: Any = None) -> pd.DataFrame:
+    """:func:`kernel_table` of the bundled sweep (or ``df``) with the simulator's ratio
+    (``sim_both_bbr``) and whether it is within :data:`TOL` of the kernel's (``within``)."""
+    from models import data
+
+    d = data.load(DATASET) if df is None else df
+    t = kernel_table(d)
+    t["sim_both_bbr"] = [simulated_ratio(case, profile) for case in t.to_dict("records")]
+    t["within"] = (t["sim_both_bbr"] / t["both_bbr"] - 1.0).abs() <= TOL
+    return t
+
+
+def findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What chapter 9 says of :func:`table`'s result, each as a claim that holds or not."""
+    return {
+        "the server's bbr alone slows every case": bool((t["server_bbr"] < 1.0 - TOL).all()),
+        "the client's bbr changes no case": bool(((t["client_bbr"] - 1.0).abs() <= TOL).all()),
+        "the server's bbr accounts for bbr on both": bool(
+            ((t["server_bbr"] / t["both_bbr"] - 1.0).abs() <= TOL).all()
+        ),
+        "the simulator's bbr slows no case": bool((t["sim_both_bbr"] > 1.0 - TOL).all()),
+        "the simulator matches no case": not bool(t["within"].any()),
+    }
