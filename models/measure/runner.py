@@ -143,10 +143,10 @@ class RunSpec:
     warmup_s: float = 0.3
     count: int = 10_000_000
     cc: str | None = None
+    client_cc: str | None = None
     client_sock: str = "nagle"
     capture: bool | None = None
     pin: str = "none"
-    client_cc: str | None = None
 
     def __post_init__(self) -> None:
         if self.pin not in PIN_MODES:
