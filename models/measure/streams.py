@@ -31,6 +31,8 @@ __all__ = [
     "split_pipelined",
     "held_operations",
     "stalled_share",
+    "ack_delays",
+    "stream_and_acks",
 ]
 
 #: TCP sequence numbers wrap at 2**32.
@@ -215,3 +217,56 @@ def stalled_share(held: int, operations: int) -> bool:
     """Whether ``held`` stalled operations of ``operations`` make a stalled run, as the harness
     counts one (:data:`~models.kernel.runs.STALL_SHARE_PCT` percent or more)."""
     return held * 100.0 >= STALL_SHARE_PCT * operations
+
+
+def ack_delays(
+    data: Sequence[tuple[float, int, int]], acks: Sequence[tuple[float, int]], mss: int
+) -> dict[str, list[float]]:
+    """How long each data segment of one direction waited for the peer's ACK: for each segment
+    (time in seconds, start and end byte offsets) the time until the first later segment of the
+    peer (time, cumulative ACK as a byte offset of the same stream) whose ACK covers its end.
+    Keyed ``"full"`` (a segment or super-packet of at least ``mss`` bytes) and ``"tail"`` (less);
+    a segment no ACK covers is left out.
+
+    >>> data = [(0.0, 0, 2896), (1e-5, 2896, 3000)]        # two full segments, then a tail
+    >>> acks = [(5e-6, 1448), (1.2e-5, 2896), (4e-5, 3000)]
+    >>> d = ack_delays(data, acks, mss=1448)
+    >>> [round(x * 1e6) for x in d["full"]], [round(x * 1e6) for x in d["tail"]]
+    ([12], [30])
+    """
+    out: dict[str, list[float]] = {"full": [], "tail": []}
+    times = [t for t, _ in acks]
+    for t, start, end in data:
+        k = bisect.bisect_left(times, t)
+        while k < len(acks) and acks[k][1] < end:
+            k += 1
+        if k < len(acks):
+            out["full" if end - start >= mss else "tail"].append(acks[k][0] - t)
+    return out
+
+
+def stream_and_acks(
+    segs: Sequence[Segment], sender: tuple, receiver: tuple
+) -> tuple[list[tuple[float, int, int]], list[tuple[float, int]]]:
+    """The byte stream ``sender`` (address, port) sent on one connection, first transmissions only
+    (time in seconds, start and end byte offsets), and the ACKs of it that ``receiver`` sent (time,
+    byte offset), in capture order: the input of :func:`ack_delays`."""
+    side = Side()
+    for x in segs:
+        if (x.src, x.sport) == sender:
+            if x.syn:
+                side.base = (x.seq + 1) % WRAP
+            elif side.base is None:
+                side.base = x.seq
+    data: list[tuple[float, int, int]] = []
+    acks: list[tuple[float, int]] = []
+    for x in segs:
+        if (x.src, x.sport) == sender and x.payload_bytes > 0 and not x.syn:
+            start = side.rel(x.seq)
+            end = start + x.payload_bytes
+            if end > side.max_end:  # (a retransmission adds nothing)
+                data.append((x.time_s, max(start, side.max_end), end))
+                side.max_end = end
+        elif (x.src, x.sport) == receiver and x.flags & 0x10 and side.base is not None:
+            acks.append((x.time_s, side.rel(x.ack)))
+    return data, acks

@@ -40,7 +40,9 @@ __all__ = [
     "PROFILE",
     "CASE_KEY",
     "TOL",
+    "MTU",
     "kernel_table",
+    "simulated_row",
     "simulated_ratio",
     "table",
     "findings",
@@ -55,7 +57,7 @@ CASE_KEY = ["link", "iosize_bytes", "qd"]
 #: Relative tolerance of a ratio: the field goal's quarter.
 TOL = IOPS_TOL
 #: MTU of each link label of the sweep, bytes (the loopback's is the interface's 64 KiB).
-_MTU = {"loopback": 65536, "veth-1500": 1500, "veth-9000": 9000}
+MTU = {"loopback": 65536, "veth-1500": 1500, "veth-9000": 9000}
 
 
 def kernel_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -86,18 +88,24 @@ def simulated_ratio(case: dict[str, Any], profile: Any = None, hz: int = 250) ->
     host = ProfileHost(profile or hostprofile.shipped(PROFILE))
     iops = {}
     for cc in ("bbr", "reno"):
-        row = {
-            "link": case["link"],
-            "mtu_bytes": _MTU[case["link"]],
-            "rate_limit_bits_per_s": None,
-            "cc": cc,
-            "sock_mode": "nagle",
-            "client_sock_mode": "nodelay",
-            "qd": int(case["qd"]),
-            "iosize_bytes": int(case["iosize_bytes"]),
-        }
+        row = simulated_row(case, cc)
         iops[cc] = simulate_summary(field_scenario("iscsi_loop", row, host, hz)).iops
     return iops["bbr"] / iops["reno"]
+
+
+def simulated_row(case: dict[str, Any], cc: str) -> dict[str, Any]:
+    """The field-sweep row a case (``link``, ``iosize_bytes``, ``qd``) stands for, with ``cc`` on
+    both sockets: the sweep's Nagle server and NODELAY client, no rate limit."""
+    return {
+        "link": case["link"],
+        "mtu_bytes": MTU[case["link"]],
+        "rate_limit_bits_per_s": None,
+        "cc": cc,
+        "sock_mode": "nagle",
+        "client_sock_mode": "nodelay",
+        "qd": int(case["qd"]),
+        "iosize_bytes": int(case["iosize_bytes"]),
+    }
 
 
 def table(df: pd.DataFrame | None = None, profile: Any = None) -> pd.DataFrame:
