@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from cc_side_sweep import CASES, CLIENT_SOCK, SOCK  # noqa: E402
+from cc_side_sweep import CASES, CLIENT_SOCK, SOCK, cases_text  # noqa: E402
 from placement_sweep import LINKS, run_tool  # noqa: E402
 
 from models.measure import streams  # noqa: E402
@@ -147,10 +147,7 @@ def _run(
 
 
 def _describe(ns: argparse.Namespace, sweeps: int) -> str:
-    cases = "; ".join(
-        f"{link}: " + ", ".join(f"{size} B at QD {qd}" for size, qd in CASES[link])
-        for link in CASES
-    )
+    cases = cases_text()
     return (
         "Harness runs of the iSCSI-like loop, the server's header and data in two send() calls "
         "with Nagle on, the client with TCP_NODELAY, each end pinned to a CPU of its own, bbr or "

@@ -131,11 +131,16 @@ def _run(
     return row
 
 
-def _describe(ns: argparse.Namespace, sweeps: int) -> str:
-    cases = "; ".join(
+def cases_text() -> str:
+    """:data:`CASES` in words, for a sidecar's description."""
+    return "; ".join(
         f"{link}: " + ", ".join(f"{size} B at QD {qd}" for size, qd in CASES[link])
         for link in CASES
     )
+
+
+def _describe(ns: argparse.Namespace, sweeps: int) -> str:
+    cases = cases_text()
     return (
         "Harness runs of the iSCSI-like loop, the server's header and data in two send() calls "
         "with Nagle on, the client with TCP_NODELAY, each end pinned to a CPU of its own, with "
