@@ -64,3 +64,9 @@ def test_an_unacked_segment_has_no_wait_and_each_waits_from_its_own_send():
     acks = [(0.5e-6, 0), (3e-6, 2896)]  # an ACK older than the data covers nothing; none the tail
     w = streams.ack_delays(data, acks, mss=1448)
     assert [round(x * 1e6) for x in w["full"]] == [3, 2] and w["tail"] == []
+
+
+def test_without_tcpdump_or_root_the_sweep_exits_before_any_run(monkeypatch):
+    monkeypatch.setattr(ack_delay_sweep.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="needs tcpdump and root"):
+        ack_delay_sweep.sweep(0, ["veth-1500"], 1, 0.1)

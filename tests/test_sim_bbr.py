@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.sim.rules.bbr import (
+from models.sim.rules.bbr_model import (
     BBR_UNIT,
     CYCLE_GAINS,
     DRAIN,

@@ -19,6 +19,8 @@ CPUs.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -73,7 +75,10 @@ KEY = ["sweep", "link", "iosize_bytes", "qd", "cc", "repeat"]
 
 
 def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> list[dict]:
-    """The runs of sweep ``number`` on ``links``, one row each (see :data:`FIELDS`)."""
+    """The runs of sweep ``number`` on ``links``, one row each (see :data:`FIELDS`); a clear
+    exit before any run without tcpdump or root, which every run's capture needs."""
+    if shutil.which("tcpdump") is None or os.geteuid() != 0:
+        raise SystemExit("ack_delay_sweep.py: needs tcpdump and root (each run is captured)")
     rows = []
     with tempfile.TemporaryDirectory(prefix="qd-ackdelay-") as tmp:
         for label in links:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from models.data import sha256_of, table_schema  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
-from models.sim.rules.bbr import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
+from models.sim.rules.bbr_model import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
 
 # struct bbr (net/ipv4/tcp_bbr.c) as 64-bit words of icsk_ca_priv:
 # [1] high: bw.s[0].t; [2] low: bw.s[0].v (the estimate, packets/us << 24);

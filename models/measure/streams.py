@@ -32,6 +32,7 @@ __all__ = [
     "held_operations",
     "stalled_share",
     "ack_delays",
+    "first_sends",
     "stream_and_acks",
 ]
 
@@ -258,15 +259,29 @@ def stream_and_acks(
                 side.base = (x.seq + 1) % WRAP
             elif side.base is None:
                 side.base = x.seq
-    data: list[tuple[float, int, int]] = []
+    sent: list[tuple[float, int, int]] = []
     acks: list[tuple[float, int]] = []
     for x in segs:
         if (x.src, x.sport) == sender and x.payload_bytes > 0 and not x.syn:
             start = side.rel(x.seq)
-            end = start + x.payload_bytes
-            if end > side.max_end:  # (a retransmission adds nothing)
-                data.append((x.time_s, max(start, side.max_end), end))
-                side.max_end = end
+            sent.append((x.time_s, start, start + x.payload_bytes))
         elif (x.src, x.sport) == receiver and x.flags & 0x10 and side.base is not None:
             acks.append((x.time_s, side.rel(x.ack)))
-    return data, acks
+    return first_sends(sent), acks
+
+
+def first_sends(sent: Sequence[tuple[float, int, int]]) -> list[tuple[float, int, int]]:
+    """Segments of one direction in the order they were seen (time, start and end byte offsets),
+    each cut to the bytes not seen before: a retransmission drops out, and so do the segments a
+    trace lists after the super-packet that carried them.
+
+    >>> first_sends([(0.0, 0, 2896), (0.0, 1448, 2896), (1.0, 0, 1448), (2.0, 2000, 4000)])
+    [(0.0, 0, 2896), (2.0, 2896, 4000)]
+    """
+    out: list[tuple[float, int, int]] = []
+    seen = -1
+    for t, start, end in sent:
+        if seen < 0 or end > seen:
+            out.append((t, start if seen < 0 else max(start, seen), end))
+            seen = end
+    return out

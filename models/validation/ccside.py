@@ -5,7 +5,8 @@ Under bbr the kernel's Nagle server runs at about 30 k operations/s on veth what
 size (chapter 9's pacing section).  The sweep sets bbr or reno on each socket of the connection
 independently (the server's header and data in two ``send()`` calls under Nagle, the Linux
 initiator's TCP_NODELAY client, each end on a CPU of its own) at four cases where that plateau
-shows (:data:`CASES`).  From the median of each pairing's runs, per case:
+shows: 64 KiB on the loopback, 4 and 16 KiB on veth at MTU 1500, 16 KiB at MTU 9000.  From the
+median of each pairing's runs, per case:
 
 * **the server's bbr** (audit, the data against itself): the rate with bbr on the server and reno
   on the client over the rate with reno on both (below ``1 - TOL``: the server's bbr alone slows
@@ -40,7 +41,8 @@ __all__ = [
     "PROFILE",
     "CASE_KEY",
     "TOL",
-    "MTU",
+    "link_mtu",
+    "sweep_hz",
     "kernel_table",
     "simulated_row",
     "simulated_ratio",
@@ -56,8 +58,24 @@ PROFILE = "kernel6_machine3"
 CASE_KEY = ["link", "iosize_bytes", "qd"]
 #: Relative tolerance of a ratio: the field goal's quarter.
 TOL = IOPS_TOL
-#: MTU of each link label of the sweep, bytes (the loopback's is the interface's 64 KiB).
-MTU = {"loopback": 65536, "veth-1500": 1500, "veth-9000": 9000}
+
+
+def link_mtu(link: str) -> int:
+    """The MTU of a link label of the sweeps, bytes: ``veth-<MTU>``, or the loopback's 64 KiB.
+
+    >>> link_mtu("veth-9000"), link_mtu("loopback")
+    (9000, 65536)
+    """
+    from models import framing
+
+    return framing.MAX_MTU if link == "loopback" else framing.check_mtu(int(link.split("-")[1]))
+
+
+def sweep_hz(dataset: str) -> int:
+    """The timer rate (``CONFIG_HZ``) of the machine a bundled sweep ran on, from its sidecar."""
+    from models import data
+
+    return int(data.describe(dataset)["measurement"]["sweeps"][0]["machine"]["config_hz"])
 
 
 def kernel_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -77,15 +95,16 @@ def kernel_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def simulated_ratio(case: dict[str, Any], profile: Any = None, hz: int = 250) -> float:
+def simulated_ratio(case: dict[str, Any], profile: Any = None) -> float:
     """The simulator's IOPS with bbr over its IOPS with reno for one case (``link``,
     ``iosize_bytes``, ``qd``), the Nagle server and NODELAY client of the sweep, on ``profile``
-    (default :data:`PROFILE`)."""
+    (default :data:`PROFILE`) at the sweep's timer rate."""
     from models.kernel import simulate_summary
     from models.sim import hostprofile
     from models.validation.fidelity import ProfileHost, field_scenario
 
     host = ProfileHost(profile or hostprofile.shipped(PROFILE))
+    hz = sweep_hz(DATASET)
     iops = {}
     for cc in ("bbr", "reno"):
         row = simulated_row(case, cc)
@@ -98,7 +117,7 @@ def simulated_row(case: dict[str, Any], cc: str) -> dict[str, Any]:
     both sockets: the sweep's Nagle server and NODELAY client, no rate limit."""
     return {
         "link": case["link"],
-        "mtu_bytes": MTU[case["link"]],
+        "mtu_bytes": link_mtu(case["link"]),
         "rate_limit_bits_per_s": None,
         "cc": cc,
         "sock_mode": "nagle",

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from models import framing
+from models.validation.fidelity import IOPS_TOL
 
 __all__ = [
     "TRACE_TABLE",
@@ -48,9 +49,9 @@ MSS_BYTES = framing.mss(1500)
 #: Gb/s of one full segment per microsecond (x MSS bytes x 8 bits, / 1000: Mb/us -> Gb/s).
 GBPS_PER_PACKET_PER_US = MSS_BYTES * 8 / 1e3
 #: How far the simulated window's median may lie from the kernel's, relative: the book's IOPS
-#: tolerance; within one traced run the kernel's own window spans about +-15 % around its median
-#: (10th to 90th percentile).
-WINDOW_TOL = 0.25
+#: tolerance (within one traced run the kernel's own window's 10th and 90th percentiles lie within
+#: a fifth of its median).
+WINDOW_TOL = IOPS_TOL
 
 
 def _summary(
@@ -98,7 +99,7 @@ def simulated_states(profile: Any = None, ops: int = 1500) -> pd.DataFrame:
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.sim.engine import Simulation
-    from models.sim.rules.bbr import BBR_UNIT, BW_SCALE
+    from models.sim.rules.bbr_model import BBR_UNIT, BW_SCALE
     from models.validation.fidelity import PACING_PREFIX, ProfileHost, field_scenario
 
     run = load_kernel_run(prefix=PACING_PREFIX)

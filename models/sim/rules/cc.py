@@ -32,7 +32,7 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
 * :class:`~models.sim.rules.bbr.Bbr` (``"bbr"``): bbr's own window and
   its pacing: after each buffer the next may leave only
   ``len / pacing_rate`` later.  The rate
-  is bbr's (:mod:`models.sim.rules.bbr`): first ``2/ln 2`` times 10
+  is bbr's (:mod:`models.sim.rules.bbr_model`): first ``2/ln 2`` times 10
   segments per srtt (1 ms before a sample), then its gain times a
   10-round maximum of the delivery-rate samples
   (:mod:`models.sim.rules.rate`), never falling during start-up; after

@@ -1,7 +1,7 @@
 """The sizes of a Linux packet buffer (``struct sk_buff``) that rules
 need: its memory (``truesize``), which sets a receiver's window per byte
 (:mod:`models.sim.rules.rwnd`), and the room kept for headers, which
-bounds a GSO super-packet (:mod:`models.sim.rules.bbr`, the packetdrill
+bounds a GSO super-packet (:mod:`models.sim.rules.bbr_model`, the packetdrill
 runner's tun).  Values for x86-64 (``include/linux/skbuff.h``,
 ``include/net/tcp.h``).
 
