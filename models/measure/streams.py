@@ -33,7 +33,10 @@ __all__ = [
     "stalled_share",
     "ack_delays",
     "first_sends",
+    "stream_of",
     "stream_and_acks",
+    "crossings",
+    "peer_segments",
 ]
 
 #: TCP sequence numbers wrap at 2**32.
@@ -246,12 +249,9 @@ def ack_delays(
     return out
 
 
-def stream_and_acks(
-    segs: Sequence[Segment], sender: tuple, receiver: tuple
-) -> tuple[list[tuple[float, int, int]], list[tuple[float, int]]]:
-    """The byte stream ``sender`` (address, port) sent on one connection, first transmissions only
-    (time in seconds, start and end byte offsets), and the ACKs of it that ``receiver`` sent (time,
-    byte offset), in capture order: the input of :func:`ack_delays`."""
+def stream_of(segs: Sequence[Segment], sender: tuple) -> Side:
+    """The byte stream ``sender`` (address, port) sent on one connection, its offsets counted
+    from the byte after its SYN (or from its first segment when the capture missed the SYN)."""
     side = Side()
     for x in segs:
         if (x.src, x.sport) == sender:
@@ -259,6 +259,16 @@ def stream_and_acks(
                 side.base = (x.seq + 1) % WRAP
             elif side.base is None:
                 side.base = x.seq
+    return side
+
+
+def stream_and_acks(
+    segs: Sequence[Segment], sender: tuple, receiver: tuple
+) -> tuple[list[tuple[float, int, int]], list[tuple[float, int]]]:
+    """The byte stream ``sender`` (address, port) sent on one connection, first transmissions only
+    (time in seconds, start and end byte offsets), and the ACKs of it that ``receiver`` sent (time,
+    byte offset), in capture order: the input of :func:`ack_delays`."""
+    side = stream_of(segs, sender)
     sent: list[tuple[float, int, int]] = []
     acks: list[tuple[float, int]] = []
     for x in segs:
@@ -285,3 +295,53 @@ def first_sends(sent: Sequence[tuple[float, int, int]]) -> list[tuple[float, int
             out.append((t, start if seen < 0 else max(start, seen), end))
             seen = end
     return out
+
+
+def crossings(
+    sent: Sequence[tuple[float, int, int]],
+    peer: Sequence[tuple[float, int, bool]],
+    small: int,
+) -> list[tuple[float, float]]:
+    """Where a small segment of one direction and the peer's data crossed: for each segment of
+    ``sent`` (time in seconds, start and end byte offsets) shorter than ``small`` bytes, whose
+    first later data segment of the peer (``peer``: every peer segment in order, as time,
+    cumulative ACK as a byte offset of the same stream, and whether it carries data) does not
+    acknowledge it.  Each crossing is (the small segment's time, seconds until a peer segment
+    acknowledged it; ``inf`` if none did).
+
+    With Nagle on both sockets a crossing leaves each end holding its next small write until the
+    other's ACK, which only a delayed-ACK timer then sends: a wait of a timer period follows;
+    where the two ends alternate strictly (each write released by the other's segment), nothing
+    crosses.
+
+    >>> sent = [(0.0, 0, 560), (1e-5, 560, 1120)]
+    >>> peer = [(2e-6, 560, True), (1.1e-5, 560, True), (0.04, 1120, False)]
+    >>> [(round(t * 1e6), round(w * 1e6)) for t, w in crossings(sent, peer, small=1448)]  # us
+    [(10, 39990)]
+    """
+    out: list[tuple[float, float]] = []
+    times = [t for t, _, _ in peer]
+    for t, start, end in sent:
+        if end - start >= small:
+            continue
+        k = bisect.bisect_right(times, t)
+        first_data = next((p for p in peer[k:] if p[2]), None)
+        if first_data is None or first_data[1] >= end:
+            continue
+        acked = next((p[0] for p in peer[k:] if p[1] >= end), math.inf)
+        out.append((t, acked - t))
+    return out
+
+
+def peer_segments(
+    segs: Sequence[Segment], sender: tuple, receiver: tuple
+) -> list[tuple[float, int, bool]]:
+    """Every segment ``receiver`` (address, port) sent on one connection with an ACK of
+    ``sender``'s stream (time in seconds, the ACK as a byte offset of that stream, whether it
+    carries data), in capture order: the ``peer`` of :func:`crossings`."""
+    side = stream_of(segs, sender)
+    return [
+        (x.time_s, side.rel(x.ack), x.payload_bytes > 0 and not x.syn)
+        for x in segs
+        if (x.src, x.sport) == receiver and x.flags & 0x10 and side.base is not None
+    ]
