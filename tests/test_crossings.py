@@ -12,6 +12,7 @@ import pytest
 
 from models import framing
 from models.measure.pcap import read_capture
+from models.measure.profile import timer_spread
 from models.measure.streams import connections, crossings, peer_segments, roles, stream_and_acks
 from models.sim import hostprofile, simulate
 from models.validation.fidelity import ProfileHost, field_scenario
@@ -22,15 +23,18 @@ LOOP_MSS = framing.mss(framing.MAX_MTU)  # bytes: the loopback's MSS
 TIMER_S = 0.04  # the delayed-ACK timer's floor, seconds (TCP_DELACK_MIN)
 
 
-def segments_after_the_last_stall(path_s: float | None, ops: int = 400) -> int:
+def segments_after_the_last_stall(
+    path_s: float | None = None, timer_spread_s: float = 0.0, ops: int = 400
+) -> int:
     """How many data segments the server sent after the last crossing that ended in a
-    delayed-ACK timer (all of them if none did), in the simulated calibration run of a MSG_MORE server (header with
-    MSG_MORE, then the payload: one segment per response, Nagle on), a Nagle client, QD 8,
-    512-byte responses on the loopback, with the third machine's profile (its path latency, or
-    ``path_s`` seconds each way)."""
+    delayed-ACK timer (all of them if none did), in the simulated calibration run of a MSG_MORE
+    server (header with MSG_MORE, then the payload: one segment per response, Nagle on), a Nagle
+    client, QD 8, 512-byte responses on the loopback, with the third machine's profile (its path
+    latency, or ``path_s`` seconds each way; its delayed-ACK timers late by ``timer_spread_s``)."""
     d = copy.deepcopy(hostprofile.shipped(PROFILE).to_dict())
     if path_s is not None:
         d["host"]["tx_latency_s"] = d["host"]["rx_latency_s"] = path_s
+    d["host"]["timer_spread_s"] = timer_spread_s
     row = dict(
         link="loopback", mtu_bytes=framing.MAX_MTU, rate_limit_bits_per_s=None, cc="bbr",
         sock_mode="more", client_sock_mode="nagle", qd=8, iosize_bytes=512,
@@ -74,16 +78,17 @@ def test_a_capture_with_a_nodelay_client_crosses_without_a_stall():
 def test_the_simulated_calibration_run_leaves_its_start_up_deadlock():
     # with the profile's fitted path latency the simulated loop starts in the deadlock (its first
     # few timer periods), then settles into the alternation for good
-    assert segments_after_the_last_stall(None) >= 200
+    assert segments_after_the_last_stall() >= 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a longer path (0.75 us each way, a 3 us round trip) lets a request cross a response; "
-    "the two ends' delayed-ACK timers then fire on the same tick at the same instant in the "
-    "simulator, their pure ACKs release both ends' held data at once and the data cross again, "
-    "so the deadlock returns every timer period; on a machine the two timers fire late by "
-    "different wake-ups of their CPUs (issue 22)",
-)
-def test_a_longer_path_does_not_lock_the_loop_into_timer_stalls():
-    assert segments_after_the_last_stall(0.75e-6) >= 200
+def test_with_a_longer_path_the_timers_spread_ends_the_deadlock():
+    # a longer path (0.75 us each way, a 3 us round trip) lets a request cross a response.  With
+    # both ends' delayed-ACK timers on time they fire on the same tick at the same instant, their
+    # pure ACKs release both ends' held data at once and the data cross again: the deadlock
+    # returns every timer period (the wrong model).  Late by the machine's measured spread of
+    # wake-ups after a long idle, one end's ACK arrives first, its peer answers with data that
+    # acknowledge, and the two ends alternate from then on.
+    spread = timer_spread(hostprofile.shipped(PROFILE).records["measured"]["wake"])
+    assert spread > 10 * 2 * 0.75e-6  # much longer than the path's one way
+    assert segments_after_the_last_stall(0.75e-6, spread) >= 200
+    assert segments_after_the_last_stall(0.75e-6, 0.0) < 10

@@ -38,6 +38,7 @@ __all__ = [
     "WINDOW_S",
     "FAST_FACTOR",
     "wake_costs",
+    "timer_spread",
     "measured_costs",
     "sweep_rows",
     "build_profile",
@@ -120,6 +121,23 @@ def wake_curve(wake: Mapping[str, Any]) -> tuple:
         [*wake.get("cross_by_gap", []), *wake["cross_by_long_gap"]], key=lambda g: g["gap_us"]
     )
     return tuple((g["gap_us"] * 1e-6, g["median_us"] * 1e-6) for g in gaps)  # us -> s
+
+
+def timer_spread(wake: Mapping[str, Any]) -> float:
+    """``timer_spread_s`` (seconds) from the wake-up microbenchmarks: after the longest idle gap
+    of ``cross_by_long_gap`` (a virtual CPU idle as long as a delayed-ACK stall), the wake-ups'
+    90th percentile less their median, how much later one CPU may come back than another; 0
+    without the long gaps or their percentile (a benchmark from before them).
+
+    >>> round(timer_spread({"cross_by_long_gap": [
+    ...     {"gap_us": 20000, "median_us": 80.2, "p90_us": 99.4},
+    ...     {"gap_us": 40000, "median_us": 68.9, "p90_us": 95.6}]}) * 1e6, 1)  # us
+    26.7
+    """
+    gaps = sorted(wake.get("cross_by_long_gap") or [], key=lambda g: g["gap_us"])
+    if not gaps or gaps[-1].get("p90_us") is None:
+        return 0.0
+    return max(gaps[-1]["p90_us"] - gaps[-1]["median_us"], 0.0) * 1e-6  # us -> s
 
 
 def _finite(x: float) -> float:
@@ -253,6 +271,7 @@ def build_profile(
     fixed = measured_costs(c)
     floor = fixed.pop("op_floor_s")
     curve = wake_curve(c["wake"])
+    spread = timer_spread(c["wake"])
     if curve:  # the measured curve decides every wake-up: its steps are not set
         for name in WAKE_STEPS:
             fixed.pop(name, None)
@@ -276,7 +295,13 @@ def build_profile(
         train,
         median_us
         or _simulated_median(
-            int(hz), st["kernel"].get("cpus"), {"wake_curve_s": curve} if curve else None
+            int(hz),
+            st["kernel"].get("cpus"),
+            {
+                **({"wake_curve_s": curve} if curve else {}),
+                **({"timer_spread_s": spread} if spread else {}),
+            }
+            or None,
         ),
         start=start,
         max_evaluations=max_evaluations,
@@ -287,10 +312,14 @@ def build_profile(
     fields = fit.costs.host_fields()
     if curve:
         fields["wake_curve_s"] = [list(p) for p in curve]
+    if spread:
+        fields["timer_spread_s"] = spread
     how = {
         "wake_curve_s": "measured: median pipe wake-up of a thread on another CPU after each "
         "idle gap, 2 us to 40 ms (cross_by_gap and cross_by_long_gap); it decides every "
         "wake-up, wake_s stays for what else stands in for a wake-up",
+        "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
+        "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "
         "(python -m models.measure costs), after the longest idle gap when gaps were measured",
         "wake_fast_s": "measured: median pipe wake-up of a thread on another CPU after the "

@@ -11,13 +11,14 @@ once the run is over.
 from __future__ import annotations
 
 import time as _time
+from collections.abc import Callable
 
 from models import framing
 from models.rng import PCG64
 from models.sim.cpu import CpuPool
 from models.sim.endpoint import Endpoint
 from models.sim.ends import ClientThread, ServerThread
-from models.sim.events import FS, EventLoop, fs_to_seconds, seconds_to_fs
+from models.sim.events import FS, EventLoop, Timer, fs_to_seconds, seconds_to_fs
 from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
 from models.sim.link import Channel
@@ -152,6 +153,10 @@ class Simulation:
         )
         self.server.peer, self.client.peer = self.client, self.server
         self.client_ep.app, self.server_ep.app = self.client, self.server
+        for host, ep in ((c, self.client_ep), (s, self.server_ep)):
+            timer = getattr(ep.ack, "timer", None)  # a rule of the reader's may have none
+            if host.timer_spread_s and isinstance(timer, Timer):
+                timer.late = _timer_late(rng, fs(host.timer_spread_s), ep.app)
         self.trace: list | None = None
         if sc.run.trace:
             self.trace = []
@@ -416,6 +421,19 @@ class Simulation:
             fast_forward_off_reason=self.fast_forward_off_reason,
             trace=trace,
         )
+
+
+def _timer_late(rng: PCG64, spread: int, app) -> Callable[[], int]:
+    """How late a delayed-ACK timer's expiry runs, fs: uniform in
+    ``[0, spread)`` while the host's thread ``app`` sleeps (its CPU
+    idle, woken by the timer's interrupt), else 0."""
+
+    def late() -> int:
+        if app.busy or app.waking:
+            return 0
+        return int(rng.random() * spread)
+
+    return late
 
 
 def _tx_cost(host) -> int:

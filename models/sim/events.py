@@ -213,10 +213,22 @@ class Timer:
     (``mod_timer``), ``cancel`` disarms it (``sk_stop_timer``).  The
     handler runs as ``handler(now, None)`` at the expiry.  A timer armed
     in ticks (``arm_ticks``) remembers when, for how many ticks and on
-    which clock.
+    which clock.  ``late``, if set, is asked at each such expiry how many
+    femtoseconds later it runs (its CPU waking from idle; 0: on time).
     """
 
-    __slots__ = ("loop", "handler", "fire", "entry", "expires", "armed_at", "ticks", "clock")
+    __slots__ = (
+        "loop",
+        "handler",
+        "fire",
+        "entry",
+        "expires",
+        "armed_at",
+        "ticks",
+        "clock",
+        "late",
+        "draws",
+    )
 
     def __init__(self, loop: EventLoop, handler: Handler) -> None:
         self.loop = loop
@@ -227,6 +239,10 @@ class Timer:
         self.armed_at = -1  # femtoseconds, with arm_ticks
         self.ticks = 0
         self.clock: Any = None  # the tick clock of arm_ticks, else None
+        # late() -> fs: how late an expiry in ticks runs (its CPU waking
+        # from idle), drawn at the expiry; None: on time
+        self.late: Callable[[], int] | None = None
+        self.draws = 0  # expiries that ran late
 
     @property
     def armed(self) -> bool:
@@ -267,6 +283,14 @@ class Timer:
             self.expires = -1
 
     def _fire(self, now: int, _arg: Any) -> None:
+        if self.late is not None and self.clock is not None:
+            delay = self.late()
+            if delay:  # the expiry runs later: still armed, at a time
+                self.draws += 1
+                self.clock = None
+                self.expires = now + delay
+                self.entry = self.loop.schedule(self.expires, self.fire)
+                return
         self.entry = None
         self.expires = -1
         self.handler(now, None)
@@ -275,12 +299,17 @@ class Timer:
 
     def cycle_state(self, view: View) -> Hashable:
         """Idle, or when and for how many ticks it was armed (its expiry
-        follows from that and the clock's phase)."""
+        follows from that and the clock's phase); with the expiries that
+        ran late so far, if any (a draw makes a cycle, so none may fall
+        inside a repeated one)."""
+        state: tuple | None
         if self.entry is None:
-            return None
-        if self.clock is None:
-            return (view.time(self.expires),)
-        return (view.time(self.armed_at), self.ticks)
+            state = None
+        elif self.clock is None:
+            state = (view.time(self.expires),)
+        else:
+            state = (view.time(self.armed_at), self.ticks)
+        return state if not self.draws else (state, self.draws)
 
     def cycle_shift(self, shift: Shift) -> None:
         """Nothing: its pending event moves it (``cycle_shift_event``)."""

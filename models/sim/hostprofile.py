@@ -47,6 +47,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     every gap's median as an ``[idle, latency]`` point (``models.measure.profile.wake_curve``):
     it decides each wake-up in place of the fast step, and ``wake_s`` stays for what else stands
     in for a wake-up;
+``timer_spread_s``
+    the same wake-ups after the longest of those gaps, their 90th percentile less their median
+    (``models.measure.profile.timer_spread``): how much later one idle CPU may come back than
+    another, by which a delayed-ACK timer that expires while its host's thread sleeps runs late
+    (a draw per expiry);
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
@@ -179,6 +184,13 @@ COST_RANGES: dict[str, Range] = {
         unit="share of wake-ups",
     ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
+    "timer_spread_s": Range(
+        0.0,
+        1e-3,
+        "how much later one idle CPU runs a timer's expiry than another: none on a CPU still "
+        "polling, tens of microseconds on a virtual CPU its host descheduled (the spread of "
+        "this machine's wake-ups after 40 ms idle)",
+    ),
     "tbf_late_s": Range(
         0.0,
         1e-3,

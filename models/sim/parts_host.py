@@ -53,7 +53,8 @@ class Host(Part):
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
-    ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
+    ``timer_spread_s`` (a random lateness of a delayed-ACK timer that
+    expires while the thread sleeps), ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
@@ -199,6 +200,16 @@ class Host(Part):
         "seconds",
         "random extra wake-up latency, uniform in [0, spread) per "
         "wake-up (seeded; turns the fast-forward off)",
+        sample=OneOf(0.0, 20e-6),
+    )
+    timer_spread_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "random lateness of a delayed-ACK timer that expires while this host's thread sleeps "
+        "(its CPU idle): uniform in [0, spread) per expiry (seeded): the two ends' timers due "
+        "on one tick then fire apart, as on a machine whose CPUs wake from idle at different "
+        "speeds",
         sample=OneOf(0.0, 20e-6),
     )
     tbf_late_s: float | None = param(
