@@ -195,6 +195,24 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
     assert d["fit"]["ranges_s"]["op_s"][0] == pytest.approx(2e-6)
 
 
+def test_the_kernel_s_smallest_round_trip_is_recorded_beside_the_fitted_path():
+    truth = _fake_truth()
+    rows = _rows(truth)
+    for k, r in enumerate(rows):
+        r["min_rtt_us"] = 3 + k % 3  # tcpi_min_rtt of the sweep's runs
+    d = profile.build_profile(_fake_costs(), rows, _fake_median, max_evaluations=400)
+    trip = d["fit"]["round_trip_us"]
+    assert trip["kernel_us"] == 3.0
+    assert trip["model_us"] == pytest.approx(2 * 2 * d["host"]["tx_latency_s"] * 1e6, abs=1e-3)
+    # the fake machine's path (4 us one way) is far from a 3 us round trip: calibrate says so
+    assert any("smallest round trip" in line for line in profile.fit_warnings(d))
+    close = dict(d, fit={**d["fit"], "round_trip_us": {"kernel_us": 8.0, "model_us": 8.4}})
+    assert not any("round trip" in line for line in profile.fit_warnings(close))
+    # without the kernel's numbers there is nothing to compare
+    plain = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=60)
+    assert "round_trip_us" not in plain["fit"]
+
+
 def test_a_measured_ack_cost_is_held_and_not_fitted():
     truth = _fake_truth()
     fake = _fake_costs()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from models.sim import hostprofile
@@ -41,6 +41,7 @@ __all__ = [
     "timer_spread",
     "measured_costs",
     "sweep_rows",
+    "round_trip_check",
     "build_profile",
     "carry_over",
 ]
@@ -175,8 +176,35 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
             spec = RunSpec(
                 "iscsi", mode, qd, size, duration_s=window, warmup_s=warm, capture=False
             )
-            rows += rows_for("iscsi_loop", run_one(spec, link), link)
+            res = run_one(spec, link)
+            # the kernel's smallest round trip on either socket (tcpi_min_rtt, whole microseconds)
+            rtts = [
+                (end.get("tcp_info") or {}).get("min_rtt_us") for end in (res.server, res.client)
+            ]
+            seen = [int(x) for x in rtts if x]
+            rows += [
+                {**row, **({"min_rtt_us": min(seen)} if seen else {})}
+                for row in rows_for("iscsi_loop", res, link)
+            ]
     return rows
+
+
+def round_trip_check(rows: Sequence[Mapping[str, Any]], path_s: float) -> dict[str, float] | None:
+    """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: the socket's
+    ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds) beside the model's for a
+    path latency ``path_s`` (seconds one way, the transmit and receive start latencies together):
+    an ACK sent at once comes back after two paths, the simulator's smallest round trip on the
+    loopback (nothing else delays it there).  ``None`` without the kernel's numbers.
+
+    >>> round_trip_check([{"min_rtt_us": 5}, {"min_rtt_us": 3}], 0.6e-6)
+    {'kernel_us': 3.0, 'model_us': 1.2}
+    >>> round_trip_check([{"qd": 1}], 0.6e-6) is None
+    True
+    """
+    seen = [float(r["min_rtt_us"]) for r in rows if r.get("min_rtt_us")]
+    if not seen:
+        return None
+    return {"kernel_us": min(seen), "model_us": round(2 * path_s * 1e6, 3)}  # s -> us
 
 
 def _simulated_median(
@@ -355,6 +383,7 @@ def build_profile(
         "the fitted per-segment cost is in gso_cpu_s"
     )
     key = "p50" if target == "median" else "mean"
+    trip = round_trip_check(rows, 2 * fields["tx_latency_s"])  # tx + rx: one way
     rows_out = [
         {
             "sock_mode": r["sock_mode"],
@@ -384,6 +413,7 @@ def build_profile(
             "training": training or "this machine's calibration sweep (RUNS)",
             "training_rows": rows_out,
             "stalled_rows": len(rows) - len(train),
+            **({"round_trip_us": trip} if trip else {}),
         },
         "settings": st,
     }
@@ -475,10 +505,24 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     return d
 
 
-def at_bound_lines(profile: Mapping[str, Any]) -> list[str]:
-    """One line per fitted cost that ended at a bound of its range."""
-    return [
+#: How far the model's smallest round trip may be from the kernel's before ``calibrate`` says so,
+#: microseconds: the kernel counts it in whole microseconds.
+ROUND_TRIP_SLACK_US = 1.0
+
+
+def fit_warnings(profile: Mapping[str, Any]) -> list[str]:
+    """One line per fitted cost that ended at a bound of its range, and one if the fitted path
+    latency's round trip is more than :data:`ROUND_TRIP_SLACK_US` from the kernel's smallest
+    (``fit.round_trip_us``, :func:`round_trip_check`)."""
+    lines = [
         f"{name} ended at the {side} bound of its range "
         f"[{profile['fit']['ranges_s'][name][0]:g}, {profile['fit']['ranges_s'][name][1]:g}] s"
         for name, side in profile["fit"]["at_bound"]
     ]
+    trip = profile["fit"].get("round_trip_us")
+    if trip and abs(trip["model_us"] - trip["kernel_us"]) > ROUND_TRIP_SLACK_US:
+        lines.append(
+            f"the path latency gives a smallest round trip of {trip['model_us']:g} us; the "
+            f"kernel's smallest in the sweep was {trip['kernel_us']:g} us (tcpi_min_rtt)"
+        )
+    return lines
