@@ -12,11 +12,13 @@ Three steps, each bounded:
    measure (the work per message, the per-segment cost beyond the measured one, a pure ACK's
    cost and the path latency), each inside its range, to the median operation times of the runs
    without a delayed-ACK stall.  The measured costs are held: the wake-up (pipe median, the
-   sleeper on another CPU), the ``send()`` call and the super-packet
-   (:mod:`models.sim.hostprofile` says why each maps where it does) and, where the benchmark
-   gives one, a pure ACK's cost; the work per message is
-   searched no lower than the measured ``recv()`` cost of a segment, since every message is
-   read.  A fitted cost that ends at a bound is reported.
+   sleeper on another CPU), the spread of wake-ups after a long idle (``timer_spread_s``), the
+   ``send()`` call and the super-packet (:mod:`models.sim.hostprofile` says why each maps where
+   it does), where the benchmark gives one, a pure ACK's cost, and, where the runs report it,
+   the path latency: half the sweep's smallest round trip (:func:`path_from_round_trip`).  The
+   work per message is searched no lower than the measured ``recv()`` cost of a segment, since
+   every message is read.  A fitted cost that ends at a bound is reported, and so is a fitted
+   path whose round trip differs from the kernel's smallest (:func:`fit_warnings`).
 
 The result is a host profile (:mod:`models.sim.hostprofile`, JSON) with the machine's kernel,
 HZ, congestion control and the date, for ``python -m models.sim --host FILE`` and
@@ -41,6 +43,7 @@ __all__ = [
     "timer_spread",
     "measured_costs",
     "sweep_rows",
+    "path_from_round_trip",
     "round_trip_check",
     "build_profile",
     "carry_over",
@@ -189,6 +192,24 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
+def path_from_round_trip(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The one-way path latency (seconds: the transmit and receive start latencies together) that
+    the kernel's smallest round trip in the sweep's ``rows`` implies, 0 without it.  The kernel's
+    ``tcpi_min_rtt`` counts whole microseconds, so the round trip is taken at the middle of its
+    microsecond, and an ACK sent at once comes back after two paths (the simulator's smallest
+    round trip on the loopback, :func:`round_trip_check`).
+
+    >>> round(path_from_round_trip([{"min_rtt_us": 5}, {"min_rtt_us": 3}]) * 1e6, 2)  # us
+    1.75
+    >>> path_from_round_trip([{"qd": 1}])
+    0.0
+    """
+    trip = round_trip_check(rows, 0.0)
+    if trip is None:
+        return 0.0
+    return (trip["kernel_us"] + 0.5) / 2 * 1e-6  # us -> s, half a round trip
+
+
 def round_trip_check(rows: Sequence[Mapping[str, Any]], path_s: float) -> dict[str, float] | None:
     """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: the socket's
     ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds) beside the model's for a
@@ -298,6 +319,9 @@ def build_profile(
         raise ValueError("rows: every run stalled; nothing to fit the host costs to")
     fixed = measured_costs(c)
     floor = fixed.pop("op_floor_s")
+    path = path_from_round_trip(rows)
+    if path:  # measured: the path is held, not fitted
+        fixed["path_s"] = path
     curve = wake_curve(c["wake"])
     spread = timer_spread(c["wake"])
     if curve:  # the measured curve decides every wake-up: its steps are not set
@@ -384,6 +408,13 @@ def build_profile(
     )
     key = "p50" if target == "median" else "mean"
     trip = round_trip_check(rows, 2 * fields["tx_latency_s"])  # tx + rx: one way
+    if path and trip:
+        for f in ("tx_latency_s", "rx_latency_s"):
+            provenance[f] = (
+                f"measured: half of a one-way path of {path * 1e6:.2f} us, half the kernel's "
+                f"smallest round trip in the sweep ({trip['kernel_us']:g} us, tcpi_min_rtt in "
+                "whole microseconds, taken at the middle of its microsecond)"
+            )
     rows_out = [
         {
             "sock_mode": r["sock_mode"],
