@@ -195,34 +195,19 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
     assert d["fit"]["ranges_s"]["op_s"][0] == pytest.approx(2e-6)
 
 
-def test_the_path_is_held_at_half_the_kernel_s_smallest_round_trip():
+def test_the_kernel_s_smallest_round_trip_is_recorded_and_not_fitted_to():
     truth = _fake_truth()
     rows = _rows(truth)
     for k, r in enumerate(rows):
-        r["min_rtt_us"] = 7 + k % 3  # tcpi_min_rtt of the sweep's runs
+        r["min_rtt_us"] = 3 + k % 3  # tcpi_min_rtt of the sweep's runs
     d = profile.build_profile(_fake_costs(), rows, _fake_median, max_evaluations=400)
-    # the middle of the smallest's microsecond, two paths of two start latencies each
-    assert d["host"]["tx_latency_s"] == d["host"]["rx_latency_s"] == pytest.approx(7.5e-6 / 4)
-    assert "path_s" in d["fit"]["fixed"] and "path_s" not in d["fit"]["fitted"]
-    assert d["provenance"]["tx_latency_s"].startswith("measured")
-    trip = d["fit"]["round_trip_us"]
-    assert trip == {"kernel_us": 7.0, "model_us": 7.5}
-    assert not any("round trip" in line for line in profile.fit_warnings(d))
-    # the other costs are still fitted to the runs (the fake machine's path is 4 us one way,
-    # so held at 3.75 us the fit comes close)
-    assert d["fit"]["loss"] < 0.01
-
-
-def test_a_fitted_path_is_reported_when_its_round_trip_is_not_the_kernel_s():
-    truth = _fake_truth()
-    d = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=60)
-    # without the kernel's numbers the path is fitted and nothing is compared
-    assert "path_s" in d["fit"]["fitted"] and "round_trip_us" not in d["fit"]
-    assert not any("round trip" in line for line in profile.fit_warnings(d))
-    far = dict(d, fit={**d["fit"], "round_trip_us": {"kernel_us": 3.0, "model_us": 8.0}})
-    assert any("smallest round trip of 8 us" in line for line in profile.fit_warnings(far))
-    close = dict(d, fit={**d["fit"], "round_trip_us": {"kernel_us": 8.0, "model_us": 8.4}})
-    assert not any("round trip" in line for line in profile.fit_warnings(close))
+    assert d["fit"]["kernel_min_rtt_us"] == 3.0
+    # the path is still fitted (the fake machine's is 4 us one way, far from half of 3 us)
+    assert "path_s" in d["fit"]["fitted"]
+    assert 2 * d["host"]["tx_latency_s"] == pytest.approx(truth.path_s, rel=0.2)
+    # without the kernel's numbers nothing is recorded
+    plain = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=60)
+    assert "kernel_min_rtt_us" not in plain["fit"]
 
 
 def test_a_measured_ack_cost_is_held_and_not_fitted():

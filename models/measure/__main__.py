@@ -231,7 +231,7 @@ def _cmd_costs(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .costs import format_costs, run_costs  # noqa: PLC0415 - keep `--help` fast
-    from .profile import build_profile, fit_warnings, sweep_rows  # noqa: PLC0415
+    from .profile import at_bound_lines, build_profile, sweep_rows  # noqa: PLC0415
 
     tries = []
     for k in range(args.tries):
@@ -255,7 +255,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"{name} = idle us: latency us {shown}  ({profile['provenance'][name]})")
             continue
         print(f"{name} = {value * 1e6:.3f} us  ({profile['provenance'][name]})")  # s -> us
-    for line in fit_warnings(profile):
+    for line in at_bound_lines(profile):
         print(f"warning: {line}", file=sys.stderr)
     print(f"host profile: {args.out} (python -m models.sim --host {args.out})")
     return 0

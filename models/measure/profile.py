@@ -12,13 +12,11 @@ Three steps, each bounded:
    measure (the work per message, the per-segment cost beyond the measured one, a pure ACK's
    cost and the path latency), each inside its range, to the median operation times of the runs
    without a delayed-ACK stall.  The measured costs are held: the wake-up (pipe median, the
-   sleeper on another CPU), the spread of wake-ups after a long idle (``timer_spread_s``), the
-   ``send()`` call and the super-packet (:mod:`models.sim.hostprofile` says why each maps where
-   it does), where the benchmark gives one, a pure ACK's cost, and, where the runs report it,
-   the path latency: half the sweep's smallest round trip (:func:`path_from_round_trip`).  The
-   work per message is searched no lower than the measured ``recv()`` cost of a segment, since
-   every message is read.  A fitted cost that ends at a bound is reported, and so is a fitted
-   path whose round trip differs from the kernel's smallest (:func:`fit_warnings`).
+   sleeper on another CPU), the ``send()`` call and the super-packet
+   (:mod:`models.sim.hostprofile` says why each maps where it does) and, where the benchmark
+   gives one, a pure ACK's cost; the work per message is
+   searched no lower than the measured ``recv()`` cost of a segment, since every message is
+   read.  A fitted cost that ends at a bound is reported.
 
 The result is a host profile (:mod:`models.sim.hostprofile`, JSON) with the machine's kernel,
 HZ, congestion control and the date, for ``python -m models.sim --host FILE`` and
@@ -43,8 +41,7 @@ __all__ = [
     "timer_spread",
     "measured_costs",
     "sweep_rows",
-    "path_from_round_trip",
-    "round_trip_check",
+    "smallest_round_trip_us",
     "build_profile",
     "carry_over",
 ]
@@ -192,40 +189,21 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-def path_from_round_trip(rows: Sequence[Mapping[str, Any]]) -> float:
-    """The one-way path latency (seconds: the transmit and receive start latencies together) that
-    the kernel's smallest round trip in the sweep's ``rows`` implies, 0 without it.  The kernel's
-    ``tcpi_min_rtt`` counts whole microseconds, so the round trip is taken at the middle of its
-    microsecond, and an ACK sent at once comes back after two paths (the simulator's smallest
-    round trip on the loopback, :func:`round_trip_check`).
+def smallest_round_trip_us(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: each run's
+    ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds), ``None`` without it.
 
-    >>> round(path_from_round_trip([{"min_rtt_us": 5}, {"min_rtt_us": 3}]) * 1e6, 2)  # us
-    1.75
-    >>> path_from_round_trip([{"qd": 1}])
-    0.0
-    """
-    trip = round_trip_check(rows, 0.0)
-    if trip is None:
-        return 0.0
-    return (trip["kernel_us"] + 0.5) / 2 * 1e-6  # us -> s, half a round trip
+    It is recorded, not fitted to: the simulator charges a data segment's trip through the two
+    stacks to the sender's CPU (``gso_cpu_s``), which does not delay the segment, so its path
+    latency is less than half that round trip.
 
-
-def round_trip_check(rows: Sequence[Mapping[str, Any]], path_s: float) -> dict[str, float] | None:
-    """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: the socket's
-    ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds) beside the model's for a
-    path latency ``path_s`` (seconds one way, the transmit and receive start latencies together):
-    an ACK sent at once comes back after two paths, the simulator's smallest round trip on the
-    loopback (nothing else delays it there).  ``None`` without the kernel's numbers.
-
-    >>> round_trip_check([{"min_rtt_us": 5}, {"min_rtt_us": 3}], 0.6e-6)
-    {'kernel_us': 3.0, 'model_us': 1.2}
-    >>> round_trip_check([{"qd": 1}], 0.6e-6) is None
+    >>> smallest_round_trip_us([{"min_rtt_us": 5}, {"min_rtt_us": 3}])
+    3.0
+    >>> smallest_round_trip_us([{"qd": 1}]) is None
     True
     """
     seen = [float(r["min_rtt_us"]) for r in rows if r.get("min_rtt_us")]
-    if not seen:
-        return None
-    return {"kernel_us": min(seen), "model_us": round(2 * path_s * 1e6, 3)}  # s -> us
+    return min(seen) if seen else None
 
 
 def _simulated_median(
@@ -319,9 +297,6 @@ def build_profile(
         raise ValueError("rows: every run stalled; nothing to fit the host costs to")
     fixed = measured_costs(c)
     floor = fixed.pop("op_floor_s")
-    path = path_from_round_trip(rows)
-    if path:  # measured: the path is held, not fitted
-        fixed["path_s"] = path
     curve = wake_curve(c["wake"])
     spread = timer_spread(c["wake"])
     if curve:  # the measured curve decides every wake-up: its steps are not set
@@ -407,14 +382,7 @@ def build_profile(
         "the fitted per-segment cost is in gso_cpu_s"
     )
     key = "p50" if target == "median" else "mean"
-    trip = round_trip_check(rows, 2 * fields["tx_latency_s"])  # tx + rx: one way
-    if path and trip:
-        for f in ("tx_latency_s", "rx_latency_s"):
-            provenance[f] = (
-                f"measured: half of a one-way path of {path * 1e6:.2f} us, half the kernel's "
-                f"smallest round trip in the sweep ({trip['kernel_us']:g} us, tcpi_min_rtt in "
-                "whole microseconds, taken at the middle of its microsecond)"
-            )
+    trip = smallest_round_trip_us(rows)
     rows_out = [
         {
             "sock_mode": r["sock_mode"],
@@ -444,7 +412,7 @@ def build_profile(
             "training": training or "this machine's calibration sweep (RUNS)",
             "training_rows": rows_out,
             "stalled_rows": len(rows) - len(train),
-            **({"round_trip_us": trip} if trip else {}),
+            **({"kernel_min_rtt_us": trip} if trip is not None else {}),
         },
         "settings": st,
     }
@@ -536,24 +504,10 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     return d
 
 
-#: How far the model's smallest round trip may be from the kernel's before ``calibrate`` says so,
-#: microseconds: the kernel counts it in whole microseconds.
-ROUND_TRIP_SLACK_US = 1.0
-
-
-def fit_warnings(profile: Mapping[str, Any]) -> list[str]:
-    """One line per fitted cost that ended at a bound of its range, and one if the fitted path
-    latency's round trip is more than :data:`ROUND_TRIP_SLACK_US` from the kernel's smallest
-    (``fit.round_trip_us``, :func:`round_trip_check`)."""
-    lines = [
+def at_bound_lines(profile: Mapping[str, Any]) -> list[str]:
+    """One line per fitted cost that ended at a bound of its range."""
+    return [
         f"{name} ended at the {side} bound of its range "
         f"[{profile['fit']['ranges_s'][name][0]:g}, {profile['fit']['ranges_s'][name][1]:g}] s"
         for name, side in profile["fit"]["at_bound"]
     ]
-    trip = profile["fit"].get("round_trip_us")
-    if trip and abs(trip["model_us"] - trip["kernel_us"]) > ROUND_TRIP_SLACK_US:
-        lines.append(
-            f"the path latency gives a smallest round trip of {trip['model_us']:g} us; the "
-            f"kernel's smallest in the sweep was {trip['kernel_us']:g} us (tcpi_min_rtt)"
-        )
-    return lines
