@@ -94,6 +94,9 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         long = c["wake"]["cross_by_long_gap"]
         assert [g["gap_us"] for g in long] == [2500.0, 5000.0, 10000.0, 20000.0, 40000.0]
         assert all(g["samples"] >= 8 and 0.1 < g["median_us"] < 10_000 for g in long)
+        # the waker's write() is timed at every gap: a system call, under a millisecond
+        assert all(0.1 < g["waker_median_us"] < 1000 for g in gaps + long)
+        assert profile.waker_curve(c["wake"])[0][1] == 0.0  # measured from the shortest gap's
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000
@@ -208,6 +211,43 @@ def test_the_kernel_s_smallest_round_trip_is_recorded_and_not_fitted_to():
     # without the kernel's numbers nothing is recorded
     plain = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=60)
     assert "kernel_min_rtt_us" not in plain["fit"]
+
+
+def test_the_waker_s_cost_becomes_a_measured_curve_of_the_profile():
+    fake = _fake_costs()
+    fake["costs"]["wake"]["cross_by_gap"] = [
+        {"gap_us": 2.0, "median_us": 10.0, "p90_us": 12.0, "samples": 8, "waker_median_us": 5.0},
+        {
+            "gap_us": 1280.0,
+            "median_us": 30.0,
+            "p90_us": 40.0,
+            "samples": 8,
+            "waker_median_us": 6.0,
+        },
+    ]
+    fake["costs"]["wake"]["cross_by_long_gap"] = [
+        {
+            "gap_us": 40000.0,
+            "median_us": 70.0,
+            "p90_us": 95.0,
+            "samples": 8,
+            "waker_median_us": 18.0,
+        },
+    ]
+    d = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    p = hostprofile.validate(d)
+    curve = p.side("client")["waker_curve_s"]
+    assert [(round(i * 1e6), round(c * 1e6, 3)) for i, c in curve] == [
+        (2, 0.0),
+        (1280, 1.0),
+        (40000, 13.0),
+    ]
+    assert p.provenance["waker_curve_s"].startswith("measured")
+    # the spread after the longest gap is kept too
+    assert p.side("server")["timer_spread_s"] == pytest.approx(25e-6)
+    # a benchmark from before the waker was timed: no curve
+    del fake["costs"]["wake"]["cross_by_long_gap"][0]["waker_median_us"]
+    assert profile.waker_curve(fake["costs"]["wake"]) == ()
 
 
 def test_a_measured_ack_cost_is_held_and_not_fitted():

@@ -288,6 +288,8 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
                 "median_us": _median(g["lat_us"]),
                 "p90_us": percentile(g["lat_us"], 90),
                 "samples": len(g["lat_us"]),
+                # the waker's write() (none before its benchmark)
+                **({"waker_median_us": _median(g["waker_us"])} if g.get("waker_us") else {}),
             }
             for g in raw["wake"].get(name, [])
         ]

@@ -39,6 +39,7 @@ __all__ = [
     "FAST_FACTOR",
     "wake_costs",
     "timer_spread",
+    "waker_curve",
     "measured_costs",
     "sweep_rows",
     "smallest_round_trip_us",
@@ -139,6 +140,32 @@ def timer_spread(wake: Mapping[str, Any]) -> float:
     if not gaps or gaps[-1].get("p90_us") is None:
         return 0.0
     return max(gaps[-1]["p90_us"] - gaps[-1]["median_us"], 0.0) * 1e-6  # us -> s
+
+
+def waker_curve(wake: Mapping[str, Any]) -> tuple:
+    """What waking a thread adds to the waker's call, against the sleeper's idle time, as
+    ``(idle, seconds)`` points (``Host.waker_curve_s``): per gap of ``cross_by_gap`` and
+    ``cross_by_long_gap``, the median of the waker's ``write()`` less its median after the shortest
+    gap (the call itself, which the ``send()`` costs already hold), never below 0.  Empty without
+    the long gaps or the waker's timings (a benchmark from before them).
+
+    >>> w = {"cross_by_gap": [{"gap_us": 2, "waker_median_us": 5.2},
+    ...                       {"gap_us": 1280, "waker_median_us": 5.0}],
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "waker_median_us": 18.2}]}
+    >>> [(round(i * 1e6), round(c * 1e6, 1)) for i, c in waker_curve(w)]  # us
+    [(2, 0.0), (1280, 0.0), (40000, 13.0)]
+    """
+    gaps = sorted(
+        [*wake.get("cross_by_gap", []), *wake.get("cross_by_long_gap", [])],
+        key=lambda g: g["gap_us"],
+    )
+    if not wake.get("cross_by_long_gap") or any("waker_median_us" not in g for g in gaps):
+        return ()
+    base = gaps[0]["waker_median_us"]
+    return tuple(
+        (g["gap_us"] * 1e-6, max(g["waker_median_us"] - base, 0.0) * 1e-6)  # us -> s
+        for g in gaps
+    )
 
 
 def _finite(x: float) -> float:
@@ -299,6 +326,7 @@ def build_profile(
     floor = fixed.pop("op_floor_s")
     curve = wake_curve(c["wake"])
     spread = timer_spread(c["wake"])
+    waker = waker_curve(c["wake"])
     if curve:  # the measured curve decides every wake-up: its steps are not set
         for name in WAKE_STEPS:
             fixed.pop(name, None)
@@ -327,6 +355,7 @@ def build_profile(
             {
                 **({"wake_curve_s": curve} if curve else {}),
                 **({"timer_spread_s": spread} if spread else {}),
+                **({"waker_curve_s": waker} if waker else {}),
             }
             or None,
         ),
@@ -341,10 +370,15 @@ def build_profile(
         fields["wake_curve_s"] = [list(p) for p in curve]
     if spread:
         fields["timer_spread_s"] = spread
+    if waker:
+        fields["waker_curve_s"] = [list(p) for p in waker]
     how = {
         "wake_curve_s": "measured: median pipe wake-up of a thread on another CPU after each "
         "idle gap, 2 us to 40 ms (cross_by_gap and cross_by_long_gap); it decides every "
         "wake-up, wake_s stays for what else stands in for a wake-up",
+        "waker_curve_s": "measured: the median of the waker's pipe write() after each idle gap "
+        "of the sleeper's CPU, less its median after the shortest gap (cross_by_gap and "
+        "cross_by_long_gap)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "

@@ -65,6 +65,34 @@ def curve_latency(curve: tuple, idle: int) -> int:
     return curve[-1][1]
 
 
+class WakerCost:
+    """What waking the sleeping thread ``peer`` adds to the ``send()`` that wakes it, fs
+    (``Host.waker_curve_s``: ``curve`` of ``(idle, cost)`` points, whole fs): the interrupt to the
+    CPU it sleeps on, dearer the longer that CPU has idled.  Paid once per sleep, by the first
+    segment sent while the peer sleeps (it wakes the peer on arrival).
+
+    >>> class Peer:
+    ...     busy = waking = wake_paid = False
+    ...     idle_since = 0
+    >>> w = WakerCost(((0, 0), (100, 50)), Peer())
+    >>> w.charge(60), w.charge(80)   # the second segment finds the wake-up paid
+    (30, 0)
+    """
+
+    __slots__ = ("curve", "peer")
+
+    def __init__(self, curve: tuple, peer: AppThread) -> None:
+        self.curve = curve
+        self.peer = peer
+
+    def charge(self, now: int) -> int:
+        peer = self.peer
+        if peer.busy or peer.waking or peer.wake_paid:
+            return 0
+        peer.wake_paid = True
+        return curve_latency(self.curve, now - peer.idle_since)
+
+
 def wake_latency(
     idle: int,
     wake: int,
@@ -189,6 +217,8 @@ class AppThread:
         self.got: dict = {}  # op -> bit mask of its messages read, ops under way
         self.busy = False
         self.waking = False
+        self.wake_paid = False  # a send() of the peer has paid for waking us (WakerCost)
+        self.woken_horizon = 0  # fs: the idle up to which the peer's WakerCost depends on it
         self.busy_start = 0
         self.count = 0  # messages handled in this busy period
         self.busy_counts: dict = {}
@@ -225,6 +255,7 @@ class AppThread:
 
     def _wake(self, now: int, _arg: object) -> None:
         self.waking = False
+        self.wake_paid = False
         self.busy = True
         self.wakeups += 1
         self.busy_start = now
@@ -444,6 +475,7 @@ class AppThread:
             tuple(sorted((view.op(op) if op >= 0 else op, m) for op, m in self.got.items())),
             self._idle_state(view),
             self.read_cpu,
+            self.wake_paid,
         )
 
     def _idle_state(self, view: View) -> int | None:
@@ -451,6 +483,7 @@ class AppThread:
         matter (a wake-up's latency depends on it only up to
         ``wake_fast_idle``, or up to a curve's last point)."""
         horizon = self.wake_curve[-1][0] if self.wake_curve else self.wake_fast_idle
+        horizon = max(horizon, self.woken_horizon)
         if not horizon or self.busy or self.waking:
             return None
         return max(view.time(self.idle_since), -horizon)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from models import framing
 from models.rng import PCG64
+from models.sim.app import WakerCost
 from models.sim.cpu import CpuPool
 from models.sim.endpoint import Endpoint
 from models.sim.ends import ClientThread, ServerThread
@@ -157,6 +158,10 @@ class Simulation:
             timer = getattr(ep.ack, "timer", None)  # a rule of the reader's may have none
             if host.timer_spread_s and isinstance(timer, Timer):
                 timer.late = _timer_late(rng, fs(host.timer_spread_s), ep.app)
+            if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
+                curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
+                ep.sender.waker = WakerCost(curve, ep.app.peer)
+                ep.app.peer.woken_horizon = curve[-1][0]
         self.trace: list | None = None
         if sc.run.trace:
             self.trace = []

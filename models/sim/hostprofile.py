@@ -52,6 +52,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     (``models.measure.profile.timer_spread``): how much later one idle CPU may come back than
     another, by which a delayed-ACK timer that expires while its host's thread sleeps runs late
     (a draw per expiry);
+``waker_curve_s``
+    the same wake-ups' other end: the waker's ``write()`` after each gap, less the one after the
+    shortest gap (``models.measure.profile.waker_curve``): what the ``send()`` that wakes the
+    peer's sleeping thread adds, against how long the peer's CPU has idled;
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
@@ -253,6 +257,16 @@ CURVE_RANGES: dict[str, tuple[Range, Range]] = {
             "a wake-up: a few microseconds on a CPU still polling (COST_RANGES' wake_fast_s), "
             "tens to hundreds of microseconds for a virtual CPU idle for milliseconds, which "
             "its host descheduled (this machine's long-gap medians)",
+        ),
+    ),
+    "waker_curve_s": (
+        Range(0.0, 1.0, "an idle time of the peer's CPU, as wake_curve_s's"),
+        Range(
+            0.0,
+            1e-3,
+            "what an interrupt to a halted CPU adds to the call that sends it: nothing to a CPU "
+            "still polling, microseconds to tens of microseconds through a hypervisor (this "
+            "machine's pipe writes that wake a thread after long idles)",
         ),
     ),
 }

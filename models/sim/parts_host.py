@@ -54,7 +54,9 @@ class Host(Part):
     into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
     ``timer_spread_s`` (a random lateness of a delayed-ACK timer that
-    expires while the thread sleeps), ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
+    expires while the thread sleeps), ``waker_curve_s`` (what waking
+    the peer's sleeping thread adds to the ``send()`` that wakes it),
+    ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
@@ -178,6 +180,17 @@ class Host(Part):
         high=1.0,
         # (random scenarios draw the steps; a curve replaces them: tests/test_sim_rules.py)
         sample=OneOf(()),
+    )
+    waker_curve_s: tuple = param(
+        (),
+        "curve",
+        "seconds",
+        "what waking the peer's thread adds to this thread's send(), as a curve of how long the "
+        "peer has slept, as measured: (idle, seconds) points, linear between them, the end "
+        "points' beyond (an interrupt to a CPU that halted; on a virtual machine a trip through "
+        "the hypervisor); the send() that wakes the peer pays it once",
+        high=1.0,
+        sample=OneOf((), ((1e-3, 0.0), (40e-3, 13e-6))),
     )
     wake_cpu_s: float = param(
         0.0,

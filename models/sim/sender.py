@@ -52,6 +52,7 @@ from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_view import SenderView
 
 if TYPE_CHECKING:
+    from models.sim.app import WakerCost
     from models.sim.fastforward import Shift
 
 __all__ = ["Sender", "TxCosts", "NAGLE", "NODELAY", "CORK", "PUSH"]
@@ -138,6 +139,7 @@ class Sender(SenderView):
         "thread_cpu",
         "soft_cpu",
         "soft_cpu_fs",
+        "waker",
     )
 
     def __init__(
@@ -176,6 +178,7 @@ class Sender(SenderView):
         self.plain = not self.windowed and type(cork) in (Cork, Autocork)
         self.send_fs, self.gso_fs, self.seg_fs, self.byte_fs = costs
         self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
+        self.waker: WakerCost | None = None  # what waking the sleeping peer adds (engine)
         self.write_seq = 1  # next byte the application writes
         self.snd_nxt = 1  # next byte to send
         self.snd_una = 1  # oldest unacknowledged byte
@@ -413,6 +416,8 @@ class Sender(SenderView):
             self.sent_in_call += nsegs
             if self.paid:
                 self.thread_cpu += self.gso_fs + nsegs * self.seg_fs
+            if self.waker is not None:  # the segment wakes the sleeping peer: our call pays
+                self.thread_cpu += self.waker.charge(now)
         elif self.paid:
             self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
         if self.windowed:

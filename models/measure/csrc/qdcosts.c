@@ -23,6 +23,9 @@
  *                          40 ms delayed-ACK stall leaves behind at HZ 250): a virtual CPU idle
  *                          for milliseconds may have been descheduled by its host and wake slower
  *                          still.  N / 40 samples per gap (at least 8): each costs its gap.
+ *                          Both also time the waker's write() (waker_us, wall clock): waking a
+ *                          thread whose CPU idled costs the waker too (on a virtual machine an
+ *                          interrupt to a halted virtual CPU is a trip through the hypervisor).
  *                          The method is lmbench's pipe ping-pong (McVoy and Staelin 1996) with a
  *                          timestamp, so the one-way latency is measured, not a round trip.
  *   send[]                 per size (48, 512, 4096, 65536 bytes): R repeats of a batch of send()
@@ -141,6 +144,7 @@ struct wake {
     _Atomic double posted_us;
     _Atomic int acked; /* samples the sleeper has recorded */
     double *lat_us;
+    double *waker_us; /* the waker's write(), wall clock, or NULL */
     int use_futex;
     int cpu; /* the sleeper's CPU, or -1 for anywhere */
     int spin; /* the waker spins through the gap instead of sleeping */
@@ -184,9 +188,10 @@ static void spin_us(double us) {
     }
 }
 
-static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin, double *out) {
-    struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .use_futex = use_futex, .cpu = cpu,
-                     .spin = spin};
+static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin, double *out,
+                         double *waker_out) {
+    struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .waker_us = waker_out,
+                     .use_futex = use_futex, .cpu = cpu, .spin = spin};
     atomic_store(&w.word, 0u);
     atomic_store(&w.acked, 0);
     if (!use_futex && pipe(w.pipe_fd) != 0) fail("pipe");
@@ -210,6 +215,7 @@ static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin,
         } else if (write(w.pipe_fd[1], &t0, sizeof t0) != (ssize_t)sizeof t0) {
             fail("pipe write");
         }
+        if (w.waker_us) w.waker_us[i] = clock_us(CLOCK_MONOTONIC) - t0;
     }
     pthread_join(th, NULL);
     if (!use_futex) {
@@ -517,15 +523,19 @@ int main(int argc, char **argv) {
     double *by_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
     int long_n = samples / 40 > 8 ? samples / 40 : 8;
     double *by_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *waker_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *waker_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *cpu = calloc((size_t)repeats, sizeof(double));
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
-    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !cpu || !wall || !segs || !buf) fail("calloc");
+    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !waker_long ||
+        !cpu || !wall || !segs || !buf)
+        fail("calloc");
 
     double t0 = clock_us(CLOCK_MONOTONIC);
-    measure_wake(samples, gap_us, 0, -1, 0, pipe_us);
-    measure_wake(samples, gap_us, 1, -1, 0, futex_us);
+    measure_wake(samples, gap_us, 0, -1, 0, pipe_us, NULL);
+    measure_wake(samples, gap_us, 1, -1, 0, futex_us, NULL);
     /* two CPUs this process may use: the waker on the first, the sleeper on the second */
     int n_cross = 0, n_gaps = 0, n_long = 0, first = -1, second = -1;
     cpu_set_t allowed;
@@ -538,13 +548,15 @@ int main(int argc, char **argv) {
                     second = c;
             }
         if (pin_to(first) == 0) {
-            measure_wake(samples, gap_us, 0, second, 0, cross_us);
+            measure_wake(samples, gap_us, 0, second, 0, cross_us, NULL);
             n_cross = samples;
             for (int g = 0; g < NGAPS; g++)
-                measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n);
+                measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n,
+                             waker_gap + (size_t)g * gap_n);
             n_gaps = NGAPS;
             for (int g = 0; g < NLONG; g++)
-                measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n);
+                measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n,
+                             waker_long + (size_t)g * long_n);
             n_long = NLONG;
             pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
         }
@@ -565,12 +577,16 @@ int main(int argc, char **argv) {
     for (int g = 0; g < n_gaps; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
         print_array("lat_us", by_gap + (size_t)g * gap_n, gap_n);
+        printf(", ");
+        print_array("waker_us", waker_gap + (size_t)g * gap_n, gap_n);
         printf("}");
     }
     printf("], \"cross_by_long_gap\": [");
     for (int g = 0; g < n_long; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
         print_array("lat_us", by_long + (size_t)g * long_n, long_n);
+        printf(", ");
+        print_array("waker_us", waker_long + (size_t)g * long_n, long_n);
         printf("}");
     }
     printf("]}, \"send\": [");

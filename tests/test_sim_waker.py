@@ -1,0 +1,79 @@
+"""``Host.waker_curve_s``: the ``send()`` that wakes the peer's sleeping thread pays for the wake-up
+(an interrupt to a halted CPU; a trip through the hypervisor on a virtual machine), dearer the longer
+that CPU has idled, and only once per sleep."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.sim import simulate
+
+US = 1e-6  # seconds per microsecond
+CURVE = ((1e-3, 0.0), (40e-3, 20 * US))  # nothing after 1 ms idle, 20 us after 40 ms
+
+
+def stall_loop(curve: tuple = (), **run) -> object:
+    """A Nagle server's stall loop on the third machine's profile, traced at the client: a NODELAY
+    client with 4 operations in flight, 512-byte responses on the loopback, begun as a stall
+    restarts; after each stall the client reads the released responses and writes its requests,
+    the first of which wakes the server, asleep since the stall began.  The client's ``send()``
+    pays ``curve``."""
+    from models.sim import hostprofile
+    from models.validation.fidelity import ProfileHost
+    from models.validation.stallend import PROFILE, established_scenario
+
+    row = dict(
+        link="loopback", mtu_bytes=65536, rate_limit_bits_per_s=None, cc="reno",
+        sock_mode="nagle", client_sock_mode="nodelay", qd=4, iosize_bytes=512,
+    )  # fmt: skip
+    sc = established_scenario("iscsi_loop", row, ProfileHost(hostprofile.shipped(PROFILE)), 250)
+    return simulate(
+        sc.replace(
+            client={"waker_curve_s": curve},
+            run={"ops": 40, "trace": True, "trace_at": "client", **run},
+        )
+    )
+
+
+def request_gaps_after_stalls(r) -> list[float]:
+    """Seconds between the first and second request the client sends after each gap of 10 ms or
+    more in its trace."""
+    out, last, burst = [], None, None
+    for t in r.trace:
+        if last is not None and t.time - last > 10e-3:
+            burst = []
+        last = t.time
+        if burst is not None and t.direction == "C > S" and t.length:
+            burst.append(t.time)
+            if len(burst) == 2:
+                out.append(burst[1] - burst[0])
+                burst = None
+    return out
+
+
+def test_the_request_that_wakes_the_sleeping_server_delays_the_next():
+    base, woke = stall_loop(), stall_loop(CURVE)
+    g0, g1 = request_gaps_after_stalls(base), request_gaps_after_stalls(woke)
+    assert len(g0) == len(g1) >= 2
+    # the server slept for a stall's ~40 ms: the client's send() paid about the curve's end
+    for a, b in zip(g0, g1):
+        assert b - a == pytest.approx(20 * US, abs=1.5 * US)
+
+
+def test_a_peer_that_slept_briefly_costs_nothing():
+    # a NODELAY loop without stalls: the server never sleeps 1 ms, so the curve adds nothing
+    loop = dict(server={"nodelay": True}, client={"nodelay": True}, run={"ops": 2000})
+    base = simulate(**loop)
+    woke = simulate(**{**loop, "client": {"nodelay": True, "waker_curve_s": CURVE}})
+    assert woke.rtts_s == base.rtts_s
+
+
+def test_the_fast_forward_stays_exact_with_the_waker_cost():
+    on = stall_loop(CURVE, trace=False)
+    off = stall_loop(CURVE, trace=False, fast_forward=False)
+    assert on.rtts_s == off.rtts_s
+
+
+def test_the_curve_is_checked():
+    with pytest.raises(ValueError, match="waker_curve_s"):
+        simulate(client={"waker_curve_s": ((40e-3, 1e-6), (1e-3, 0.0))})  # idle falling
