@@ -44,8 +44,9 @@ KINDS = ("full", "tail")
 #: The percentiles kept, in percent.
 PERCENTILES = (10, 50, 90)
 
-#: (name, type, unit, description) of each column.
-FIELDS = [
+#: (name, type, unit, description) of the columns that say which run a row is, first in the
+#: captured sweeps' tables (this one's and ``tools/stall_burst_sweep.py``'s) ...
+RUN_FIELDS = [
     ("sweep", "integer", "sweeps", "the sweep the run belongs to, from 0 (see the sidecar)"),
     ("link", "string", None, "the link, as the field sweep labels it"),
     ("iosize_bytes", "integer", "bytes", "payload bytes per response"),
@@ -53,6 +54,16 @@ FIELDS = [
     ("cc", "string", None, "congestion control of both sockets, as the server reported it"),
     ("repeat", "integer", "runs", "the run's repeat, from 0"),
     ("iops", "number", "1/s", "operations completed per second, under the capture"),
+]
+#: ... and the machine's state during the run, last.
+HOST_FIELDS = [
+    ("other_cpu_pct", "number", "%", "CPU time other processes used during the run"),
+    ("load_1min", "number", "tasks", "1-minute load average before the run"),
+]
+
+#: (name, type, unit, description) of each column.
+FIELDS = [
+    *RUN_FIELDS,
     ("mss_bytes", "integer", "bytes", "the server's MSS, which tells a full segment from a tail"),
     *[
         (f"{kind}_segments", "integer", "segments", f"{kind} data segments with an ACK")
@@ -68,8 +79,7 @@ FIELDS = [
         for kind in KINDS
         for q in PERCENTILES
     ],
-    ("other_cpu_pct", "number", "%", "CPU time other processes used during the run"),
-    ("load_1min", "number", "tasks", "1-minute load average before the run"),
+    *HOST_FIELDS,
 ]
 KEY = ["sweep", "link", "iosize_bytes", "qd", "cc", "repeat"]
 
@@ -94,6 +104,17 @@ def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> lis
     return rows
 
 
+def captured(spec: RunSpec, link: Link, pcap: Path) -> tuple:
+    """Run ``spec`` on ``link`` captured into ``pcap``: the run's result, the capture's connection
+    (its segments) and its client and server ends."""
+    res = run_one(spec, link, keep_pcap=pcap)
+    cap = read_capture(pcap)
+    conn = max(streams.connections(cap.segments).values(), key=len)
+    ends = streams.roles(conn, None)
+    assert ends is not None  # (no port given: always a pair)
+    return (res, conn, *ends)
+
+
 def _run(
     number: int,
     label: str,
@@ -116,13 +137,8 @@ def _run(
         capture=True,
         pin="apart",
     )
-    res = run_one(spec, link, keep_pcap=pcap)
+    res, conn, client, server = captured(spec, link, pcap)
     mss = int(res.server["tcp_maxseg_bytes"])
-    cap = read_capture(pcap)
-    conn = max(streams.connections(cap.segments).values(), key=len)
-    ends = streams.roles(conn, None)
-    assert ends is not None  # (no port given: always a pair)
-    client, server = ends
     waits = streams.ack_delays(*streams.stream_and_acks(conn, server, client), mss)
     row: dict = {
         "sweep": number,

@@ -37,6 +37,7 @@ __all__ = [
     "stream_and_acks",
     "crossings",
     "peer_segments",
+    "stall_bursts",
 ]
 
 #: TCP sequence numbers wrap at 2**32.
@@ -345,3 +346,46 @@ def peer_segments(
         for x in segs
         if (x.src, x.sport) == receiver and x.flags & 0x10 and side.base is not None
     ]
+
+
+def stall_bursts(
+    client_data: Sequence[float], server_data: Sequence[float], gap_s: float = 0.01
+) -> list[dict[str, float]]:
+    """How the client issues its queue after each stall: given the times of the client's data
+    segments and of the server's (seconds, each in order), after every silence of both ends' data
+    of at least ``gap_s`` the client's first data segment begins a burst (the request that wakes
+    the sleeping server; the server's data the stall released may come first), which runs until
+    the server's next data.  Per burst: the seconds from its first segment to its second
+    (``first_gap_s``), the median of its later gaps (``later_gap_s``), and from its first segment
+    to that server data (``server_s``).  A burst of fewer than three segments has no later gap and
+    is left out.
+
+    >>> c = [0.0, 0.050200, 0.050230, 0.050236, 0.050242]
+    >>> s = [0.000010, 0.050020, 0.050290]
+    >>> [(round(b["first_gap_s"] * 1e6), round(b["later_gap_s"] * 1e6),
+    ...   round(b["server_s"] * 1e6)) for b in stall_bursts(c, s)]  # us
+    [(30, 6, 90)]
+    """
+    out: list[dict[str, float]] = []
+    events = sorted([(t, 0) for t in client_data] + [(t, 1) for t in server_data])
+    k = 1
+    while k < len(events):
+        if events[k][0] - events[k - 1][0] < gap_s:
+            k += 1
+            continue
+        while k < len(events) and events[k][1] == 1:  # the data the stall released
+            k += 1
+        burst = []
+        while k < len(events) and events[k][1] == 0:
+            burst.append(events[k][0])
+            k += 1
+        if len(burst) >= 3 and k < len(events):
+            gaps = [b - a for a, b in zip(burst, burst[1:])]
+            out.append(
+                {
+                    "first_gap_s": gaps[0],
+                    "later_gap_s": percentile(gaps[1:], 0.5),
+                    "server_s": events[k][0] - burst[0],
+                }
+            )
+    return out
