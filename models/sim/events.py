@@ -300,8 +300,8 @@ class Timer:
     def cycle_state(self, view: View) -> Hashable:
         """Idle, or when and for how many ticks it was armed (its expiry
         follows from that and the clock's phase); with the expiries that
-        ran late so far, if any (a draw makes a cycle, so none may fall
-        inside a repeated one)."""
+        ran late so far, if any (each is a random draw: a repeated cycle
+        may contain none)."""
         state: tuple | None
         if self.entry is None:
             state = None
