@@ -15,12 +15,13 @@ from models.measure.pcap import read_capture
 from models.measure.profile import timer_spread
 from models.measure.streams import connections, crossings, peer_segments, roles, stream_and_acks
 from models.sim import hostprofile, simulate
+from models.sim.kernels import get_profile
 from models.validation.fidelity import ProfileHost, field_scenario
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 PROFILE = "kernel6_machine3"  # the third machine's calibrate profile
 LOOP_MSS = framing.mss(framing.MAX_MTU)  # bytes: the loopback's MSS
-TIMER_S = 0.04  # the delayed-ACK timer's floor, seconds (TCP_DELACK_MIN)
+TIMER_S = get_profile("linux-6").delack_min_s  # the delayed-ACK timer's floor (TCP_DELACK_MIN)
 
 
 def segments_after_the_last_stall(
@@ -39,7 +40,8 @@ def segments_after_the_last_stall(
         link="loopback", mtu_bytes=framing.MAX_MTU, rate_limit_bits_per_s=None, cc="bbr",
         sock_mode="more", client_sock_mode="nagle", qd=8, iosize_bytes=512,
     )  # fmt: skip
-    sc = field_scenario("iscsi_loop", row, ProfileHost(hostprofile.load(d)), 250)
+    hz = d["machine"]["config_hz"]  # the profile's machine's timer rate
+    sc = field_scenario("iscsi_loop", row, ProfileHost(hostprofile.load(d)), hz)
     r = simulate(sc.replace(run={"trace": True, "trace_at": "server", "ops": ops}))
     sent = [(t.time, t.seq, t.end) for t in r.trace if t.direction == "S > C" and t.length]
     peer = [(t.time, t.ack, t.length > 0) for t in r.trace if t.direction == "C > S"]

@@ -9,8 +9,8 @@ import statistics
 import pytest
 
 from models.sim import simulate
-from models.sim.engine import _timer_late
 from models.sim.events import FS, EventLoop, Timer
+from models.sim.wakeups import timer_late
 
 US = FS // 10**6  # femtoseconds per microsecond
 STALL = dict(run={"ops": 60}, kernel={"kernel_timers": True})  # a Nagle server's stall per op
@@ -66,8 +66,8 @@ def test_the_draw_is_made_only_while_the_thread_sleeps():
         def random(self) -> float:
             return 0.5
 
-    assert _timer_late(Rng(), 20 * US, App(busy=False))() == 10 * US
-    assert _timer_late(Rng(), 20 * US, App(busy=True))() == 0
+    assert timer_late(Rng(), 20 * US, App(busy=False))() == 10 * US
+    assert timer_late(Rng(), 20 * US, App(busy=True))() == 0
 
 
 def test_each_stall_lengthens_by_a_draw_within_the_spread():

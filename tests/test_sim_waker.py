@@ -26,7 +26,8 @@ def stall_loop(curve: tuple = (), **run) -> object:
         link="loopback", mtu_bytes=65536, rate_limit_bits_per_s=None, cc="reno",
         sock_mode="nagle", client_sock_mode="nodelay", qd=4, iosize_bytes=512,
     )  # fmt: skip
-    sc = established_scenario("iscsi_loop", row, ProfileHost(hostprofile.shipped(PROFILE)), 250)
+    p = hostprofile.shipped(PROFILE)
+    sc = established_scenario("iscsi_loop", row, ProfileHost(p), p.machine["config_hz"])
     return simulate(
         sc.replace(
             client={"waker_curve_s": curve},

@@ -44,6 +44,15 @@ def test_the_wrong_model_fails():
     assert not f["as shipped, the later gaps and the server's time are within the tolerance"]
 
 
+def test_with_the_waker_cost_turned_off_the_fitted_row_misses(monkeypatch):
+    # the mechanism off (every wake-up free to the waker): the fitted cost changes nothing
+    from models.sim.wakeups import WakerCost
+
+    monkeypatch.setattr(WakerCost, "charge", lambda self, now: 0)
+    f = SB.findings(SB.table())
+    assert not f["with the fitted waker cost every measure is within the tolerance (a fit)"]
+
+
 def test_the_bursts_are_read_from_each_stall():
     from models.measure.streams import stall_bursts
 

@@ -36,9 +36,12 @@ from placement_sweep import LINKS, run_tool  # noqa: E402
 from models.measure import streams  # noqa: E402
 from models.measure.netns import Link  # noqa: E402
 from models.measure.runner import RunSpec  # noqa: E402
+from models.validation import stallburst as SB  # noqa: E402
 
 #: The loop: server socket mode, client socket mode, queue depth, payload bytes.
-SOCK, CLIENT_SOCK, QD, SIZE = "nagle", "nodelay", 8, 512
+SOCK, CLIENT_SOCK, QD, SIZE = (
+    SB.LOOP[k] for k in ("sock_mode", "client_sock_mode", "qd", "iosize_bytes")
+)
 #: The congestion control set on both sockets, in the order each repeat runs them.
 CCS = ("bbr", "reno")
 

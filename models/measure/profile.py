@@ -32,6 +32,8 @@ from typing import Any
 
 from models.sim import hostprofile
 
+from .wakeups import FAST_FACTOR, WAKE_STEPS, timer_spread, wake_costs, wake_curve, waker_curve
+
 __all__ = [
     "RUNS",
     "QUICK_WINDOW_S",
@@ -56,116 +58,6 @@ WINDOW_S = 0.6
 QUICK_WINDOW_S = 0.15
 _WARMUP_S = 0.2  # seconds excluded from each run's statistics
 _QUICK_WARMUP_S = 0.05
-
-
-#: A wake-up after an idle gap counts as fast (the CPU was still polling) when its median is
-#: under this many times the median after the shortest gap.
-FAST_FACTOR = 1.5
-
-
-def wake_costs(wake: Mapping[str, Any]) -> dict[str, float]:
-    """``wake_s``, ``wake_fast_s`` and ``wake_fast_idle_s`` (seconds) from the wake-up
-    microbenchmarks (:func:`models.measure.costs.summarise`'s ``wake``).
-
-    With the cross-CPU wake-ups after set idle gaps (``cross_by_gap``): ``wake_s`` is the median
-    after the longest gap (a CPU that halted), ``wake_fast_s`` the median after the shortest (a
-    CPU still polling), and ``wake_fast_idle_s`` the geometric middle between the last gap whose
-    median is still fast (under :data:`FAST_FACTOR` times the shortest gap's) and the next gap;
-    no step (the longest gap's median under that too) leaves the fast wake-up off.
-    Without them: the cross-CPU median (or the same-CPU one on a single CPU), fast wake-up off.
-
-    >>> gaps = [{"gap_us": g, "median_us": m} for g, m in [(2, 5.0), (160, 5.2), (320, 14.6),
-    ...                                                      (1280, 52.9)]]
-    >>> w = wake_costs({"pipe_cross": {"median_us": 5.4}, "cross_by_gap": gaps})
-    >>> round(w["wake_s"] * 1e6, 1), round(w["wake_fast_s"] * 1e6, 1)
-    (52.9, 5.0)
-    >>> round(w["wake_fast_idle_s"] * 1e6)  # between 160 and 320 us
-    226
-    """
-    single = wake.get("pipe_cross") or wake["pipe"]  # another CPU, if there is one
-    gaps = sorted(wake.get("cross_by_gap") or [], key=lambda g: g["gap_us"])
-    off = {"wake_s": single["median_us"] * 1e-6, "wake_fast_s": 0.0, "wake_fast_idle_s": 0.0}
-    if len(gaps) < 2:
-        return off
-    fast, slow = gaps[0]["median_us"], gaps[-1]["median_us"]
-    cut = FAST_FACTOR * fast
-    if not slow >= cut:
-        return off
-    last = 0
-    while last + 1 < len(gaps) and gaps[last + 1]["median_us"] < cut:
-        last += 1
-    idle_us = math.sqrt(gaps[last]["gap_us"] * gaps[last + 1]["gap_us"])
-    return {
-        "wake_s": slow * 1e-6,  # us -> s
-        "wake_fast_s": fast * 1e-6,  # us -> s
-        "wake_fast_idle_s": idle_us * 1e-6,  # us -> s
-    }
-
-
-#: The step fields a measured wake-up curve replaces (a ``Host`` takes one or the other).
-WAKE_STEPS = ("wake_fast_s", "wake_fast_idle_s")
-
-
-def wake_curve(wake: Mapping[str, Any]) -> tuple:
-    """The wake-up latency as measured against the sleeper's idle time, ``(idle, latency)``
-    points in seconds (``Host.wake_curve_s``): every gap's median of ``cross_by_gap`` and
-    ``cross_by_long_gap``; empty without the long gaps (a benchmark from before them: the profile
-    keeps the step of :func:`wake_costs`).
-
-    >>> w = {"cross_by_gap": [{"gap_us": 2, "median_us": 10.0}, {"gap_us": 1280, "median_us": 24.0}],
-    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
-    >>> [(round(i * 1e6), round(t * 1e6, 1)) for i, t in wake_curve(w)]  # us
-    [(2, 10.0), (1280, 24.0), (40000, 61.0)]
-    """
-    if not wake.get("cross_by_long_gap"):
-        return ()
-    gaps = sorted(
-        [*wake.get("cross_by_gap", []), *wake["cross_by_long_gap"]], key=lambda g: g["gap_us"]
-    )
-    return tuple((g["gap_us"] * 1e-6, g["median_us"] * 1e-6) for g in gaps)  # us -> s
-
-
-def timer_spread(wake: Mapping[str, Any]) -> float:
-    """``timer_spread_s`` (seconds) from the wake-up microbenchmarks: after the longest idle gap
-    of ``cross_by_long_gap`` (a virtual CPU idle as long as a delayed-ACK stall), the wake-ups'
-    90th percentile less their median, how much later one CPU may come back than another; 0
-    without the long gaps or their percentile (a benchmark from before them).
-
-    >>> round(timer_spread({"cross_by_long_gap": [
-    ...     {"gap_us": 20000, "median_us": 80.2, "p90_us": 99.4},
-    ...     {"gap_us": 40000, "median_us": 68.9, "p90_us": 95.6}]}) * 1e6, 1)  # us
-    26.7
-    """
-    gaps = sorted(wake.get("cross_by_long_gap") or [], key=lambda g: g["gap_us"])
-    if not gaps or gaps[-1].get("p90_us") is None:
-        return 0.0
-    return max(gaps[-1]["p90_us"] - gaps[-1]["median_us"], 0.0) * 1e-6  # us -> s
-
-
-def waker_curve(wake: Mapping[str, Any]) -> tuple:
-    """What waking a thread adds to the waker's call, against the sleeper's idle time, as
-    ``(idle, seconds)`` points (``Host.waker_curve_s``): per gap of ``cross_by_gap`` and
-    ``cross_by_long_gap``, the median of the waker's ``write()`` less its median after the shortest
-    gap (the call itself, which the ``send()`` costs already hold), never below 0.  Empty without
-    the long gaps or the waker's timings (a benchmark from before them).
-
-    >>> w = {"cross_by_gap": [{"gap_us": 2, "waker_median_us": 5.2},
-    ...                       {"gap_us": 1280, "waker_median_us": 5.0}],
-    ...      "cross_by_long_gap": [{"gap_us": 40000, "waker_median_us": 18.2}]}
-    >>> [(round(i * 1e6), round(c * 1e6, 1)) for i, c in waker_curve(w)]  # us
-    [(2, 0.0), (1280, 0.0), (40000, 13.0)]
-    """
-    gaps = sorted(
-        [*wake.get("cross_by_gap", []), *wake.get("cross_by_long_gap", [])],
-        key=lambda g: g["gap_us"],
-    )
-    if not wake.get("cross_by_long_gap") or any("waker_median_us" not in g for g in gaps):
-        return ()
-    base = gaps[0]["waker_median_us"]
-    return tuple(
-        (g["gap_us"] * 1e-6, max(g["waker_median_us"] - base, 0.0) * 1e-6)  # us -> s
-        for g in gaps
-    )
 
 
 def _finite(x: float) -> float:

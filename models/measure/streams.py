@@ -10,6 +10,7 @@ server (:func:`roles`), each direction's sequence numbers made byte offsets acro
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -326,10 +327,12 @@ def crossings(
         if end - start >= small:
             continue
         k = bisect.bisect_right(times, t)
-        first_data = next((p for p in peer[k:] if p[2]), None)
+        later = itertools.islice(peer, k, None)  # (no copy per segment)
+        first_data = next((p for p in later if p[2]), None)
         if first_data is None or first_data[1] >= end:
             continue
-        acked = next((p[0] for p in peer[k:] if p[1] >= end), math.inf)
+        later = itertools.islice(peer, k, None)
+        acked = next((p[0] for p in later if p[1] >= end), math.inf)
         out.append((t, acked - t))
     return out
 

@@ -11,23 +11,18 @@ once the run is over.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable
 
 from models import framing
 from models.rng import PCG64
-from models.sim.app import WakerCost
 from models.sim.cpu import CpuPool
-from models.sim.endpoint import Endpoint
 from models.sim.ends import ClientThread, ServerThread
 from models.sim.events import FS, EventLoop, Timer, fs_to_seconds, seconds_to_fs
 from models.sim.exchange import Exchange
 from models.sim.fastforward import Bases, FastForward
-from models.sim.link import Channel
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
-from models.sim.rules.qdisc import WatchdogWake
-from models.sim.rules.rx import InterruptModeration
 from models.sim.scenario import Scenario
-from models.sim.sender import TxCosts
+from models.sim.wakeups import WakerCost, timer_late
+from models.sim.wiring import channel, endpoint, tx_cost
 
 __all__ = ["Simulation", "simulate", "run"]
 
@@ -58,11 +53,11 @@ class Simulation:
         rate = round(link.bandwidth_bps)  # whole bits/s
         fs = seconds_to_fs
         # request direction: client transmit path, server receive path
-        self.c2s = _channel(loop, rate, c, s, link)
-        self.s2c = _channel(loop, rate, s, c, link)
+        self.c2s = channel(loop, rate, c, s, link)
+        self.s2c = channel(loop, rate, s, c, link)
         mss = link.mss
-        self.client_ep = _endpoint(0, loop, self.clock, profile, mss, c, self.c2s)
-        self.server_ep = _endpoint(1, loop, self.clock, profile, mss, s, self.s2c)
+        self.client_ep = endpoint(0, loop, self.clock, profile, mss, c, self.c2s)
+        self.server_ep = endpoint(1, loop, self.clock, profile, mss, s, self.s2c)
         self.c2s.out = self.server_ep.receive
         self.s2c.out = self.client_ep.receive
         self.client_ep.inbound = self.s2c  # its soft interrupt
@@ -114,7 +109,7 @@ class Simulation:
             self.server_ep,
             fs(proc_s),
             fs(s.wake_s),
-            _tx_cost(s),
+            tx_cost(s),
             s,
             factor,
             exchange=exchange,
@@ -134,7 +129,7 @@ class Simulation:
             self.client_ep,
             fs(proc_c),
             fs(c.wake_s),
-            _tx_cost(c),
+            tx_cost(c),
             c,
             factor,
             wake_cpu=fs(c.wake_cpu_s),
@@ -157,7 +152,7 @@ class Simulation:
         for host, ep in ((c, self.client_ep), (s, self.server_ep)):
             timer = getattr(ep.ack, "timer", None)  # a rule of the reader's may have none
             if host.timer_spread_s and isinstance(timer, Timer):
-                timer.late = _timer_late(rng, fs(host.timer_spread_s), ep.app)
+                timer.late = timer_late(rng, fs(host.timer_spread_s), ep.app)
             if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
                 curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
                 ep.sender.waker = WakerCost(curve, ep.app.peer)
@@ -426,91 +421,6 @@ class Simulation:
             fast_forward_off_reason=self.fast_forward_off_reason,
             trace=trace,
         )
-
-
-def _timer_late(rng: PCG64, spread: int, app) -> Callable[[], int]:
-    """How late a delayed-ACK timer's expiry runs, fs: uniform in
-    ``[0, spread)`` while the host's thread ``app`` sleeps (its CPU
-    idle, woken by the timer's interrupt), else 0."""
-
-    def late() -> int:
-        if app.busy or app.waking:
-            return 0
-        return int(rng.random() * spread)
-
-    return late
-
-
-def _tx_cost(host) -> int:
-    """Whether ``host`` pays transmit CPU: nonzero fs if any of its
-    costs is (the thread then makes its ``send()`` calls one after
-    another, each after the CPU of the one before)."""
-    fs = seconds_to_fs
-    return (
-        fs(host.tx_cpu_s)
-        + fs(host.send_cpu_s)
-        + fs(host.gso_cpu_s)
-        + fs(host.send_byte_cpu_s)  # s/byte -> fs/byte, as TxCosts charges it
-    )
-
-
-def _endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoint:
-    """One host's TCP endpoint: its socket options, the profile's
-    congestion rule, window and size goal, the host's transmit costs."""
-    fs = seconds_to_fs
-    costs = TxCosts(
-        fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s), fs(host.send_byte_cpu_s)
-    )
-    ep = Endpoint(
-        side,
-        loop,
-        clock,
-        profile,
-        mss,
-        host.nodelay,
-        channel,
-        cc=profile.congestion(mss),
-        size_goal=profile.size_goal_bytes,
-        costs=costs,
-    )
-    ep.sender.snd_wnd = profile.rcv_wnd_max_bytes  # what the peer advertises
-    return ep
-
-
-def _channel(loop, rate: int, sender, receiver, link) -> Channel:
-    """The direction from host ``sender`` to host ``receiver``: the
-    sender's transmit path, the receiver's receive path and soft
-    interrupt (its receive rule from ``rx_usecs``)."""
-    fs = seconds_to_fs
-    rx_lat = fs(receiver.rx_latency_s)
-    rx = None
-    if receiver.rx_usecs is not None:
-        rx = InterruptModeration(rx_lat, fs(receiver.rx_usecs))
-    ack = receiver.ack_cpu_s
-    if ack is not None and link.softirq_on_sender and not link.shared_cpus:
-        ack += receiver.handoff_ack_cpu_s  # the ACK's CPU is not its socket owner's
-    watchdog = None
-    if link.watchdog_wake and link.bucket_bytes is not None:
-        if sender.tbf_late_s is not None:  # measured, seconds -> fs, whatever the wait
-            late = fs(sender.tbf_late_s)
-            watchdog = WatchdogWake(late, 0, late)
-        else:  # the sender's wake-ups stand in, seconds -> fs
-            watchdog = WatchdogWake(
-                fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
-            )
-    return Channel(
-        loop,
-        rate,
-        fs(sender.tx_latency_s),
-        rx_lat,
-        fs(link.latency_s),
-        fs(receiver.softirq_s),
-        link.bucket_bytes,
-        ack_softirq=None if ack is None else fs(ack),
-        rx=rx,
-        gro=receiver.gro,
-        watchdog=watchdog,
-    )
 
 
 def simulate(scenario: Scenario | None = None, **parts) -> Result:

@@ -39,23 +39,17 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     measured again after the sleeper's CPU has idled for set gaps (``cross_by_gap``): the
     median after the shortest gap is ``wake_fast_s`` (the CPU still polling), after the
     longest ``wake_s`` (it halted), and ``wake_fast_idle_s`` lies between the last gap whose
-    wake-up was still fast and the next (``models.measure.profile.wake_costs``); without
+    wake-up was still fast and the next (``models.measure.wakeups.wake_costs``); without
     the gaps, ``wake_s`` is the ``pipe_cross`` median and the fast wake-up is off;
 ``wake_curve_s``
     with the same wake-up measured after long idle gaps too, 2.5 to 40 ms
     (``cross_by_long_gap``: a virtual CPU idle for milliseconds was descheduled by its host),
-    every gap's median as an ``[idle, latency]`` point (``models.measure.profile.wake_curve``):
+    every gap's median as an ``[idle, latency]`` point (``models.measure.wakeups.wake_curve``):
     it decides each wake-up in place of the fast step, and ``wake_s`` stays for what else stands
     in for a wake-up;
-``timer_spread_s``
-    the same wake-ups after the longest of those gaps, their 90th percentile less their median
-    (``models.measure.profile.timer_spread``): how much later one idle CPU may come back than
-    another, by which a delayed-ACK timer that expires while its host's thread sleeps runs late
-    (a draw per expiry);
-``waker_curve_s``
-    the same wake-ups' other end: the waker's ``write()`` after each gap, less the one after the
-    shortest gap (``models.measure.profile.waker_curve``): what the ``send()`` that wakes the
-    peer's sleeping thread adds, against how long the peer's CPU has idled;
+``timer_spread_s``, ``waker_curve_s``
+    the long-gap wake-ups' 90th percentile less their median, and the waker's ``write()`` after
+    each gap less after the shortest (``models.measure.wakeups``);
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
@@ -189,11 +183,7 @@ COST_RANGES: dict[str, Range] = {
     ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
     "timer_spread_s": Range(
-        0.0,
-        1e-3,
-        "how much later one idle CPU runs a timer's expiry than another: none on a CPU still "
-        "polling, tens of microseconds on a virtual CPU its host descheduled (the spread of "
-        "this machine's wake-ups after 40 ms idle)",
+        0.0, 1e-3, "none on a CPU still polling, tens of us on a descheduled virtual CPU"
     ),
     "tbf_late_s": Range(
         0.0,

@@ -52,8 +52,8 @@ from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_view import SenderView
 
 if TYPE_CHECKING:
-    from models.sim.app import WakerCost
     from models.sim.fastforward import Shift
+    from models.sim.wakeups import WakerCost
 
 __all__ = ["Sender", "TxCosts", "NAGLE", "NODELAY", "CORK", "PUSH"]
 

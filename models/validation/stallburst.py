@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # annotations only
 __all__ = [
     "DATASET",
     "PROFILE",
+    "LOOP",
     "TOL",
     "MEASURES",
     "MODELS",
@@ -41,6 +42,9 @@ __all__ = [
 DATASET = "kernel6_machine3_stallburst"
 #: The machine's bundled profile (``calibrate`` of 2026-11-29 01:37 UTC).
 PROFILE = "kernel6_machine3"
+#: The loop the captures measured (``tools/stall_burst_sweep.py`` runs it): a Nagle server (header
+#: and data in two ``send()`` calls), a NODELAY client, QD 8, 512-byte responses.
+LOOP = {"sock_mode": "nagle", "client_sock_mode": "nodelay", "qd": 8, "iosize_bytes": 512}
 #: What each row compares, the dataset's medians (microseconds).
 MEASURES = ("first_gap_p50_us", "later_gap_p50_us", "server_p50_us")
 #: The simulated models, each with its role.
@@ -72,22 +76,23 @@ def simulated(
     ``waker_s`` (seconds), a waker cost of that much for waking a thread asleep for a stall."""
     from models.measure.streams import stall_bursts
     from models.sim import hostprofile, simulate
+    from models.validation.ccside import link_mtu, sweep_hz
     from models.validation.fidelity import ProfileHost
     from models.validation.stallend import STALL_IDLE_S, established_scenario
 
     first = df.iloc[0]
+    link = str(first["link"])
     row = {
-        "link": str(first["link"]),
-        "mtu_bytes": 65536,  # the loopback's
+        "link": link,
+        "mtu_bytes": link_mtu(link),
         "rate_limit_bits_per_s": None,
         "cc": cc,
-        "sock_mode": "nagle",
-        "client_sock_mode": "nodelay",
+        **LOOP,
         "qd": int(first["qd"]),
         "iosize_bytes": int(first["iosize_bytes"]),
     }
     host = ProfileHost(profile or hostprofile.shipped(PROFILE))
-    sc = established_scenario("iscsi_loop", row, host, 250)
+    sc = established_scenario("iscsi_loop", row, host, sweep_hz(DATASET))
     # nothing after a millisecond asleep, waker_s after a stall's idle (linear between)
     curve = ((1e-3, 0.0), (STALL_IDLE_S, waker_s)) if waker_s else ()
     r = simulate(

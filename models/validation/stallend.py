@@ -97,9 +97,9 @@ def without_deep_wake(profile: Any) -> Any:
 
 def wake_after(side: dict[str, Any], idle_s: float) -> float:
     """A side's wake-up latency after ``idle_s`` seconds asleep, seconds, as the simulator takes it
-    (:func:`models.sim.app.wake_latency`, in whole femtoseconds; no late draw)."""
-    from models.sim.app import wake_latency
+    (:func:`models.sim.wakeups.wake_latency`, in whole femtoseconds; no late draw)."""
     from models.sim.events import fs_to_seconds, seconds_to_fs
+    from models.sim.wakeups import wake_latency
 
     fs = seconds_to_fs
     curve = tuple((fs(i), fs(w)) for i, w in side.get("wake_curve_s") or ())

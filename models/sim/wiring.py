@@ -1,0 +1,88 @@
+"""How :class:`~models.sim.engine.Simulation` builds a scenario's parts: each host's TCP endpoint
+(its socket options, the kernel profile's rules, its transmit costs) and each direction's channel
+(the sender's transmit path, the receiver's receive path and soft interrupt).  Times are seconds in
+the scenario and whole femtoseconds here.
+"""
+
+from __future__ import annotations
+
+from models.sim.endpoint import Endpoint
+from models.sim.events import seconds_to_fs
+from models.sim.link import Channel
+from models.sim.rules.qdisc import WatchdogWake
+from models.sim.rules.rx import InterruptModeration
+from models.sim.sender import TxCosts
+
+__all__ = ["tx_cost", "endpoint", "channel"]
+
+
+def tx_cost(host) -> int:
+    """Whether ``host`` pays transmit CPU: nonzero fs if any of its
+    costs is (the thread then makes its ``send()`` calls one after
+    another, each after the CPU of the one before)."""
+    fs = seconds_to_fs
+    return (
+        fs(host.tx_cpu_s)
+        + fs(host.send_cpu_s)
+        + fs(host.gso_cpu_s)
+        + fs(host.send_byte_cpu_s)  # s/byte -> fs/byte, as TxCosts charges it
+    )
+
+
+def endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoint:
+    """One host's TCP endpoint: its socket options, the profile's
+    congestion rule, window and size goal, the host's transmit costs."""
+    fs = seconds_to_fs
+    costs = TxCosts(
+        fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s), fs(host.send_byte_cpu_s)
+    )
+    ep = Endpoint(
+        side,
+        loop,
+        clock,
+        profile,
+        mss,
+        host.nodelay,
+        channel,
+        cc=profile.congestion(mss),
+        size_goal=profile.size_goal_bytes,
+        costs=costs,
+    )
+    ep.sender.snd_wnd = profile.rcv_wnd_max_bytes  # what the peer advertises
+    return ep
+
+
+def channel(loop, rate: int, sender, receiver, link) -> Channel:
+    """The direction from host ``sender`` to host ``receiver``: the
+    sender's transmit path, the receiver's receive path and soft
+    interrupt (its receive rule from ``rx_usecs``)."""
+    fs = seconds_to_fs
+    rx_lat = fs(receiver.rx_latency_s)
+    rx = None
+    if receiver.rx_usecs is not None:
+        rx = InterruptModeration(rx_lat, fs(receiver.rx_usecs))
+    ack = receiver.ack_cpu_s
+    if ack is not None and link.softirq_on_sender and not link.shared_cpus:
+        ack += receiver.handoff_ack_cpu_s  # the ACK's CPU is not its socket owner's
+    watchdog = None
+    if link.watchdog_wake and link.bucket_bytes is not None:
+        if sender.tbf_late_s is not None:  # measured, seconds -> fs, whatever the wait
+            late = fs(sender.tbf_late_s)
+            watchdog = WatchdogWake(late, 0, late)
+        else:  # the sender's wake-ups stand in, seconds -> fs
+            watchdog = WatchdogWake(
+                fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
+            )
+    return Channel(
+        loop,
+        rate,
+        fs(sender.tx_latency_s),
+        rx_lat,
+        fs(link.latency_s),
+        fs(receiver.softirq_s),
+        link.bucket_bytes,
+        ack_softirq=None if ack is None else fs(ack),
+        rx=rx,
+        gro=receiver.gro,
+        watchdog=watchdog,
+    )
