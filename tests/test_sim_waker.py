@@ -78,3 +78,26 @@ def test_the_fast_forward_stays_exact_with_the_waker_cost():
 def test_the_curve_is_checked():
     with pytest.raises(ValueError, match="waker_curve_s"):
         simulate(client={"waker_curve_s": ((40e-3, 1e-6), (1e-3, 0.0))})  # idle falling
+
+
+def test_a_waker_cost_alone_makes_the_calls_wait_for_it_from_the_first_stall_on():
+    # A client whose only transmit cost is waking the server: its calls still wait for that CPU
+    # (regression: its start-up calls were made at once and their waker's charge was left over
+    # for the first stall, which then delayed the second request by the charge twice).
+    from models.sim import Scenario
+
+    cd, ce = 5e-6, 5.5e-6
+    host = {"tx_latency_s": 0.6 * US, "rx_latency_s": 0.6 * US}
+    wakes = {"wake_curve_s": ((1e-6, 20 * US), (1e-3, 20 * US), (10e-3, 60 * US))}
+    sc = Scenario(
+        workload={"qd": 4},
+        link={"mtu": 65536, "bandwidth_bps": 1e11},
+        client={**host, **wakes, "waker_curve_s": ((1e-3, 0.0), (10e-3, cd)), "nodelay": True,
+                "proc_s": ce},
+        server={**host, **wakes, "proc_s": ce},
+        run={"start": "established", "ops": 12, "warmup_ops": 0, "trace": True,
+             "trace_at": "client", "fast_forward": False},
+    )  # fmt: skip
+    gaps = request_gaps_after_stalls(simulate(sc))
+    assert len(gaps) >= 2
+    assert gaps == pytest.approx([ce + cd] * len(gaps), abs=0.01 * US)

@@ -19,13 +19,16 @@ __all__ = ["tx_cost", "endpoint", "channel"]
 def tx_cost(host) -> int:
     """Whether ``host`` pays transmit CPU: nonzero fs if any of its
     costs is (the thread then makes its ``send()`` calls one after
-    another, each after the CPU of the one before)."""
+    another, each after the CPU of the one before).  Waking the peer's
+    thread (``waker_curve_s``) is such a cost: the call that wakes it
+    pays, and the calls after it wait."""
     fs = seconds_to_fs
     return (
         fs(host.tx_cpu_s)
         + fs(host.send_cpu_s)
         + fs(host.gso_cpu_s)
         + fs(host.send_byte_cpu_s)  # s/byte -> fs/byte, as TxCosts charges it
+        + max((fs(cost) for _, cost in host.waker_curve_s), default=0)
     )
 
 
