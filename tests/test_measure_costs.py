@@ -97,6 +97,15 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         # the waker's write() is timed at every gap: a system call, under a millisecond
         assert all(0.1 < g["waker_median_us"] < 1000 for g in gaps + long)
         assert profile.waker_curve(c["wake"])[0][1] == 0.0  # measured from the shortest gap's
+        # each long gap again with the waker asleep too; the curve takes those there
+        assert all(
+            0.1 < g["asleep_waker_median_us"] < 1000 and 0.1 < g["asleep_median_us"] < 10_000
+            for g in long
+        )
+        base = gaps[0]["waker_median_us"]
+        assert profile.waker_curve(c["wake"])[-1][1] == pytest.approx(
+            max(long[-1]["asleep_waker_median_us"] - base, 0.0) * 1e-6  # us -> s
+        )
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000

@@ -352,7 +352,7 @@ def parser() -> argparse.ArgumentParser:
     )
     costs.add_argument("--json", action="store_true", help="print everything as one JSON object")
     costs.add_argument(
-        "--quick", action="store_true", help="fewer samples: under a second, noisier (tests)"
+        "--quick", action="store_true", help="fewer samples: about two seconds, noisier (tests)"
     )
     cal = sub.add_parser(
         "calibrate",

@@ -12,7 +12,9 @@ loopback and without privileges:
   waker spins through it), ``cross_by_gap``: a virtual CPU that halted only briefly may still be
   polling and wake faster than one that slept; and after long gaps (2.5 to 40 ms, the idle a
   delayed-ACK stall leaves), ``cross_by_long_gap``: a virtual CPU idle for milliseconds may have
-  been descheduled by its host and wake slower still;
+  been descheduled by its host and wake slower still; each with what the waker's ``write()``
+  cost, and each long gap again with the waker asleep through it too (``asleep_*``), as the two
+  threads of a stalled loop both are;
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
@@ -81,7 +83,7 @@ __all__ = [
 #: Options of a full run: wake-up samples per method, repeats per send size, the waker's mean
 #: gap (microseconds) and the hard time limit (seconds).
 FULL = {"samples": 2000, "repeats": 40, "gap_us": 100.0, "time_limit_s": 60.0}
-#: Options of a quick run (tests): under a second on an idle machine.
+#: Options of a quick run (tests): about two seconds on an idle machine (the long gaps, twice).
 QUICK = {"samples": 150, "repeats": 8, "gap_us": 40.0, "time_limit_s": 20.0}
 
 
@@ -290,6 +292,15 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
                 "samples": len(g["lat_us"]),
                 # the waker's write() (none before its benchmark)
                 **({"waker_median_us": _median(g["waker_us"])} if g.get("waker_us") else {}),
+                # the long gaps again with the waker asleep too (none before its benchmark)
+                **(
+                    {
+                        "asleep_median_us": _median(g["asleep_lat_us"]),
+                        "asleep_waker_median_us": _median(g["asleep_waker_us"]),
+                    }
+                    if g.get("asleep_waker_us")
+                    else {}
+                ),
             }
             for g in raw["wake"].get(name, [])
         ]

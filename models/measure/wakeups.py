@@ -113,20 +113,29 @@ def waker_curve(wake: Mapping[str, Any]) -> tuple:
     """What waking a thread adds to the waker's call, against the sleeper's idle time, as
     ``(idle, seconds)`` points (``Host.waker_curve_s``): per gap of ``cross_by_gap`` and
     ``cross_by_long_gap``, the median of the waker's ``write()`` less its median after the shortest
-    gap (the call itself, which the ``send()`` costs already hold), never below 0.  Empty without
-    the long gaps or the waker's timings (a benchmark from before them).
+    gap (the call itself, which the ``send()`` costs already hold), never below 0.  For a long gap
+    the median with the waker asleep through the gap too (``asleep_waker_median_us``) is taken
+    where it was measured: in a two-thread loop a thread idles for milliseconds only when the
+    whole loop stalled, and then its waker had slept as well.  Empty without the long gaps or the
+    waker's timings (a benchmark from before them).
 
     >>> w = {"cross_by_gap": [{"gap_us": 2, "waker_median_us": 5.2},
     ...                       {"gap_us": 1280, "waker_median_us": 5.0}],
     ...      "cross_by_long_gap": [{"gap_us": 40000, "waker_median_us": 18.2}]}
     >>> [(round(i * 1e6), round(c * 1e6, 1)) for i, c in waker_curve(w)]  # us
     [(2, 0.0), (1280, 0.0), (40000, 13.0)]
+    >>> w["cross_by_long_gap"][0]["asleep_waker_median_us"] = 20.4
+    >>> [round(c * 1e6, 1) for _, c in waker_curve(w)]  # us
+    [0.0, 0.0, 15.2]
     """
     gaps = _all_gaps(wake)
     if not wake.get("cross_by_long_gap") or any("waker_median_us" not in g for g in gaps):
         return ()
     base = gaps[0]["waker_median_us"]
     return tuple(
-        (g["gap_us"] * 1e-6, max(g["waker_median_us"] - base, 0.0) * 1e-6)  # us -> s
+        (
+            g["gap_us"] * 1e-6,  # us -> s
+            max(g.get("asleep_waker_median_us", g["waker_median_us"]) - base, 0.0) * 1e-6,
+        )
         for g in gaps
     )

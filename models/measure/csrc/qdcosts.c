@@ -26,6 +26,11 @@
  *                          Both also time the waker's write() (waker_us, wall clock): waking a
  *                          thread whose CPU idled costs the waker too (on a virtual machine an
  *                          interrupt to a halted virtual CPU is a trip through the hypervisor).
+ *                          Each long gap is then measured again with the waker asleep through
+ *                          the gap as well (asleep_lat_us, asleep_waker_us; the gap varied
+ *                          +-50 %): in a two-thread loop one thread idles for milliseconds only
+ *                          when the whole loop stalled, and then the waker had slept too and
+ *                          runs on a CPU of its own that just came back.
  *                          The method is lmbench's pipe ping-pong (McVoy and Staelin 1996) with a
  *                          timestamp, so the one-way latency is measured, not a round trip.
  *   send[]                 per size (48, 512, 4096, 65536 bytes): R repeats of a batch of send()
@@ -525,12 +530,14 @@ int main(int argc, char **argv) {
     double *by_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *waker_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
     double *waker_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *asleep_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *asleep_waker = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *cpu = calloc((size_t)repeats, sizeof(double));
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
     if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !waker_long ||
-        !cpu || !wall || !segs || !buf)
+        !asleep_long || !asleep_waker || !cpu || !wall || !segs || !buf)
         fail("calloc");
 
     double t0 = clock_us(CLOCK_MONOTONIC);
@@ -557,6 +564,9 @@ int main(int argc, char **argv) {
             for (int g = 0; g < NLONG; g++)
                 measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n,
                              waker_long + (size_t)g * long_n);
+            for (int g = 0; g < NLONG; g++)
+                measure_wake(long_n, LONG_GAPS_US[g], 0, second, 0,
+                             asleep_long + (size_t)g * long_n, asleep_waker + (size_t)g * long_n);
             n_long = NLONG;
             pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
         }
@@ -587,6 +597,10 @@ int main(int argc, char **argv) {
         print_array("lat_us", by_long + (size_t)g * long_n, long_n);
         printf(", ");
         print_array("waker_us", waker_long + (size_t)g * long_n, long_n);
+        printf(", ");
+        print_array("asleep_lat_us", asleep_long + (size_t)g * long_n, long_n);
+        printf(", ");
+        print_array("asleep_waker_us", asleep_waker + (size_t)g * long_n, long_n);
         printf("}");
     }
     printf("]}, \"send\": [");
