@@ -25,14 +25,17 @@ TIMER_S = get_profile("linux-6").delack_min_s  # the delayed-ACK timer's floor (
 
 
 def segments_after_the_last_stall(
-    path_s: float | None = None, timer_spread_s: float = 0.0, ops: int = 400
+    path_s: float | None = None, timer_spread_s: float = 0.0, ops: int = 400, waker: bool = False
 ) -> int:
     """How many data segments the server sent after the last crossing that ended in a
     delayed-ACK timer (all of them if none did), in the simulated calibration run of a MSG_MORE
     server (header with MSG_MORE, then the payload: one segment per response, Nagle on), a Nagle
     client, QD 8, 512-byte responses on the loopback, with the third machine's profile (its path
-    latency, or ``path_s`` seconds each way; its delayed-ACK timers late by ``timer_spread_s``)."""
+    latency, or ``path_s`` seconds each way; its delayed-ACK timers late by ``timer_spread_s``;
+    its waker's cost only with ``waker``)."""
     d = copy.deepcopy(hostprofile.shipped(PROFILE).to_dict())
+    if not waker:
+        d["host"].pop("waker_curve_s", None)
     if path_s is not None:
         d["host"]["tx_latency_s"] = d["host"]["rx_latency_s"] = path_s
     d["host"]["timer_spread_s"] = timer_spread_s
@@ -94,3 +97,6 @@ def test_with_a_longer_path_the_timers_spread_ends_the_deadlock():
     assert spread > 10 * 2 * 0.75e-6  # much longer than the path's one way
     assert segments_after_the_last_stall(0.75e-6, spread) >= 200
     assert segments_after_the_last_stall(0.75e-6, 0.0) < 10
+    # the profile's measured waker's cost breaks the two ends' symmetry as well (each end's
+    # send() pays for its peer's idle, which differ)
+    assert segments_after_the_last_stall(0.75e-6, 0.0, waker=True) >= 200

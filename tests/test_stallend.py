@@ -44,17 +44,24 @@ def test_the_profile_measured_its_wake_up_curve_and_the_sweep_is_its_machine_s()
 def test_the_inequality_is_the_derivation():
     expr = A.qd_max_stall_expr()
     f = A.numeric(expr)
-    vals = {"SD": 61e-6, "SE": 5.5e-6, "CE": 5.5e-6, "W1": 1.2e-6, "W2": 0.8e-6}
+    vals = {"SD": 61e-6, "SE": 5.5e-6, "CE": 5.5e-6, "W1": 1.2e-6, "W2": 0.8e-6, "CD": 9e-6}
     assert f(**vals) == pytest.approx(
-        A.qd_max_stall(vals["SD"], vals["SE"], vals["CE"], vals["W1"], vals["W2"])
+        A.qd_max_stall(vals["SD"], vals["SE"], vals["CE"], vals["W1"], vals["W2"], vals["CD"])
     )
-    # at the boundary the client issues its last request as the first header returns
+    # at the boundary the client issues its last request, late by the waker's cost, as the
+    # first header returns
     q = A.qd_max_stall(**{k.lower(): v for k, v in vals.items()})
-    assert q * vals["CE"] == pytest.approx(
+    assert q * vals["CE"] + vals["CD"] == pytest.approx(
         vals["CE"] + vals["W1"] + vals["SD"] + vals["SE"] + vals["W2"]
+    )
+    # the waker's cost takes CD/CE requests off the end; none is the inequality without it
+    assert A.qd_max_stall(61e-6, 5.5e-6, 5.5e-6, cd=9e-6) == pytest.approx(
+        A.qd_max_stall(61e-6, 5.5e-6, 5.5e-6) - 9e-6 / 5.5e-6
     )
     with pytest.raises(ValueError, match="ce"):
         A.qd_max_stall(sd=1e-6, se=1e-6, ce=0.0)
+    with pytest.raises(ValueError, match="cd"):
+        A.qd_max_stall(sd=1e-6, se=1e-6, ce=1e-6, cd=-1e-6)
 
 
 def test_the_findings_hold(ev):
@@ -77,7 +84,30 @@ def test_the_wrong_model_fails_the_findings(ev):
     wrong = SE.evaluate(models={SE.MODELS[0]: flat, SE.MODELS[1]: SE.without_deep_wake(p)})
     f = SE.findings(wrong)
     assert not f["more verdicts right with the deep wake-up"]
-    assert not f["some wake-up stall ends right with it, none without"]
+    assert not f[NEAR_KEY]
+
+
+#: The finding that the stall's end lies near the kernel's with the deep wake-up.
+NEAR_KEY = (
+    f"with it every wake-up stall end within {SE.NEAR_QD} QD of the kernel's, "
+    f"without it each {SE.SHORT_QD} or more short"
+)
+
+
+def test_without_the_waker_s_cost_the_stall_ends_too_late():
+    # the profile without its measured waker's cost (the wrong model): the client issues its queue
+    # two requests sooner, the stall sustains up to QD 12, four past the kernel's end under bbr
+    p = hostprofile.shipped(SE.PROFILE)
+    assert p.provenance["waker_curve_s"].startswith("measured")
+    d = copy.deepcopy(p.to_dict())
+    del d["host"]["waker_curve_s"]
+    no_waker = hostprofile.load(d)
+    wrong = SE.evaluate(models={SE.MODELS[0]: no_waker, SE.MODELS[1]: SE.without_deep_wake(p)})
+    f = SE.findings(wrong)
+    assert not f[NEAR_KEY]
+    e = wrong.ends[SE.MODELS[0]]
+    bbr = e[(e["ended_by"] == "wake-up") & (e["cc"] == "bbr")]
+    assert (bbr["sim_qd"] - bbr["kernel_qd"] > SE.NEAR_QD).all()
 
 
 def test_the_deep_wake_up_moves_the_stall_s_end_by_what_the_inequality_says():
@@ -92,18 +122,20 @@ def test_the_deep_wake_up_moves_the_stall_s_end_by_what_the_inequality_says():
     assert math.floor(moved) >= 5  # several queue depths more
 
 
-def _stalls(qd: int, sd: float, ce: float, se: float, path: float) -> bool:
+def _stalls(qd: int, sd: float, ce: float, se: float, path: float, cd: float = 0.0) -> bool:
     """Whether a Nagle server with a NODELAY client stalls at ``qd`` on a loopback-like link
-    (a 64 KiB MSS, no send() cost), from a stall's restart."""
+    (a 64 KiB MSS, no send() cost), from a stall's restart; waking the server costs the
+    client's send() ``cd`` after 10 ms of the server's idle and more."""
     h = {
         "tx_latency_s": path / 2,
         "rx_latency_s": path / 2,
         "wake_curve_s": ((1e-6, 20e-6), (1e-3, 20e-6), (10e-3, sd)),  # sd after 10 ms and more
     }
+    waker = {"waker_curve_s": ((1e-6, 0.0), (1e-3, 0.0), (10e-3, cd))} if cd else {}
     sc = Scenario(
         workload={"qd": qd},
         link={"mtu": 65536, "bandwidth_bps": 1e11},
-        client={**h, "nodelay": True, "proc_s": ce},
+        client={**h, **waker, "nodelay": True, "proc_s": ce},
         server={**h, "proc_s": se},
         run={"start": "established", "ops": 20 * (qd + 1), "warmup_ops": 2 * qd + 2},
     )
@@ -123,3 +155,22 @@ def test_the_simulator_ends_the_stall_where_the_derivation_does(sd, ce, se, path
     assert not _stalls(last + 1, sd, ce, se, path)
     # the wake-up after the stall decides it: with the ordinary one the stall ends sooner
     assert not _stalls(last, 20e-6, ce, se, path)
+
+
+@pytest.mark.parametrize(
+    "sd, ce, se, path, cd",
+    [(60e-6, 5.5e-6, 5.5e-6, 1.2e-6, 11e-6), (100e-6, 4e-6, 6e-6, 2e-6, 8e-6)],
+)
+def test_the_simulator_ends_the_stall_where_the_derivation_does_with_the_waker_s_cost(
+    sd, ce, se, path, cd
+):
+    # the waker's cost takes whole queue depths off the end, in the simulator as in the
+    # inequality
+    top = A.qd_max_stall(sd, se, ce, path, path, cd)
+    assert 0.2 < top % 1 < 0.8
+    last = math.floor(top)
+    assert last <= math.floor(A.qd_max_stall(sd, se, ce, path, path)) - 2
+    assert _stalls(last, sd, ce, se, path, cd)
+    assert not _stalls(last + 1, sd, ce, se, path, cd)
+    # the wrong model (no waker's cost) still stalls one past the end
+    assert _stalls(last + 1, sd, ce, se, path)

@@ -263,17 +263,23 @@ def qd_min_network(cl: float, rtt_min: float, sl: float, w2: float) -> float:
     return refill / _positive("w2", w2)
 
 
-def qd_max_stall(sd: float, se: float, ce: float, w1: float = 0.0, w2: float = 0.0) -> float:
+def qd_max_stall(
+    sd: float, se: float, ce: float, w1: float = 0.0, w2: float = 0.0, cd: float = 0.0
+) -> float:
     """The largest queue depth at which a Nagle server's delayed-ACK stall restarts itself, as a
-    real number, ``1 + (W1 + W2 + SD + SE) / CE`` (``qd_max_stall_expr``, checked equal by a
+    real number, ``1 + (W1 + W2 + SD + SE - CD) / CE`` (``qd_max_stall_expr``, checked equal by a
     test): the server's deep wake-up ``sd``, its time to the first header ``se``, the client's
-    time per request ``ce`` and the two paths' latencies, seconds.
+    time per request ``ce``, the two paths' latencies and what waking the server adds to the
+    client's ``send()`` ``cd``, seconds.  A result below 1 means the stall cannot sustain itself
+    at any queue depth above 1 (a single operation always waits for the delayed ACK).
 
     >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6))  # QD 13 stalls
     13
+    >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6, cd=11e-6))  # two requests later
+    11
     """
     out = _non_negative("sd", sd) + _non_negative("se", se)
-    out += _non_negative("w1", w1) + _non_negative("w2", w2)
+    out += _non_negative("w1", w1) + _non_negative("w2", w2) - _non_negative("cd", cd)
     return 1.0 + out / _positive("ce", ce)
 
 

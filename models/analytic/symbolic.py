@@ -119,6 +119,11 @@ _SYMBOL_UNITS: dict[str, tuple[str, str]] = {
     ),
     "CE": ("s", "client time per request it issues: processing one response and its send()"),
     "SE": ("s", "server time from waking to its first response header on the wire"),
+    "CD": (
+        "s",
+        "what waking the server's thread after its long idle adds to the client's send() that "
+        "wakes it (the waker's cost; a host profile's waker_curve_s at that idle)",
+    ),
 }
 
 #: Unit and meaning of every symbol, keyed by name, as in ``UNITS["SP"] == ("s", "server thread ...")``.
@@ -390,19 +395,21 @@ def stall_sustains_condition() -> sp.Rel:
 
     At the stall's end the client holds every response and issues the ``QD`` requests one after
     another, the ``i``-th at ``i*CE``.  The first wakes the server, asleep since the stall began,
-    after ``W1 + SD``; its first header leaves ``SE`` later and reaches the client ``W2`` after
-    that, alone (Nagle holds the data behind it).  If the client has issued every request by
-    then, nothing carries the header's ACK and the client delays it: the next stall.  So the stall
-    sustains itself while ``QD*CE <= CE + W1 + SD + SE + W2``.
+    after ``W1 + SD``; waking it costs the client's ``send()`` ``CD`` more, so every later request
+    leaves ``CD`` later and the last at ``QD*CE + CD``.  The server's first header leaves ``SE``
+    after it wakes and reaches the client ``W2`` after that, alone (Nagle holds the data behind
+    it).  If the client has issued every request by then, nothing carries the header's ACK and
+    the client delays it: the next stall.  So the stall sustains itself while
+    ``QD*CE + CD <= CE + W1 + SD + SE + W2``.
     """
     sp = _sympy()
-    return sp.Le(S.QD * S.CE, S.CE + S.W1 + S.SD + S.SE + S.W2)
+    return sp.Le(S.QD * S.CE + S.CD, S.CE + S.W1 + S.SD + S.SE + S.W2)
 
 
 @cache
 def qd_max_stall_expr() -> sp.Expr:
     """The largest queue depth at which the stall sustains itself, as a real number (the integer
-    part of it is the last stalling QD): ``1 + (W1 + W2 + SD + SE)/CE``."""
+    part of it is the last stalling QD): ``1 + (W1 + W2 + SD + SE - CD)/CE``."""
     sp = _sympy()
     c = stall_sustains_condition()
     sol = sp.solve(sp.Eq(c.lhs, c.rhs), S.QD)
