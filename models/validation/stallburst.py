@@ -35,6 +35,7 @@ __all__ = [
     "TOL",
     "MEASURES",
     "MODELS",
+    "runs",
     "kernel_medians",
     "simulated",
     "measured_waker_s",
@@ -64,6 +65,13 @@ def _tol() -> float:
 #: Relative tolerance of every comparison: the field evaluation's (a kernel run repeats itself to
 #: about that, chapter 9's second draw).
 TOL = _tol()
+
+
+def runs() -> pd.DataFrame:
+    """The bundled captures' runs (:data:`DATASET`), one row each."""
+    from models import data
+
+    return data.load(DATASET)
 
 
 def kernel_medians(df: pd.DataFrame, cc: str) -> dict[str, float]:
@@ -119,9 +127,7 @@ def table(df: pd.DataFrame | None = None, profile: Any = None) -> pd.DataFrame:
     :data:`MODELS` with its role, its medians and whether each is within :data:`TOL`."""
     import pandas as pd
 
-    from models import data
-
-    d = data.load(DATASET) if df is None else df
+    d = runs() if df is None else df
     rows = []
     for cc in sorted(d["cc"].unique()):
         k = kernel_medians(d, cc)
