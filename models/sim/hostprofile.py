@@ -49,7 +49,8 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     in for a wake-up;
 ``timer_spread_s``, ``waker_curve_s``
     the long-gap wake-ups' 90th percentile less their median, and the waker's ``write()`` after
-    each gap less after the shortest (``models.measure.wakeups``);
+    each gap less after the shortest, for the long gaps with the waker asleep through the gap too
+    (``models.measure.wakeups``);
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);

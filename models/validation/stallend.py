@@ -3,8 +3,9 @@
 A Nagle server stalls on the client's delayed ACK when its lone header reaches a client that has
 nothing left to send.  At the stall's end the client holds every response and issues the whole
 queue again, a ``send()`` per request; the server, asleep through the stall, wakes and answers the
-first.  If its header comes back while the client is still issuing, a later request carries the
-header's ACK and the loop escapes; if not, the next stall begins
+first, and waking it costs that ``send()`` more (``waker_curve_s``), so the rest of the queue
+leaves later.  If its header comes back while the client is still issuing, a later request carries
+the header's ACK and the loop escapes; if not, the next stall begins
 (:func:`models.analytic.symbolic.stall_sustains_condition`).  The server's wake-up there follows
 40 ms of idle, and a virtual CPU idle that long was descheduled by its host: it wakes several
 times slower than one idle for a millisecond (``python -m models.measure costs``,
@@ -281,8 +282,9 @@ def evaluate(processes: int | None = None, models: dict | None = None) -> StallE
 
 
 #: Queue depths: with the deep wake-up every stall end the wake-up decides lies within this many
-#: of the kernel's (the kernel's own ends differ by this much between bbr and reno, 8 against
-#: 10-12 on the loopback) ...
+#: of the kernel's.  Half the spread of the kernel's own ends on the loopback (8 under bbr to 12
+#: under reno): a model that sits inside that spread, in its middle, is this near both ends.  (Set
+#: when the waker's cost came in, after the kernel's ends were known.) ...
 NEAR_QD = 2
 #: ... and without it each lies at least this many short of the kernel's.
 SHORT_QD = 4
