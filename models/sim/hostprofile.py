@@ -48,9 +48,8 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     it decides each wake-up in place of the fast step, and ``wake_s`` stays for what else stands
     in for a wake-up;
 ``timer_spread_s``, ``waker_curve_s``
-    the long-gap wake-ups' 90th percentile less their median, and the waker's ``write()`` after
-    each gap less after the shortest, for the long gaps with the waker asleep through the gap too
-    (``models.measure.wakeups``);
+    the long-gap wake-ups' 90th percentile less their median; the waker's ``write()`` after each
+    gap (the long ones with the waker asleep too) less after the shortest (``measure.wakeups``);
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
