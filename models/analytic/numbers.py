@@ -275,7 +275,8 @@ def qd_max_stall(
 
     >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6))  # QD 13 stalls
     13
-    >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6, cd=11e-6))  # two requests later
+    >>> # waking the server costs the client 11 us: two requests' time
+    >>> int(qd_max_stall(61e-6, 5.5e-6, 5.5e-6, 1.2e-6, 1.2e-6, cd=11e-6))
     11
     """
     out = _non_negative("sd", sd) + _non_negative("se", se)

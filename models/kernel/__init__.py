@@ -7,6 +7,8 @@
 * :mod:`models.kernel.calibrate` -- the calibrated host cost model fitted on a run (NumPy, SciPy).
 * :mod:`models.kernel.simcache` -- an opt-in disk cache of the rows' simulated summaries, shared by
   the processes of one build.
+* :mod:`models.kernel.stall_end` -- where a Nagle server's delayed-ACK stall ends with a TCP_NODELAY
+  client, from a host profile (chapter 4; ``python -m models.measure stall-end``).
 
 The names of ``runs`` and ``tables`` are available here: ``from models import kernel as KR``.
 """

@@ -1,7 +1,8 @@
 """``python -m models.measure``: the kernel measurement harness's commands (``--help`` lists them).
 
 The commands are here (``info``, ``smoke``, ``run``, ``sweep``, ``cleanup``, ``costs``,
-``calibrate``: :mod:`models.measure.costs` and :mod:`models.measure.profile`; ``analyze`` is
+``calibrate``: :mod:`models.measure.costs` and :mod:`models.measure.profile`; ``stall-end``:
+:mod:`models.kernel.stall_end`; ``analyze`` is
 :func:`models.measure.diagnose.main`); the parser, each flag's bounds and the checks of flag
 combinations are in :mod:`models.measure.cli`.  Exit status 0 on success, 1 when ``smoke`` finds the
 kernel misbehaving, 2 for a refused flag or a failed run (one ``error:`` line), 130 on Ctrl-C or
@@ -261,7 +262,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_stall_end(args: argparse.Namespace) -> int:
+    from models.kernel.stall_end import format_stall_end, stall_end  # noqa: PLC0415
+    from models.sim import hostprofile  # noqa: PLC0415
+
+    source = args.host if args.host is not None else hostprofile.shipped(cli.STALL_END_PROFILE)
+    res = stall_end(source, payload=args.size, mtu=args.mtu)
+    name = str(args.host) if args.host is not None else f"{cli.STALL_END_PROFILE} (the book's)"
+    print(json.dumps({"host": name, **res}) if args.json else format_stall_end(res, name))
+    return 0
+
+
 COMMANDS = {
+    "stall-end": _cmd_stall_end,
     "costs": _cmd_costs,
     "calibrate": _cmd_calibrate,
     "info": _cmd_info,

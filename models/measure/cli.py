@@ -309,6 +309,10 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
     return sw
 
 
+#: The host profile ``stall-end`` reads without ``--host``: the machine chapter 4 measured.
+STALL_END_PROFILE = "kernel6_machine3"
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line's parser (commands ``info``, ``smoke``, ``run``, ``sweep``, ``analyze``, ``cleanup``)."""
     p = OneLineParser(
@@ -378,6 +382,31 @@ def parser() -> argparse.ArgumentParser:
         "(default 1)",
     )
     cal.set_defaults(check=_check_calibrate)
+    se = sub.add_parser(
+        "stall-end",
+        help="from a host profile: the deepest queue at which a Nagle server keeps stalling on "
+        "the delayed ACK of a TCP_NODELAY client (the Linux initiator), chapter 4",
+    )
+    se.add_argument(
+        "--host",
+        type=Path,
+        default=None,
+        help=f"host profile (JSON, e.g. from calibrate; default the book's {STALL_END_PROFILE})",
+    )
+    se.add_argument(
+        "--size",
+        type=bounded_int(0, PAYLOAD_MAX_BYTES, "bytes"),
+        default=512,
+        help=f"payload bytes per response, 0..{PAYLOAD_MAX_BYTES} (default 512)",
+    )
+    se.add_argument(
+        "--mtu",
+        type=bounded_int(MTU_MIN, framing.MAX_MTU, "bytes"),
+        default=framing.MAX_MTU,
+        help=f"path MTU, bytes, {MTU_MIN}..{framing.MAX_MTU} (default {framing.MAX_MTU}, the "
+        "loopback's)",
+    )
+    se.add_argument("--json", action="store_true", help="print the result as one JSON object")
     return p
 
 

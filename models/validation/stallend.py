@@ -34,10 +34,17 @@ beside them the inequality's largest stalling QD from the same profile (:func:`p
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from models.kernel.stall_end import (
+    HEADER_BYTES,
+    STALL_IDLE_S,
+    emit_costs_s,
+    predicted_qd,
+    wake_after,
+    waker_after,
+)
 from models.validation.fidelity import field_scenario, simulate_loop, stall_end_table
 
 if TYPE_CHECKING:  # annotations only
@@ -74,10 +81,6 @@ DATASET = "kernel6_machine3_stallend_iscsi_loop"
 PROFILE = "kernel6_machine3"
 #: The two models: the profile as calibrated, and the same without its deep wake-up.
 MODELS = ("deep wake-up", "no deep wake-up")
-#: Bytes of a request and of a response header in the harness's iSCSI-like loop.
-HEADER_BYTES = 48
-#: Seconds a stalled server sleeps: the delayed-ACK timer's 40 ms at HZ 250 (ten ticks).
-STALL_IDLE_S = 40e-3
 #: Seconds: the longest idle of the ordinary wake-up (the short gaps' last, 1.28 ms); the wrong
 #: model's curve ends there.
 SHORT_IDLE_S = 1.5e-3
@@ -97,25 +100,6 @@ def without_deep_wake(profile: Any) -> Any:
     for part in parts:
         part["wake_curve_s"] = [p for p in part["wake_curve_s"] if p[0] <= SHORT_IDLE_S]
     return hostprofile.load(d)
-
-
-def wake_after(side: dict[str, Any], idle_s: float) -> float:
-    """A side's wake-up latency after ``idle_s`` seconds asleep, seconds, as the simulator takes it
-    (:func:`models.sim.wakeups.wake_latency`, in whole femtoseconds; no late draw)."""
-    from models.sim.events import fs_to_seconds, seconds_to_fs
-    from models.sim.wakeups import wake_latency
-
-    fs = seconds_to_fs
-    curve = tuple((fs(i), fs(w)) for i, w in side.get("wake_curve_s") or ())
-    return fs_to_seconds(
-        wake_latency(
-            fs(idle_s),
-            fs(side.get("wake_s", 0.0)),
-            fs(side.get("wake_fast_s", 0.0)),
-            fs(side.get("wake_fast_idle_s", 0.0)),
-            curve,
-        )
-    )
 
 
 def profiles() -> dict[str, Any]:
@@ -140,86 +124,6 @@ def simulate(profile: Any, processes: int | None = None) -> pd.DataFrame:
     run = load_kernel_run(prefix=PREFIX)
     table = simulate_loop(run, profile, processes=processes, scenario=established_scenario)
     return table.assign(role="test")
-
-
-def emit_costs_s(profile: Any) -> dict[str, float]:
-    """The inequality's times from a host profile, seconds: ``CE`` (the client's processing of a
-    response and the ``send()`` of a 48-byte request that leaves as a segment), ``SE`` (the same
-    for the server's header), ``SD`` (the server's wake-up after :data:`STALL_IDLE_S` asleep,
-    :func:`wake_after`), ``W1 = W2`` (a path's start latencies) and ``CD`` (what waking the
-    server after that idle adds to the client's ``send()``, :func:`waker_after`; 0 for a profile
-    without ``waker_curve_s``).
-
-    >>> from models.sim import hostprofile
-    >>> t = emit_costs_s(hostprofile.shipped(PROFILE))
-    >>> t["SD"] > 2 * hostprofile.shipped(PROFILE).host["wake_s"]
-    True
-    """
-
-    def emit(side: dict[str, float]) -> float:
-        return (
-            side.get("proc_s", 0.0)
-            + side.get("send_cpu_s", 0.0)
-            + side.get("gso_cpu_s", 0.0)
-            + side.get("tx_cpu_s", 0.0)
-            + HEADER_BYTES * side.get("send_byte_cpu_s", 0.0)  # s/byte * bytes -> s
-        )
-
-    c, s = profile.side("client"), profile.side("server")
-    path = s.get("tx_latency_s", 0.0) + c.get("rx_latency_s", 0.0)
-    return {
-        "CE": emit(c),
-        "SE": emit(s),
-        "SD": wake_after(s, STALL_IDLE_S),
-        "W1": path,
-        "W2": path,
-        "CD": waker_after(c, STALL_IDLE_S),
-    }
-
-
-def waker_after(side: dict[str, Any], idle_s: float) -> float:
-    """What waking a peer's thread asleep ``idle_s`` seconds adds to a side's ``send()``, seconds,
-    as the simulator takes it (:func:`models.sim.wakeups.curve_latency` of ``waker_curve_s``, in
-    whole femtoseconds); 0 without a curve.
-
-    >>> waker_after({"waker_curve_s": [[1e-3, 0.0], [40e-3, 13e-6]]}, 40e-3) * 1e6  # s -> us
-    13.0
-    >>> waker_after({}, 40e-3)
-    0.0
-    """
-    from models.sim.events import fs_to_seconds, seconds_to_fs
-    from models.sim.wakeups import curve_latency
-
-    curve = side.get("waker_curve_s")
-    if not curve:
-        return 0.0
-    fs = seconds_to_fs
-    return fs_to_seconds(curve_latency(tuple((fs(i), fs(c)) for i, c in curve), fs(idle_s)))
-
-
-def predicted_qd(profile: Any, qds: list[int], payload: int, mss: int) -> tuple[int, str]:
-    """The largest of the queue depths ``qds`` at which a NODELAY client's stall sustains itself
-    (0 if none), and what ends it: ``"wake-up"`` (above it the client issues its queue before the
-    server's first header returns: :func:`models.analytic.numbers.qd_max_stall` with
-    :func:`emit_costs_s`) or ``"segment"`` (above it the queue's responses of ``payload`` bytes
-    fill an ``mss``-byte segment, which Nagle sends: :func:`models.kernel.runs.stall_possible`),
-    whichever comes first.
-
-    >>> from models.sim import hostprofile
-    >>> p = hostprofile.shipped(PROFILE)
-    >>> predicted_qd(p, [1, 2, 4, 8, 10, 12, 16], 512, 65483), predicted_qd(p, [1, 2, 4, 8], 4096, 8948)
-    ((10, 'wake-up'), (2, 'segment'))
-    """
-    from models.analytic.numbers import qd_max_stall
-    from models.kernel.runs import stall_possible
-
-    t = emit_costs_s(profile)
-    by_wake = math.floor(qd_max_stall(t["SD"], t["SE"], t["CE"], t["W1"], t["W2"], t["CD"]))
-    # the largest queue whose responses stay below one segment (each adds at least a header)
-    fits = (q for q in range(1, mss // HEADER_BYTES + 2))
-    by_mss = max((q for q in fits if stall_possible(q, HEADER_BYTES, payload, mss)), default=0)
-    top, what = (by_mss, "segment") if by_mss < by_wake else (by_wake, "wake-up")
-    return max((q for q in qds if q <= top), default=0), what
 
 
 @dataclass(frozen=True)
