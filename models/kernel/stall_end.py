@@ -39,8 +39,8 @@ __all__ = [
 
 #: Bytes of a request and of a response header in the harness's iSCSI-like loop.
 HEADER_BYTES = 48
-#: Seconds a stalled server sleeps: the delayed-ACK timer's 40 ms (``TCP_DELACK_MIN``, ten ticks
-#: at HZ 250).
+#: How long a stalled server sleeps, in seconds, the delayed-ACK timer's 40 ms
+#: (``TCP_DELACK_MIN``, ten ticks at HZ 250).
 STALL_IDLE_S = 40e-3
 
 

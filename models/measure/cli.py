@@ -309,7 +309,7 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
     return sw
 
 
-#: The host profile ``stall-end`` reads without ``--host``: the machine chapter 4 measured.
+#: The host profile that ``stall-end`` reads without ``--host`` (the machine chapter 4 measured).
 STALL_END_PROFILE = "kernel6_machine3"
 
 
