@@ -192,6 +192,15 @@ class Host(Part):
         high=1.0,
         sample=OneOf((), ((1e-3, 0.0), (40e-3, 13e-6))),
     )
+    timer_arm_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "CPU of arming a high-resolution timer that becomes the CPU's next event (bbr's pacing "
+        "timer): the clock event is reprogrammed, on a virtual machine through the hypervisor; "
+        "paid by the send() or the soft interrupt that arms it",
+        sample=Between(0, 8e-6),
+    )
     wake_cpu_s: float = param(
         0.0,
         "seconds",

@@ -52,6 +52,9 @@ def endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoi
         costs=costs,
     )
     ep.sender.snd_wnd = profile.rcv_wnd_max_bytes  # what the peer advertises
+    cc = ep.sender.cc
+    if host.timer_arm_cpu_s and hasattr(cc, "timer_arm_fs"):  # bbr's pacing timer
+        cc.timer_arm_fs = fs(host.timer_arm_cpu_s)
     return ep
 
 

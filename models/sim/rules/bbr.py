@@ -40,7 +40,15 @@ class Bbr(Reno):
     ``cong_control``, so neither Reno's growth nor a restart after idle
     applies."""
 
-    __slots__ = ("model", "rs", "wstamp", "segs_out", "timer")
+    __slots__ = (
+        "model",
+        "rs",
+        "wstamp",
+        "segs_out",
+        "timer",
+        "timer_arm_fs",
+        "timer_arms",
+    )
 
     def __init__(
         self,
@@ -57,6 +65,9 @@ class Bbr(Reno):
         self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
         self.segs_out = 0  # tp->data_segs_out
         self.timer: Timer | None = None  # the pacing timer (bound later)
+        # CPU of arming it (Host.timer_arm_cpu_s, set by the wiring)
+        self.timer_arm_fs = 0
+        self.timer_arms = 0  # times it was armed
         self.model.init_rate(init_cwnd, mss, 0)
 
     def bind(self, sender) -> None:
@@ -75,7 +86,15 @@ class Bbr(Reno):
         if self.wstamp > now:  # tcp_pacing_check
             t = self.timer
             if t is not None and t.entry is None:
+                # hrtimer_start: the CPU's next event, reprogrammed
                 t.arm(self.wstamp)
+                self.timer_arms += 1
+                cost = self.timer_arm_fs
+                if cost:  # the send() that arms it pays, or the soft interrupt
+                    if sender.in_send:
+                        sender.thread_cpu += cost
+                    else:
+                        sender.soft_cpu += cost
             return 0
         return super().limit(sender, now, start, n)
 
@@ -156,6 +175,7 @@ class Bbr(Reno):
             **Reno.cycle_counters(self),
             "delivered": self.rs.delivered,
             "rtt_cnt": m.rtt_cnt,
+            "timer_arms": self.timer_arms,
         }
 
     def cycle_state(self, view: View) -> Hashable:
@@ -222,6 +242,7 @@ class Bbr(Reno):
         super().cycle_shift(shift)  # (sets the counters)
         m.rtt_cnt = shift.grown("rtt_cnt")
         rs.delivered = shift.grown("delivered")
+        self.timer_arms = shift.grown("timer_arms")
         self.wstamp += dt  # (segs_out matters only below 10)
         m.bw.s = [(t + dr, v) for t, v in m.bw.s]
         m.next_rtt_delivered += dd
