@@ -69,7 +69,8 @@ def test_the_command_prints_the_end_and_its_terms(capsys, tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(hostprofile.shipped(PROFILE).dumps())
     assert (
-        main(["stall-end", "--host", str(path), "--size", "4096", "--mtu", "9000", "--json"]) == 0
+        main(["stall-end", "--host", str(path), "--iosize", "4096", "--mtu", "9000", "--json"])
+        == 0
     )
     got = json.loads(capsys.readouterr().out)
     assert got["host"] == str(path) and (got["qd_stall_max"], got["ended_by"]) == (2, "segment")
@@ -77,7 +78,11 @@ def test_the_command_prints_the_end_and_its_terms(capsys, tmp_path):
 
 @pytest.mark.parametrize(
     "argv, word",
-    [(["--size", "-1"], "--size"), (["--mtu", "40"], "--mtu"), (["--size", "x"], "--size")],
+    [
+        (["--iosize", "-1"], "--iosize"),
+        (["--mtu", "40"], "--mtu"),
+        (["--iosize", "x"], "--iosize"),
+    ],
 )
 def test_the_command_refuses_bad_flags(argv, word, capsys):
     with pytest.raises(SystemExit) as info:

@@ -267,7 +267,7 @@ def _cmd_stall_end(args: argparse.Namespace) -> int:
     from models.sim import hostprofile  # noqa: PLC0415
 
     source = args.host if args.host is not None else hostprofile.shipped(cli.STALL_END_PROFILE)
-    res = stall_end(source, payload=args.size, mtu=args.mtu)
+    res = stall_end(source, payload=args.iosize, mtu=args.mtu)
     name = str(args.host) if args.host is not None else f"{cli.STALL_END_PROFILE} (the book's)"
     print(json.dumps({"host": name, **res}) if args.json else format_stall_end(res, name))
     return 0

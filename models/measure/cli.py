@@ -160,12 +160,7 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
         default=1,
         help=f"requests kept outstanding, 1..{QD_MAX} (default 1)",
     )
-    run.add_argument(
-        "--iosize",
-        type=bounded_int(0, PAYLOAD_MAX_BYTES, "bytes"),
-        default=512,
-        help=f"payload bytes per response (Flory's N), 0..{PAYLOAD_MAX_BYTES} (default 512)",
-    )
+    _add_iosize(run)
     run.add_argument(
         "--duration",
         type=bounded_float(0, DURATION_MAX_S, lo_open=True),
@@ -309,6 +304,16 @@ def _sweep_parser(sub: Any) -> argparse.ArgumentParser:
     return sw
 
 
+def _add_iosize(p: argparse.ArgumentParser) -> None:
+    """The ``--iosize`` flag of ``run`` and ``stall-end``."""
+    p.add_argument(
+        "--iosize",
+        type=bounded_int(0, PAYLOAD_MAX_BYTES, "bytes"),
+        default=512,
+        help=f"payload bytes per response (Flory's N), 0..{PAYLOAD_MAX_BYTES} (default 512)",
+    )
+
+
 #: The host profile that ``stall-end`` reads without ``--host`` (the machine chapter 4 measured).
 STALL_END_PROFILE = "kernel6_machine3"
 
@@ -393,12 +398,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help=f"host profile (JSON, e.g. from calibrate; default the book's {STALL_END_PROFILE})",
     )
-    se.add_argument(
-        "--size",
-        type=bounded_int(0, PAYLOAD_MAX_BYTES, "bytes"),
-        default=512,
-        help=f"payload bytes per response, 0..{PAYLOAD_MAX_BYTES} (default 512)",
-    )
+    _add_iosize(se)
     se.add_argument(
         "--mtu",
         type=bounded_int(MTU_MIN, framing.MAX_MTU, "bytes"),
