@@ -106,6 +106,10 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert profile.waker_curve(c["wake"])[-1][1] == pytest.approx(
             max(long[-1]["asleep_waker_median_us"] - base, 0.0) * 1e-6  # us -> s
         )
+        # arming a timer: reprogramming the clock event costs more than a timer that is not next
+        t = c["timer_arm"]
+        assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50
+        assert t["arm_us"] == pytest.approx(t["near_us"] - t["far_us"])
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000

@@ -25,6 +25,9 @@ loopback and without privileges:
 * the same 64 KiB transfer between two threads pinned to different CPUs (``large_cross``), as a
   client and server usually run: each side's thread CPU, and what writing for a reader on the
   other CPU adds per byte to the one-thread ``send()`` (recorded beside the profile's costs).
+* the **cost of arming a timer** that becomes the CPU's next event (``timer_arm``: reprogramming
+  the clock event, a trap to the hypervisor on a virtual machine), against one that does not;
+  what bbr's pacing timer costs the CPU that arms it (``Host.timer_arm_cpu_s``);
 * the **CPU of one pure ACK** (``ack``), sent by the receiver and processed by the sender, which
   on loopback both run in the calling thread: a 64-byte ``send()``, its ``recv()``, then
   ``setsockopt(TCP_QUICKACK)`` on a receiver in pingpong mode, 2 (the due ACK leaves now) in one
@@ -351,6 +354,16 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     }
     if raw.get("ack"):  # (programs built before the ACK benchmark have none)
         out["ack"] = ack_cost(raw["ack"])
+    arm = raw.get("timer_arm")
+    if arm and arm["near_us"]:  # (programs built before the timer benchmark have none)
+        near, far = _median(arm["near_us"]), _median(arm["far_us"])
+        out["timer_arm"] = {
+            "near_us": near,
+            "far_us": far,
+            # reprogramming the CPU's next timer event: what bbr's pacing timer costs to arm
+            "arm_us": max(near - far, 0.0),
+            "samples": len(arm["near_us"]),
+        }
     cross = raw.get("large_cross")
     if cross and cross["send_cpu_us"]:  # (none on one CPU)
         alone = {s["bytes"]: s["cpu_us"] for s in send if not s["msg_more"]}.get(cross["bytes"])
@@ -445,6 +458,13 @@ def format_costs(result: dict[str, Any]) -> str:
         lines.append(
             f"recv() of {big['bytes']} B: CPU {big['cpu_us']:.2f} us in {big['segments']:g} "
             f"segments, {big['per_byte_ns']:.3f} ns per byte beyond small reads"
+        )
+    if "timer_arm" in c:
+        t = c["timer_arm"]
+        lines.append(
+            f"arming a timer: {t['near_us']:.2f} us when it becomes the CPU's next event, "
+            f"{t['far_us']:.2f} us when not: {t['arm_us']:.2f} us to reprogram the clock event "
+            f"(bbr's pacing timer; Host.timer_arm_cpu_s)"
         )
     if "ack" in c:
         a = c["ack"]

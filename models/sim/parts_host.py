@@ -198,7 +198,8 @@ class Host(Part):
         "seconds",
         "CPU of arming a high-resolution timer that becomes the CPU's next event (bbr's pacing "
         "timer): the clock event is reprogrammed, on a virtual machine through the hypervisor; "
-        "paid by the send() or the soft interrupt that arms it",
+        "paid by the send() or the soft interrupt that arms it (python -m models.measure costs "
+        "measures it: timer_arm)",
         sample=Between(0, 8e-6),
     )
     wake_cpu_s: float = param(

@@ -69,6 +69,12 @@
  *                          (tcpi_segs_out: it sends nothing but pure ACKs) and the data segments
  *                          in, per iteration.  The batches alternate, so drift cancels; the
  *                          Python side divides the CPU difference by the ACK difference.
+ *   timer_arm              R * 50 samples each: the wall time of timerfd_settime() arming a
+ *                          timer 20 us ahead, which becomes the CPU's next timer event (the
+ *                          clock event is reprogrammed; on a virtual machine that traps to the
+ *                          hypervisor), and arming one 10 s ahead, which does not; each disarmed
+ *                          at once.  What bbr's pacing timer costs the CPU that arms it
+ *                          (Host.timer_arm_cpu_s): the difference.
  *
  * Every run is bounded by --time-limit (seconds; alarm) and uses only 127.0.0.1.
  * Units: *_us are microseconds; sizes in bytes.
@@ -90,6 +96,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -378,6 +385,32 @@ static struct ack_batch ack_batch(int snd, int rcv, int quickack, char *buf) {
 }
 
 static void print_array(const char *name, const double *x, int n);
+
+/* The timer_arm benchmark (see above): n samples of arming a timer near (20 us) and far (10 s). */
+static void measure_timer_arm(int n) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    if (fd < 0) fail("timerfd_create");
+    double *near_us = calloc((size_t)n, sizeof(double));
+    double *far_us = calloc((size_t)n, sizeof(double));
+    if (!near_us || !far_us) fail("calloc timer_arm");
+    struct itimerspec near = {{0, 0}, {0, 20000}}, far = {{0, 0}, {10, 0}}, off = {{0, 0}, {0, 0}};
+    for (int k = 0; k < 2; k++) {
+        const struct itimerspec *when = k ? &far : &near;
+        double *out = k ? far_us : near_us;
+        for (int i = 0; i < n; i++) {
+            double t0 = clock_us(CLOCK_MONOTONIC);
+            if (timerfd_settime(fd, 0, when, NULL) != 0) fail("timerfd_settime");
+            out[i] = clock_us(CLOCK_MONOTONIC) - t0;
+            if (timerfd_settime(fd, 0, &off, NULL) != 0) fail("timerfd_settime");
+        }
+    }
+    print_array("near_us", near_us, n);
+    printf(", ");
+    print_array("far_us", far_us, n);
+    close(fd);
+    free(near_us);
+    free(far_us);
+}
 
 /* The "ack" benchmark on a connection of its own (its ACK state is the batches'): three warm-up
  * pairs, then ``repeats`` pairs of an "ack" and a "held" batch; prints the six arrays. */
@@ -672,6 +705,8 @@ int main(int argc, char **argv) {
     print_array("segments", segs_x + 3, n_large);
     printf("}, \"ack\": {\"iterations\": %d, \"bytes\": %d, ", ACK_ITERS, ACK_BYTES);
     measure_ack(repeats, buf);
+    printf("}, \"timer_arm\": {");
+    measure_timer_arm(repeats * 50);
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
