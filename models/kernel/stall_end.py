@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 __all__ = [
+    "PROFILE",
     "HEADER_BYTES",
     "STALL_IDLE_S",
     "wake_after",
@@ -37,6 +38,8 @@ __all__ = [
     "format_stall_end",
 ]
 
+#: The host profile of the machine chapter 4 measured the stall's end on (``data/hosts``).
+PROFILE = "kernel6_machine3"
 #: Bytes of a request and of a response header in the harness's iSCSI-like loop.
 HEADER_BYTES = 48
 #: How long a stalled server sleeps, in seconds, the delayed-ACK timer's 40 ms

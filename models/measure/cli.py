@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import framing
+from ..kernel import stall_end
 from . import capture
 from .cli_args import (
     MTU_RANGE,
@@ -315,7 +316,7 @@ def _add_iosize(p: argparse.ArgumentParser) -> None:
 
 
 #: The host profile that ``stall-end`` reads without ``--host`` (the machine chapter 4 measured).
-STALL_END_PROFILE = "kernel6_machine3"
+STALL_END_PROFILE = stall_end.PROFILE
 
 
 def parser() -> argparse.ArgumentParser:

@@ -37,6 +37,7 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from models.kernel import stall_end
 from models.kernel.stall_end import (
     HEADER_BYTES,
     STALL_IDLE_S,
@@ -78,7 +79,7 @@ __all__ = [
 PREFIX = "kernel6_machine3_stallend"
 DATASET = "kernel6_machine3_stallend_iscsi_loop"
 #: The machine's ``calibrate`` profile (``data/hosts/<name>.json``).
-PROFILE = "kernel6_machine3"
+PROFILE = stall_end.PROFILE
 #: The two models: the profile as calibrated, and the same without its deep wake-up.
 MODELS = ("deep wake-up", "no deep wake-up")
 #: Seconds: the longest idle of the ordinary wake-up (the short gaps' last, 1.28 ms); the wrong
