@@ -290,7 +290,8 @@ def test_bbr_paces_buffers_after_ten_segments():
     _send(cc, tx, 0, 1)  # from the tenth, each buffer waits len / rate
     assert cc.wstamp == 1000 * FS // rate
     cc.cwnd = 20  # (the window is not what stops it here)
-    assert cc.limit(tx, 1, tx.snd_nxt, 1000) == 0 and cc.timer.armed
+    assert cc.paced(tx, 1) and cc.timer.armed  # tcp_pacing_check holds it
+    assert not cc.paced(tx, cc.wstamp)
     assert cc.limit(tx, cc.wstamp, tx.snd_nxt, 1000) == 1000
 
 

@@ -202,6 +202,16 @@ class Host(Part):
         "measures it: timer_arm)",
         sample=Between(0, 8e-6),
     )
+    timer_fire_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "CPU of a high-resolution timer's interrupt when it fires (bbr's pacing timer), taken "
+        "from the soft interrupt's CPU before the push the timer allows, which leaves that much "
+        "later: on a virtual machine the interrupt comes through the hypervisor and the clock "
+        "event is reprogrammed (python -m models.measure costs measures it: timer_fire)",
+        sample=Between(0, 15e-6),
+    )
     wake_cpu_s: float = param(
         0.0,
         "seconds",

@@ -8,8 +8,10 @@ transmits.  Sequence numbers are relative: the first byte is 1.
   (``net/ipv4/tcp.c``, ``tcp_sendmsg_locked``, ``tcp_send_mss``;
   ``net/ipv4/tcp_output.c``, ``tcp_push_one``).  At the end of the call
   the cork rule decides (``net/ipv4/tcp.c``, ``tcp_push``).
-* ``push`` (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``): every buffer
-  but the last leaves; the last one's partial tail (its bytes beyond the
+* ``push`` (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``): first, for
+  each buffer, pacing may stop the push (``tcp_pacing_check``, asked
+  before the windows and Nagle, so held data arm the pacing timer too);
+  every buffer but the last leaves; the last one's partial tail (its bytes beyond the
   last whole MSS) waits when corked, or in Nagle mode when the Nagle rule
   holds it (``tcp_nagle_test``; for a buffer of several MSS the full part
   leaves, ``tcp_mss_split_point``).  The congestion rule
@@ -358,6 +360,9 @@ class Sender(SenderView):
         windowed = self.windowed
         sent = limited = False
         while q:
+            if windowed and self.cc.paced(self, now):  # tcp_pacing_check
+                limited = self.cc.cwnd_full()
+                break
             skb = q[0]
             n = skb.end - skb.start
             if mode != PUSH and len(q) == 1 and n % mss:  # tcp_nagle_test

@@ -55,6 +55,8 @@ def endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoi
     cc = ep.sender.cc
     if host.timer_arm_cpu_s and hasattr(cc, "timer_arm_fs"):  # bbr's pacing timer
         cc.timer_arm_fs = fs(host.timer_arm_cpu_s)
+    if host.timer_fire_cpu_s and hasattr(cc, "timer_fire_fs"):
+        cc.timer_fire_fs = fs(host.timer_fire_cpu_s)
     return ep
 
 

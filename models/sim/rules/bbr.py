@@ -6,11 +6,15 @@ delivery-rate samples of :mod:`models.sim.rules.rate`.
 Each buffer that leaves moves the next departure ``len / pacing_rate``
 later (``tcp_update_skb_after_send``, after the first 10 data segments,
 forgiving up to half a buffer's time after idleness); a push that finds
-the departure still ahead arms the pacing timer (``tcp_pacing_check``)
-and resumes when it fires.  Each ACK takes a rate sample, updates the
-model and sets the window (``bbr_main``); a ``send()`` first checks
-whether the samples to come are application-limited
-(``tcp_rate_check_app_limited``).
+the departure still ahead arms the pacing timer (``tcp_pacing_check``,
+the first test of ``tcp_write_xmit``'s loop: data that Nagle would hold
+arm it too) and resumes when it fires.  Arming it and its interrupt cost
+CPU (``Host.timer_arm_cpu_s``, ``Host.timer_fire_cpu_s``): the send()
+or soft interrupt that arms it pays the first; the second is the soft
+interrupt's, and the push it allows runs after it.  Each ACK takes a
+rate sample, updates the model and sets the window (``bbr_main``); a
+``send()`` first checks whether the samples to come are
+application-limited (``tcp_rate_check_app_limited``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Bbr(Reno):
         "segs_out",
         "timer",
         "timer_arm_fs",
+        "timer_fire_fs",
         "timer_arms",
     )
 
@@ -68,6 +73,8 @@ class Bbr(Reno):
         # CPU of arming it (Host.timer_arm_cpu_s, set by the wiring)
         self.timer_arm_fs = 0
         self.timer_arms = 0  # times it was armed
+        # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
+        self.timer_fire_fs = 0
         self.model.init_rate(init_cwnd, mss, 0)
 
     def bind(self, sender) -> None:
@@ -82,21 +89,25 @@ class Bbr(Reno):
         """Pacing rate, bytes per second."""
         return max(1, self.model.rate)
 
-    def limit(self, sender, now: int, start: int, n: int) -> int:
-        if self.wstamp > now:  # tcp_pacing_check
-            t = self.timer
-            if t is not None and t.entry is None:
-                # hrtimer_start: the CPU's next event, reprogrammed
-                t.arm(self.wstamp)
-                self.timer_arms += 1
-                cost = self.timer_arm_fs
-                if cost:  # the send() that arms it pays, or the soft interrupt
-                    if sender.in_send:
-                        sender.thread_cpu += cost
-                    else:
-                        sender.soft_cpu += cost
-            return 0
-        return super().limit(sender, now, start, n)
+    def paced(self, sender, now: int) -> bool:
+        """``tcp_pacing_check``, the first test of ``tcp_write_xmit``'s loop
+        (before the windows and Nagle): the next buffer may not leave before
+        ``wstamp``; arm the pacing timer for then if it is not armed."""
+        if self.wstamp <= now:
+            return False
+        t = self.timer
+        if t is not None and t.entry is None:
+            # hrtimer_start: the CPU's next event, reprogrammed; the
+            # release runs after the timer's interrupt (timer_fire_fs)
+            t.arm(self.wstamp + self.timer_fire_fs)
+            self.timer_arms += 1
+            cost = self.timer_arm_fs
+            if cost:  # the send() that arms it pays, or the soft interrupt
+                if sender.in_send:
+                    sender.thread_cpu += cost
+                else:
+                    sender.soft_cpu += cost
+        return True
 
     def writing(self, sender, now: int) -> None:
         """``tcp_rate_check_app_limited`` at the start of a ``send()``."""
@@ -160,8 +171,11 @@ class Bbr(Reno):
 
     def _on_pace(self, now: int, _arg: object) -> None:
         sender = self.sender
-        if sender is not None and sender.queue:
-            sender.push_pending(now)
+        if sender is not None:
+            # tcp_pace_kick: the interrupt's CPU, then the push it allows
+            sender.soft_cpu += self.timer_fire_fs
+            if sender.queue:
+                sender.push_pending(now)
             sender.charge_soft(now)
 
     # end rule: bbr

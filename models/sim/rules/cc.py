@@ -45,9 +45,10 @@ queue, how many of its bytes may leave now (``NoWindow.limit``):
   super-packets, reached by growing with each ACK and, once the pipe is
   full, cut to at once; Reno's growth does not apply.  Pacing
   begins after 10 data segments and forgives up to half a buffer's time
-  after idleness, as ``tcp_update_skb_after_send`` does.  A paced push
-  resumes on a timer (the TSQ/pacing hrtimer), whose release is CPU of
-  the soft interrupt.
+  after idleness, as ``tcp_update_skb_after_send`` does.  The pacing
+  check comes first in ``tcp_write_xmit``'s loop (``NoWindow.paced``),
+  before the windows and Nagle.  A paced push resumes on a timer (the
+  TSQ/pacing hrtimer), whose release is CPU of the soft interrupt.
 
 srtt is Linux's estimator (``tcp_rtt_estimator``: ``7/8 srtt + 1/8
 sample``, whole microseconds, from the oldest segment each ACK covers; no
@@ -97,6 +98,11 @@ class NoWindow:
     windowed = False
     __slots__ = ()
     srtt_us = 0
+
+    def paced(self, sender, now: int) -> bool:
+        """True if pacing holds the next buffer now (``tcp_pacing_check``;
+        no pacing here)."""
+        return False
 
     def limit(self, sender, now: int, start: int, n: int) -> int:
         return n
