@@ -110,6 +110,12 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         t = c["timer_arm"]
         assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50
         assert t["arm_us"] == pytest.approx(t["near_us"] - t["far_us"])
+        # a timer firing on a busy CPU: its interrupt is the longest pause of the spinning
+        # thread's clock, longer than any pause without a timer; it fires near its time
+        f = c["timer_fire"]
+        assert 0 <= f["base_us"] < f["gap_us"] < 1000 and f["samples"] >= 50
+        assert f["fire_us"] == pytest.approx(f["gap_us"] - f["base_us"])
+        assert -5 < f["at_us"] < 100
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000
@@ -275,6 +281,25 @@ def test_a_measured_ack_cost_is_held_and_not_fitted():
     # a benchmark that gave no number (NaN) leaves it to the fit
     fake["costs"]["ack"] = {"cpu_us_per_ack": float("nan")}
     assert "ack_s" not in profile.measured_costs(fake["costs"])
+
+
+def test_the_pacing_timer_costs_are_kept_as_measured():
+    fake = _fake_costs()
+    fake["costs"]["timer_arm"] = {"arm_us": 5.8, "near_us": 6.2, "far_us": 0.4, "samples": 50}
+    fake["costs"]["timer_fire"] = {"fire_us": 12.5, "gap_us": 12.5, "base_us": 0.03}
+    d = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    h = hostprofile.validate(d).side("server")
+    assert h["timer_arm_cpu_s"] == pytest.approx(5.8e-6)
+    assert h["timer_fire_cpu_s"] == pytest.approx(12.5e-6)
+    assert d["provenance"]["timer_fire_cpu_s"].startswith("measured")
+    # a benchmark without them (an older program): the fields stay out, the default 0 applies
+    plain = profile.build_profile(_fake_costs(), _rows(_fake_truth()), _fake_median, 60)
+    assert "timer_arm_cpu_s" not in plain["host"] and "timer_fire_cpu_s" not in plain["host"]
+    # carried over to a machine that measured other timer costs: they are that machine's
+    other = _fake_costs()
+    other["costs"]["timer_arm"] = {"arm_us": 0.3}
+    moved = profile.carry_over(d, other)["host"]
+    assert moved["timer_arm_cpu_s"] == pytest.approx(0.3e-6) and "timer_fire_cpu_s" not in moved
 
 
 def test_carry_over_moves_a_measured_ack_cost_and_keeps_a_fitted_one():

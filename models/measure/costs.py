@@ -25,6 +25,9 @@ loopback and without privileges:
 * the same 64 KiB transfer between two threads pinned to different CPUs (``large_cross``), as a
   client and server usually run: each side's thread CPU, and what writing for a reader on the
   other CPU adds per byte to the one-thread ``send()`` (recorded beside the profile's costs).
+* the **cost of a timer's interrupt** on the CPU it fires on (``timer_fire``: the longest pause
+  of a thread spinning on the clock while its timer fires, less the longest without a timer):
+  what bbr's pacing timer costs when it fires (``Host.timer_fire_cpu_s``);
 * the **cost of arming a timer** that becomes the CPU's next event (``timer_arm``: reprogramming
   the clock event, a trap to the hypervisor on a virtual machine), against one that does not;
   what bbr's pacing timer costs the CPU that arms it (``Host.timer_arm_cpu_s``);
@@ -364,6 +367,18 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
             "arm_us": max(near - far, 0.0),
             "samples": len(arm["near_us"]),
         }
+    fire = raw.get("timer_fire")
+    if fire and fire["fire_gap_us"]:  # (programs built before this benchmark have none)
+        gap, base = _median(fire["fire_gap_us"]), _median(fire["base_gap_us"])
+        out["timer_fire"] = {
+            "gap_us": gap,
+            "base_us": base,
+            # the timer's interrupt, taken from the thread it interrupted: what bbr's pacing
+            # timer costs the CPU it fires on
+            "fire_us": max(gap - base, 0.0),
+            "at_us": _median(fire["fire_at_us"]),
+            "samples": len(fire["fire_gap_us"]),
+        }
     cross = raw.get("large_cross")
     if cross and cross["send_cpu_us"]:  # (none on one CPU)
         alone = {s["bytes"]: s["cpu_us"] for s in send if not s["msg_more"]}.get(cross["bytes"])
@@ -465,6 +480,14 @@ def format_costs(result: dict[str, Any]) -> str:
             f"arming a timer: {t['near_us']:.2f} us when it becomes the CPU's next event, "
             f"{t['far_us']:.2f} us when not: {t['arm_us']:.2f} us to reprogram the clock event "
             f"(bbr's pacing timer; Host.timer_arm_cpu_s)"
+        )
+    if "timer_fire" in c:
+        t = c["timer_fire"]
+        lines.append(
+            f"a timer firing on a busy CPU: its interrupt takes {t['fire_us']:.2f} us "
+            f"(longest pause {t['gap_us']:.2f} us against {t['base_us']:.2f} us without a "
+            f"timer, beginning {t['at_us']:+.2f} us from the timer's time; bbr's pacing timer; "
+            f"Host.timer_fire_cpu_s)"
         )
     if "ack" in c:
         a = c["ack"]

@@ -41,6 +41,7 @@ __all__ = [
     "FAST_FACTOR",
     "wake_costs",
     "timer_spread",
+    "timer_costs",
     "waker_curve",
     "measured_costs",
     "sweep_rows",
@@ -106,6 +107,27 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
                 for row in rows_for("iscsi_loop", res, link)
             ]
     return rows
+
+
+def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
+    """The pacing timer's two costs from :func:`models.measure.costs.summarise`'s ``costs``, as
+    host fields in seconds (``timer_arm_cpu_s``, ``timer_fire_cpu_s``); a cost the benchmark
+    did not give (an older program) or found to be nothing is left out.
+
+    >>> timer_costs({"timer_arm": {"arm_us": 5.79}, "timer_fire": {"fire_us": 12.5}})
+    {'timer_arm_cpu_s': 5.79e-06, 'timer_fire_cpu_s': 1.25e-05}
+    >>> timer_costs({})
+    {}
+    """
+    out = {}
+    for name, key, field in (
+        ("timer_arm", "arm_us", "timer_arm_cpu_s"),
+        ("timer_fire", "fire_us", "timer_fire_cpu_s"),
+    ):
+        us = float((costs.get(name) or {}).get(key) or 0.0)
+        if us > 0 and math.isfinite(us):
+            out[field] = round(us * 1e-6, 12)  # us -> s
+    return out
 
 
 def smallest_round_trip_us(rows: Sequence[Mapping[str, Any]]) -> float | None:
@@ -219,6 +241,7 @@ def build_profile(
     curve = wake_curve(c["wake"])
     spread = timer_spread(c["wake"])
     waker = waker_curve(c["wake"])
+    timers = timer_costs(c)
     if curve:  # the measured curve decides every wake-up: its steps are not set
         for name in WAKE_STEPS:
             fixed.pop(name, None)
@@ -248,6 +271,7 @@ def build_profile(
                 **({"wake_curve_s": curve} if curve else {}),
                 **({"timer_spread_s": spread} if spread else {}),
                 **({"waker_curve_s": waker} if waker else {}),
+                **timers,
             }
             or None,
         ),
@@ -264,7 +288,12 @@ def build_profile(
         fields["timer_spread_s"] = spread
     if waker:
         fields["waker_curve_s"] = [list(p) for p in waker]
+    fields.update(timers)
     how = {
+        "timer_arm_cpu_s": "measured: timerfd_settime() arming a timer that becomes the CPU's "
+        "next event less one that does not (timer_arm)",
+        "timer_fire_cpu_s": "measured: the longest pause of a thread spinning on the clock while "
+        "its timer fires, less the longest without a timer (timer_fire)",
         "wake_curve_s": "measured: median pipe wake-up of a thread on another CPU after each "
         "idle gap, 2 us to 40 ms (cross_by_gap and cross_by_long_gap); it decides every "
         "wake-up, wake_s stays for what else stands in for a wake-up",
@@ -353,8 +382,9 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     moves by the difference between this machine's measurement and the profile's own (its
     ``measured`` record), so a measured cost becomes this machine's and a cost that is measured plus
     fitted keeps its fitted part; the fitted costs, and any cost the profile leaves out, stay as
-    they are.  The machine and the settings are the new machine's; ``notes`` says where the rest
-    came from.
+    they are.  The pacing timer's costs (:func:`timer_costs`), measured alone, are this
+    machine's (or left out if it gave none).  The machine and the settings are the new
+    machine's; ``notes`` says where the rest came from.
 
     >>> old = {"wake": {"pipe_cross": {"median_us": 40.0}},
     ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.0, "per_byte_ns": 0.1},
@@ -409,6 +439,13 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
             f"moved by {shift * 1e6:+.3f} us to this machine's microbenchmarks; was "
             + provenance.get(field, "not set")
         )
+    timers = timer_costs(c)  # measured alone, never fitted: this machine's, or none
+    for field in ("timer_arm_cpu_s", "timer_fire_cpu_s"):
+        host.pop(field, None)
+        provenance.pop(field, None)
+        if field in timers:
+            host[field] = timers[field]
+            provenance[field] = "measured on this machine (timer_arm, timer_fire)"
     d = {
         "schema": hostprofile.SCHEMA,
         "version": hostprofile.VERSION,

@@ -47,6 +47,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     every gap's median as an ``[idle, latency]`` point (``models.measure.wakeups.wake_curve``):
     it decides each wake-up in place of the fast step, and ``wake_s`` stays for what else stands
     in for a wake-up;
+``timer_arm_cpu_s``, ``timer_fire_cpu_s``
+    arming a timer that becomes the CPU's next event less one that does not (``timer_arm``),
+    and the longest pause of a thread spinning on the clock while its timer fires less the
+    longest without one (``timer_fire``): bbr's pacing timer;
 ``timer_spread_s``, ``waker_curve_s``
     the long-gap wake-ups' 90th percentile less their median; the waker's ``write()`` after each
     gap (the long ones with the waker asleep too) less after the shortest (``measure.wakeups``);
@@ -184,6 +188,18 @@ COST_RANGES: dict[str, Range] = {
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
     "timer_spread_s": Range(
         0.0, 1e-3, "none on a CPU still polling, tens of us on a descheduled virtual CPU"
+    ),
+    "timer_arm_cpu_s": Range(
+        0.0,
+        50e-6,
+        "reprogramming a CPU's timer: well under a microsecond on hardware, a trap to the "
+        "hypervisor on a virtual machine (5.8 us on the third machine)",
+    ),
+    "timer_fire_cpu_s": Range(
+        0.0,
+        50e-6,
+        "a timer's interrupt: a microsecond or two on hardware, an exit to the hypervisor and "
+        "back on a virtual machine (12.5 us on the third machine)",
     ),
     "tbf_late_s": Range(
         0.0,

@@ -75,6 +75,15 @@
  *                          hypervisor), and arming one 10 s ahead, which does not; each disarmed
  *                          at once.  What bbr's pacing timer costs the CPU that arms it
  *                          (Host.timer_arm_cpu_s): the difference.
+ *   timer_fire             R * 50 samples: a thread spins reading the clock (vDSO, no system
+ *                          call) through an 80 us window in which a timer it armed 20 us ahead
+ *                          fires; the longest pause of its clock readings from 2 us before the
+ *                          timer's time on is the CPU the timer's interrupt took from it
+ *                          (fire_gap_us; when it began, relative to the timer's time:
+ *                          fire_at_us).  The same window spun without a timer gives the
+ *                          longest pause that is not the timer's (base_gap_us).  What bbr's
+ *                          pacing timer costs the CPU it fires on (Host.timer_fire_cpu_s): the
+ *                          difference of the medians.
  *
  * Every run is bounded by --time-limit (seconds; alarm) and uses only 127.0.0.1.
  * Units: *_us are microseconds; sizes in bytes.
@@ -412,6 +421,58 @@ static void measure_timer_arm(int n) {
     free(far_us);
 }
 
+/* The timer_fire benchmark (see above): n samples of the longest pause of a spinning thread's
+ * clock readings in a window where its timer fires, and in one where none does. */
+static void measure_timer_fire(int n) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    if (fd < 0) fail("timerfd_create");
+    double *gap_us = calloc((size_t)n, sizeof(double));
+    double *at_us = calloc((size_t)n, sizeof(double));
+    double *base_us = calloc((size_t)n, sizeof(double));
+    if (!gap_us || !at_us || !base_us) fail("calloc timer_fire");
+    for (int i = 0; i < n; i++) {
+        for (int armed = 1; armed >= 0; armed--) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            double target = t.tv_sec * 1e6 + t.tv_nsec * 1e-3 + 20.0; /* ns -> us */
+            if (armed) {
+                long ns = t.tv_nsec + 20000; /* 20 us ahead, absolute */
+                struct itimerspec it = {{0, 0}, {t.tv_sec + ns / 1000000000, ns % 1000000000}};
+                if (timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL) != 0)
+                    fail("timerfd_settime");
+            }
+            double prev = clock_us(CLOCK_MONOTONIC), longest = 0.0, began = 0.0;
+            for (;;) {
+                double c = clock_us(CLOCK_MONOTONIC);
+                if (prev >= target - 2.0 && c - prev > longest) {
+                    longest = c - prev;
+                    began = prev;
+                }
+                prev = c;
+                if (c > target + 60.0) break;
+            }
+            if (armed) {
+                uint64_t expirations;
+                if (read(fd, &expirations, sizeof expirations) != sizeof expirations)
+                    fail("read timerfd");
+                gap_us[i] = longest;
+                at_us[i] = began - target;
+            } else {
+                base_us[i] = longest;
+            }
+        }
+    }
+    print_array("fire_gap_us", gap_us, n);
+    printf(", ");
+    print_array("fire_at_us", at_us, n);
+    printf(", ");
+    print_array("base_gap_us", base_us, n);
+    close(fd);
+    free(gap_us);
+    free(at_us);
+    free(base_us);
+}
+
 /* The "ack" benchmark on a connection of its own (its ACK state is the batches'): three warm-up
  * pairs, then ``repeats`` pairs of an "ack" and a "held" batch; prints the six arrays. */
 static void measure_ack(int repeats, char *buf) {
@@ -707,6 +768,8 @@ int main(int argc, char **argv) {
     measure_ack(repeats, buf);
     printf("}, \"timer_arm\": {");
     measure_timer_arm(repeats * 50);
+    printf("}, \"timer_fire\": {");
+    measure_timer_fire(repeats * 50);
     printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
