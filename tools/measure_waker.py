@@ -80,15 +80,22 @@ def measure(n: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return first, runs
 
 
-def update(d: dict[str, Any], settings: dict[str, Any], runs: list[dict[str, Any]]) -> dict:
-    """The profile ``d`` with ``timer_spread_s`` from its own records and ``waker_curve_s`` from
-    ``runs``, their provenance, and the runs in ``measured.waker``; refuses a profile of another
-    kernel than ``settings``' (where the runs were measured)."""
+def same_kernel(d: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The kernel release of ``settings`` (where a measurement was made), if it is the profile
+    ``d``'s; else ValueError naming both."""
     release = settings["kernel"]["release"]
     if release != d["machine"]["kernel"]:
         raise ValueError(
             f"profile: made on kernel {d['machine']['kernel']!r}, this machine runs {release!r}"
         )
+    return release
+
+
+def update(d: dict[str, Any], settings: dict[str, Any], runs: list[dict[str, Any]]) -> dict:
+    """The profile ``d`` with ``timer_spread_s`` from its own records and ``waker_curve_s`` from
+    ``runs``, their provenance, and the runs in ``measured.waker``; refuses a profile of another
+    kernel than ``settings``' (where the runs were measured)."""
+    release = same_kernel(d, settings)
     spread = timer_spread(d["measured"]["wake"])
     combined = combine(runs)
     curve = waker_curve(combined)
