@@ -38,6 +38,8 @@ __all__ = [
     "states_agree",
     "WINDOW_TOL",
     "window_within",
+    "state_numbers",
+    "state_findings",
 ]
 
 #: The bundled trace (``tools/bbr_trace.py``).
@@ -149,3 +151,57 @@ def window_within(states: pd.DataFrame) -> dict[str, bool]:
         k, sim = float(w.loc[("kernel", mode)]), float(w.loc[("simulator", mode)])
         out[str(mode)] = abs(sim / k - 1.0) <= WINDOW_TOL
     return out
+
+
+def state_numbers(states: pd.DataFrame) -> dict[str, float]:
+    """What chapter 9 quotes of :func:`kernel_states` beside :func:`simulated_states`
+    (``states``, both concatenated) and of the bundled trace's Nagle run: the Nagle server's
+    estimate (10th, 50th, 90th percentile, Gb/s) in the kernel and its median in the simulator;
+    the trace's rows whose last counted sample was a lone tail (one packet), their median interval
+    (us) and its rate (Gb/s); the kernel's smallest window (packets) against the segments a QD-8
+    loop of 16 KiB responses keeps in flight; and both servers' median windows (packets) on
+    both sides, with the window tolerance (percent)."""
+    from models import data
+
+    st = states.set_index(["source", "server_sock_mode"])
+    trace = data.load(TRACE_TABLE)
+    ktr = trace[trace["server_sock_mode"] == "nagle"]
+    one = ktr[ktr["sample_delivered_packets"] == 1]  # samples of a lone tail
+    k_n, s_n = st.loc[("kernel", "nagle")], st.loc[("simulator", "nagle")]
+    k_nd, s_nd = st.loc[("kernel", "nodelay")], st.loc[("simulator", "nodelay")]
+    tail_us = float(one["sample_interval_us"].median())
+    return {
+        "k_lo": float(k_n["estimate_q10_gbps"]),
+        "k_med": float(k_n["estimate_q50_gbps"]),
+        "k_hi": float(k_n["estimate_q90_gbps"]),
+        "s_med": float(s_n["estimate_q50_gbps"]),
+        "tail_n": len(one),
+        "rows_n": len(ktr),
+        "tail_us": tail_us,
+        "tail_gbps": GBPS_PER_PACKET_PER_US / tail_us,
+        "cwnd_min": int(ktr["cwnd_packets"].min()),
+        # QD x segments per response (header + data)
+        "flight": 8 * -(-(framing.ISCSI_HEADER_BYTES + 16384) // MSS_BYTES),
+        "win_k_nd": float(k_nd["window_q50_packets"]),
+        "win_s_nd": float(s_nd["window_q50_packets"]),
+        "win_k_n": float(k_n["window_q50_packets"]),
+        "win_s_n": float(s_n["window_q50_packets"]),
+        "win_tol": WINDOW_TOL * 100,  # share -> percent
+        "s_lo": float(s_n["estimate_q10_gbps"]),
+    }
+
+
+def state_findings(states: pd.DataFrame, n: dict[str, float]) -> dict[str, bool]:
+    """What chapter 9 says of the traced runs (``n`` from :func:`state_numbers`): the states
+    agree (:func:`states_agree`); the kernel's Nagle estimate spans a factor of ten and the
+    simulator's stays near its top; the kernel's window fell below the QD-8 flight; the NODELAY
+    server's simulated window is within the tolerance and the Nagle server's below the kernel's."""
+    return {
+        "the states agree": states_agree(states),
+        "the kernel's estimate spans a factor of ten": n["k_hi"] > 10 * n["k_lo"],
+        "the simulator's stays near its top": n["s_lo"] > 0.5 * n["k_hi"],
+        "the kernel's window fell below the flight": n["cwnd_min"] < n["flight"],
+        "the NODELAY window within, the Nagle one not": window_within(states)
+        == {"nodelay": True, "nagle": False},
+        "the simulated Nagle window below the kernel's": n["win_s_n"] < n["win_k_n"],
+    }
