@@ -25,6 +25,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from models import framing
+from models.sim.kernels import get_profile
+
 __all__ = [
     "PROFILE",
     "HEADER_BYTES",
@@ -41,10 +44,10 @@ __all__ = [
 #: The host profile of the machine chapter 4 measured the stall's end on (``data/hosts``).
 PROFILE = "kernel6_machine3"
 #: Bytes of a request and of a response header in the harness's iSCSI-like loop.
-HEADER_BYTES = 48
-#: How long a stalled server sleeps, in seconds, the delayed-ACK timer's 40 ms
-#: (``TCP_DELACK_MIN``, ten ticks at HZ 250).
-STALL_IDLE_S = 40e-3
+HEADER_BYTES = framing.ISCSI_HEADER_BYTES
+#: How long a stalled server sleeps, in seconds: the delayed-ACK timer's minimum
+#: (``TCP_DELACK_MIN``, 40 ms) in the linux-6 kernel profile.
+STALL_IDLE_S = get_profile("linux-6").delack_min_s
 
 
 def wake_after(side: dict[str, Any], idle_s: float) -> float:
