@@ -45,8 +45,8 @@ __all__ = [
 PROFILE = "kernel6_machine3"
 #: Bytes of a request and of a response header in the harness's iSCSI-like loop.
 HEADER_BYTES = framing.ISCSI_HEADER_BYTES
-#: How long a stalled server sleeps, in seconds: the delayed-ACK timer's minimum
-#: (``TCP_DELACK_MIN``, 40 ms) in the linux-6 kernel profile.
+#: How long a stalled server sleeps (seconds), the delayed-ACK timer's minimum
+#: (``TCP_DELACK_MIN``, 40 ms) of the linux-6 kernel profile.
 STALL_IDLE_S = get_profile("linux-6").delack_min_s
 
 
