@@ -28,11 +28,11 @@ from typing import Any
 from measure_waker import same_kernel
 
 from models.measure import costs
-from models.measure.profile import timer_costs
+from models.measure.profile import TIMER_FIELDS, timer_costs
 from models.sim import hostprofile
 
 #: The two fields, in the order printed.
-FIELDS = ("timer_arm_cpu_s", "timer_fire_cpu_s")
+FIELDS = TIMER_FIELDS
 
 
 def measure(n: int) -> tuple[dict[str, Any], list[dict[str, float]]]:

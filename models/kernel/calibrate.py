@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from models import framing
-from models.sim.hostprofile import COST_RANGES, Range
+from models.sim.hostranges import COST_RANGES, Range
 
 __all__ = [
     "HostCosts",
@@ -114,7 +114,7 @@ _US = (
     "segment's path through the stack (Butterfield 2017's stage times)"
 )
 #: Where the search may go (in seconds), narrower than the profile's
-#: plausible ranges (:data:`models.sim.hostprofile.COST_RANGES`) at the
+#: plausible ranges (:data:`models.sim.hostranges.COST_RANGES`) at the
 #: bottom, where a cost of nanoseconds is a corner of the search, not a host.
 RANGES: dict[str, Range] = {
     "op_s": Range(0.2e-6, 200e-6, _US),

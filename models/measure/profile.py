@@ -42,6 +42,8 @@ __all__ = [
     "wake_costs",
     "timer_spread",
     "timer_costs",
+    "TIMER_BENCHMARKS",
+    "TIMER_FIELDS",
     "waker_curve",
     "measured_costs",
     "sweep_rows",
@@ -109,6 +111,16 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
+#: The pacing timer's host fields, each with the costs benchmark and key that measure it
+#: (microseconds).
+TIMER_BENCHMARKS = {
+    "timer_arm_cpu_s": ("timer_arm", "arm_us"),
+    "timer_fire_cpu_s": ("timer_fire", "fire_us"),
+}
+#: Those fields, in order.
+TIMER_FIELDS = tuple(TIMER_BENCHMARKS)
+
+
 def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     """The pacing timer's two costs from :func:`models.measure.costs.summarise`'s ``costs``, as
     host fields in seconds (``timer_arm_cpu_s``, ``timer_fire_cpu_s``); a cost the benchmark
@@ -120,10 +132,7 @@ def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     {}
     """
     out = {}
-    for name, key, field in (
-        ("timer_arm", "arm_us", "timer_arm_cpu_s"),
-        ("timer_fire", "fire_us", "timer_fire_cpu_s"),
-    ):
+    for field, (name, key) in TIMER_BENCHMARKS.items():
         us = float((costs.get(name) or {}).get(key) or 0.0)
         if us > 0 and math.isfinite(us):
             out[field] = round(us * 1e-6, 12)  # us -> s
@@ -440,7 +449,7 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
             + provenance.get(field, "not set")
         )
     timers = timer_costs(c)  # measured alone, never fitted: this machine's, or none
-    for field in ("timer_arm_cpu_s", "timer_fire_cpu_s"):
+    for field in TIMER_FIELDS:
         host.pop(field, None)
         provenance.pop(field, None)
         if field in timers:

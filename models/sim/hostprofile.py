@@ -24,7 +24,7 @@ Schema, version 1 (a JSON object)::
       "settings": {...}                 # optional record, never applied
     }
 
-Only the cost fields of :data:`COST_RANGES` may be set, each a number of seconds (the share
+Only the cost fields of :data:`~models.sim.hostranges.COST_RANGES` may be set, each a number of seconds (the share
 ``wake_late_share``: a number from 0 to 1) inside its
 documented plausible range (checked when a profile loads; a value outside is an error naming
 the field, its range and the value).  The ranges are deliberately wide: they reject a unit
@@ -90,17 +90,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from models.sim.hostranges import COST_RANGES, CURVE_RANGES
+
 __all__ = [
     "SCHEMA",
     "VERSION",
-    "Range",
-    "COST_RANGES",
     "HostProfile",
     "validate",
     "load",
@@ -125,157 +124,6 @@ _TOP = {"schema", "version", "machine", "host", "server", "client", "provenance"
 _RECORDS = {"measured", "fit", "settings", "notes"}
 _MACHINE_REQUIRED = ("kernel", "config_hz", "congestion_control", "date")
 _MACHINE_OPTIONAL = ("cpus", "machine", "load", "autocorking")
-
-
-@dataclasses.dataclass(frozen=True)
-class Range:
-    """A plausible range of one cost and where it comes from; seconds unless ``unit`` says
-    otherwise (a share is a number without unit)."""
-
-    lo_s: float
-    hi_s: float
-    source: str
-    unit: str = "seconds"
-
-    def check(self, where: str, value: Any) -> float:
-        """``value`` as a float if it is a finite number in ``[lo_s, hi_s]``; else ValueError."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            what = "of seconds" if self.unit == "seconds" else f"({self.unit})"
-            raise ValueError(f"host profile: {where} must be a number {what}, got {value!r}")
-        v = float(value)
-        if not (math.isfinite(v) and self.lo_s <= v <= self.hi_s):
-            raise ValueError(
-                f"host profile: {where} must be in [{self.lo_s:g}, {self.hi_s:g}] {self.unit} "
-                f"({self.source}), got {value!r}"
-            )
-        return v
-
-
-_SYSCALL = (
-    "a system call's entry and exit alone take a fraction of a microsecond "
-    "(Soares and Stumm 2010); tens of microseconds on old or virtualised hosts"
-)
-#: The costs a profile may set (``Host`` fields), with their plausible ranges in seconds.
-COST_RANGES: dict[str, Range] = {
-    "wake_s": Range(
-        0.5e-6,
-        200e-6,
-        "a context switch costs a few microseconds (McVoy and Staelin 1996; Li, Ding and "
-        "Shen 2007); waking an idle virtual CPU adds tens of microseconds (Butterfield 2017's "
-        "wake-ups; this machine's p90)",
-    ),
-    "wake_fast_s": Range(
-        0.5e-6,
-        200e-6,
-        "a wake-up that finds the CPU still polling skips the trip through the host's "
-        "scheduler: a few microseconds (Linux documentation, 'The KVM halt polling system')",
-    ),
-    "wake_fast_idle_s": Range(
-        0.0,
-        1e-3,
-        "how long an idle CPU keeps polling: KVM's and the guest's haltpoll default at most "
-        "200 us, adapted to recent wake-ups (Linux documentation, 'The KVM halt polling system')",
-    ),
-    "wake_late_share": Range(
-        0.0,
-        0.5,
-        "a minority of wake-ups: this machine's pipe wake-ups after idle gaps of 2-160 us have "
-        "a 90th percentile within 40 % of the median, so fewer than one in ten is late there; in "
-        "a loop the two threads and both soft interrupts share two CPUs, so a thread also finds "
-        "its CPU taken or halted deeper",
-        unit="share of wake-ups",
-    ),
-    "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
-    "timer_spread_s": Range(
-        0.0, 1e-3, "none on a CPU still polling, tens of us on a descheduled virtual CPU"
-    ),
-    "timer_arm_cpu_s": Range(
-        0.0,
-        50e-6,
-        "reprogramming a CPU's timer: well under a microsecond on hardware, a trap to the "
-        "hypervisor on a virtual machine (5.8 us on the third machine)",
-    ),
-    "timer_fire_cpu_s": Range(
-        0.0,
-        50e-6,
-        "a timer's interrupt: a microsecond or two on hardware, an exit to the hypervisor and "
-        "back on a virtual machine (12.5 us on the third machine)",
-    ),
-    "tbf_late_s": Range(
-        0.0,
-        1e-3,
-        "an hrtimer's interrupt and the transmit soft interrupt after it: microseconds on "
-        "hardware, tens of microseconds when the timer's interrupt comes through a hypervisor "
-        "(tools/tbf_timer_sweep.py measures it)",
-    ),
-    "handoff_cpu_s": Range(
-        0.0,
-        50e-6,
-        "a message passed between two CPUs: its cache lines move and the other CPU is woken "
-        "by an interrupt between processors, a virtual machine's exit when virtual; at most a "
-        "context switch's range",
-    ),
-    "handoff_ack_cpu_s": Range(
-        0.0, 20e-6, "a pure ACK processed away from its socket's CPU, at most a segment's"
-    ),
-    "send_byte_cpu_s": Range(
-        0.0,
-        10e-9,
-        "copying a byte costs well under a nanosecond on a host of this century (memory "
-        "bandwidth of several GB/s); 10 ns per byte is a unit mistake",
-    ),
-    "recv_byte_cpu_s": Range(
-        0.0,
-        10e-9,
-        "copying a byte costs well under a nanosecond on a host of this century (memory "
-        "bandwidth of several GB/s); 10 ns per byte is a unit mistake",
-    ),
-    "send_cpu_s": Range(0.05e-6, 50e-6, _SYSCALL),
-    "gso_cpu_s": Range(0.0, 50e-6, "one buffer through the TCP/IP stack: " + _SYSCALL),
-    "tx_cpu_s": Range(0.0, 20e-6, "per-segment work below TCP (Butterfield 2017's SK)"),
-    "softirq_s": Range(0.0, 20e-6, "receive processing per segment (Butterfield 2017's SI)"),
-    "ack_cpu_s": Range(0.0, 20e-6, "receive processing of a pure ACK, at most a segment's"),
-    "proc_s": Range(
-        0.0, 1e-3, "an application's work per message, from none to a millisecond (a disk I/O)"
-    ),
-    "tx_latency_s": Range(
-        0.0, 500e-6, "transmit start: zero on loopback, interrupt moderation on a NIC (Intel 2007)"
-    ),
-    "rx_latency_s": Range(
-        0.0, 500e-6, "receive start: zero on loopback, interrupt moderation on a NIC (Intel 2007)"
-    ),
-}
-
-
-#: The curves a profile may set (``Host`` fields of (idle, latency) points): the ranges of each
-#: point's idle and of its latency.
-CURVE_RANGES: dict[str, tuple[Range, Range]] = {
-    "wake_curve_s": (
-        Range(
-            0.0,
-            1.0,
-            "an idle time: from microseconds (a CPU still polling) past the 40 ms of a "
-            "delayed-ACK stall",
-        ),
-        Range(
-            0.5e-6,
-            1e-3,
-            "a wake-up: a few microseconds on a CPU still polling (COST_RANGES' wake_fast_s), "
-            "tens to hundreds of microseconds for a virtual CPU idle for milliseconds, which "
-            "its host descheduled (this machine's long-gap medians)",
-        ),
-    ),
-    "waker_curve_s": (
-        Range(0.0, 1.0, "an idle time of the peer's CPU, as wake_curve_s's"),
-        Range(
-            0.0,
-            1e-3,
-            "what an interrupt to a halted CPU adds to the call that sends it: nothing to a CPU "
-            "still polling, microseconds to tens of microseconds through a hypervisor (this "
-            "machine's pipe writes that wake a thread after long idles)",
-        ),
-    ),
-}
 
 
 def _curve(where: str, value: Any) -> list:

@@ -11,10 +11,10 @@ transmits.  Sequence numbers are relative: the first byte is 1.
 * ``push`` (``net/ipv4/tcp_output.c``, ``tcp_write_xmit``): first, for
   each buffer, pacing may stop the push (``tcp_pacing_check``, asked
   before the windows and Nagle, so held data arm the pacing timer too);
-  every buffer but the last leaves; the last one's partial tail (its bytes beyond the
-  last whole MSS) waits when corked, or in Nagle mode when the Nagle rule
-  holds it (``tcp_nagle_test``; for a buffer of several MSS the full part
-  leaves, ``tcp_mss_split_point``).  The congestion rule
+  every buffer but the last leaves; the last one's partial tail (its
+  bytes beyond the last whole MSS) waits when corked, or in Nagle mode
+  when the Nagle rule holds it (``tcp_nagle_test``; for a buffer of
+  several MSS the full part leaves, ``tcp_mss_split_point``).  The congestion rule
   (:mod:`models.sim.rules.cc`) may cut a buffer or stop the push: the
   congestion window, the peer's window ``snd_wnd``, pacing.
 * A buffer leaves as one GSO/TSO super-packet: MSS-sized segments on the

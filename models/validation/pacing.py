@@ -30,6 +30,8 @@ from models.validation.fidelity import IOPS_TOL
 
 __all__ = [
     "TRACE_TABLE",
+    "TRACE_QD",
+    "TRACE_IOSIZE_BYTES",
     "QUANTILES",
     "MSS_BYTES",
     "GBPS_PER_PACKET_PER_US",
@@ -46,6 +48,9 @@ __all__ = [
 TRACE_TABLE = "kernel6_bbr_trace"
 #: Quantiles of the estimate each summary gives.
 QUANTILES = (0.1, 0.5, 0.9)
+#: The traced scenario's queue depth and response payload, bytes.
+TRACE_QD = 8
+TRACE_IOSIZE_BYTES = 16384
 #: The traced runs' MSS (veth at MTU 1500), bytes.
 MSS_BYTES = framing.mss(1500)
 #: Gb/s of one full segment per microsecond (x MSS bytes x 8 bits, / 1000: Mb/us -> Gb/s).
@@ -106,11 +111,13 @@ def simulated_states(profile: Any = None, ops: int = 1500) -> pd.DataFrame:
 
     run = load_kernel_run(prefix=PACING_PREFIX)
     t = run.table("iscsi_loop")
-    pick = (t["link"] == "veth-1500") & (t["cc"] == "bbr") & (t["iosize_bytes"] == 16384)
+    pick = (
+        (t["link"] == "veth-1500") & (t["cc"] == "bbr") & (t["iosize_bytes"] == TRACE_IOSIZE_BYTES)
+    )
     host = ProfileHost(profile or hostprofile.shipped())
     rows = []
     for mode in ("nagle", "nodelay"):
-        row = t[pick & (t["qd"] == 8) & (t["sock_mode"] == mode)].iloc[0].to_dict()
+        row = t[pick & (t["qd"] == TRACE_QD) & (t["sock_mode"] == mode)].iloc[0].to_dict()
         sc = field_scenario("iscsi_loop", row, host, run.hz)
         sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
         model = sim.server_ep.sender.cc.model
@@ -158,9 +165,9 @@ def state_numbers(states: pd.DataFrame) -> dict[str, float]:
     (``states``, both concatenated) and of the bundled trace's Nagle run: the Nagle server's
     estimate (10th, 50th, 90th percentile, Gb/s) in the kernel and its median in the simulator;
     the trace's rows whose last counted sample was a lone tail (one packet), their median interval
-    (us) and its rate (Gb/s); the kernel's smallest window (packets) against the segments a QD-8
-    loop of 16 KiB responses keeps in flight; and both servers' median windows (packets) on
-    both sides, with the window tolerance (percent)."""
+    (us) and its rate (Gb/s); the kernel's smallest window (packets) against the segments the
+    traced loop keeps in flight (:data:`TRACE_QD` responses of :data:`TRACE_IOSIZE_BYTES`); and
+    both servers' median windows (packets) on both sides, with the window tolerance (percent)."""
     from models import data
 
     st = states.set_index(["source", "server_sock_mode"])
@@ -181,7 +188,7 @@ def state_numbers(states: pd.DataFrame) -> dict[str, float]:
         "tail_gbps": GBPS_PER_PACKET_PER_US / tail_us,
         "cwnd_min": int(ktr["cwnd_packets"].min()),
         # QD x segments per response (header + data)
-        "flight": 8 * -(-(framing.ISCSI_HEADER_BYTES + 16384) // MSS_BYTES),
+        "flight": TRACE_QD * -(-(framing.ISCSI_HEADER_BYTES + TRACE_IOSIZE_BYTES) // MSS_BYTES),
         "win_k_nd": float(k_nd["window_q50_packets"]),
         "win_s_nd": float(s_nd["window_q50_packets"]),
         "win_k_n": float(k_n["window_q50_packets"]),

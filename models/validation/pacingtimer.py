@@ -4,10 +4,10 @@ Under bbr, ``tcp_write_xmit`` first asks whether the socket's next departure tim
 (``tcp_pacing_check``); if it is, it arms the pacing hrtimer and stops, before the windows or Nagle
 are asked.  A response larger than an MSS leaves as its full segments, and its sub-MSS tail,
 which Nagle would hold anyway, meets the pacing check first: so the timer is armed, and later
-fires, about once per operation.  On the third machine (a virtual machine) arming that timer and
-taking its interrupt cost the CPU 5.8 and 12.5 microseconds (``python -m models.measure costs``:
-``timer_arm``, ``timer_fire``; ``Host.timer_arm_cpu_s``, ``Host.timer_fire_cpu_s``), so how
-often it happens decides what pacing costs.
+fires, about once per operation.  On a virtual machine arming that timer and taking its interrupt
+cost the CPU microseconds each (``python -m models.measure costs``: ``timer_arm``,
+``timer_fire``; ``Host.timer_arm_cpu_s``, ``Host.timer_fire_cpu_s``, which the third machine's
+profiles record), so how often it happens decides what pacing costs.
 
 The dataset (:data:`TABLE`, ``tools/pacing_timer_sweep.py``) counts the timers with ``perf stat``
 in every configuration of chapter 9's pinned sample where bbr meets a server that lets Nagle hold
@@ -26,6 +26,8 @@ count.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from models.measure import profile as profile_fields
 
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
@@ -79,7 +81,7 @@ CLASS_SHARE = 0.8
 #: Nagle within the tolerance (they add 7 with the kept profile; set after seeing it).
 SHARE_STEP_PCT = 5.0
 #: The pacing timer's two host costs.
-TIMER_FIELDS = ("timer_arm_cpu_s", "timer_fire_cpu_s")
+TIMER_FIELDS = profile_fields.TIMER_FIELDS
 
 
 def classify(per_op: float) -> str:
@@ -96,13 +98,7 @@ def configs() -> list[dict[str, Any]]:
     """The pinned sample's unlimited-link rows under bbr with a server that lets Nagle hold data
     (:func:`models.validation.machines.bbr_held`), as :data:`CONFIG_KEY` dicts, in the sample's
     order."""
-    from models.kernel import load_kernel_run
-    from models.validation import ackheld, machines
-
-    t = load_kernel_run(prefix=ackheld.PREFIX).table("iscsi_loop")
-    t = t[ackheld.unlimited(t)]
-    t = t[machines.bbr_held(t)]
-    return [{k: _plain(r[k]) for k in CONFIG_KEY} for r in t.to_dict("records")]
+    return [dict(zip(CONFIG_KEY, key)) for key in _sample_rows()]
 
 
 def _plain(v: Any) -> Any:
@@ -121,25 +117,26 @@ def _sample_rows() -> dict[tuple, dict[str, Any]]:
     return {tuple(_plain(r[k]) for k in CONFIG_KEY): r for r in t.to_dict("records")}
 
 
-def simulated_arms(profile: Any, row: dict[str, Any], hz: int, ops: int = OPS) -> tuple:
-    """The simulator's pacing timers per operation and its IOPS on the pinned sample's ``row``
-    with the host ``profile``, as chapter 9 simulates the sample
-    (:func:`models.validation.fidelity.field_scenario`), ``ops`` operations."""
+def simulated_arms(profile: Any, row: dict[str, Any], hz: int, ops: int = OPS) -> float:
+    """The simulator's pacing timers per operation on the pinned sample's ``row`` with the host
+    ``profile``, as chapter 9 simulates the sample
+    (:func:`models.validation.fidelity.field_scenario`) but ``ops`` operations long: the
+    sample's own runs are a few hundred operations, in which bbr's start-up still weighs on a
+    count per operation, and the kernel's runs count tens of thousands."""
     from models.sim.engine import Simulation
     from models.validation.fidelity import ProfileHost, field_scenario
 
     sc = field_scenario("iscsi_loop", row, ProfileHost(profile), hz)
     sim = Simulation(sc.replace(run={"ops": ops}))
     r = sim.run()
-    arms = getattr(sim.server_ep.sender.cc, "timer_arms", 0)
-    return arms / max(1, r.completed_total), float(r.iops)
+    return getattr(sim.server_ep.sender.cc, "timer_arms", 0) / max(1, r.completed_total)
 
 
 def table(profile: Any = None) -> pd.DataFrame:
     """The kernel's counts (:data:`TABLE`, every run) beside the simulator's on the same
     configuration with ``profile`` (default the profile chapter 9 holds to the pinned sample,
-    :func:`models.validation.ackheld.kept_name`): columns ``sim_arms_per_op``, ``sim_iops``,
-    both classes (:func:`classify`) and ``right``."""
+    :func:`models.validation.ackheld.kept_name`): columns ``sim_arms_per_op``, both classes
+    (:func:`classify`) and ``right``."""
     from models.data import load
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
@@ -149,12 +146,10 @@ def table(profile: Any = None) -> pd.DataFrame:
     hz = load_kernel_run(prefix=ackheld.PREFIX).hz
     rows = _sample_rows()
     k = load(TABLE).copy()
-    sims = [
+    k["sim_arms_per_op"] = [
         simulated_arms(p, rows[tuple(_plain(r[c]) for c in CONFIG_KEY)], hz)
         for r in k.to_dict("records")
     ]
-    k["sim_arms_per_op"] = [a for a, _ in sims]
-    k["sim_iops"] = [i for _, i in sims]
     k["kernel_class"] = k["arms_per_op"].map(classify)
     k["sim_class"] = k["sim_arms_per_op"].map(classify)
     k["right"] = k["kernel_class"] == k["sim_class"]
