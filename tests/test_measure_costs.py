@@ -106,6 +106,15 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert profile.waker_curve(c["wake"])[-1][1] == pytest.approx(
             max(long[-1]["asleep_waker_median_us"] - base, 0.0) * 1e-6  # us -> s
         )
+        # the socket wake-up after the same gaps, and the ping-pong: a round trip in poll()
+        # costs more than one spinning, and each side idles most of it
+        tcp = c["wake"]["tcp_by_gap"]
+        assert [g["gap_us"] for g in tcp] == [g["gap_us"] for g in gaps]
+        assert all(0.1 < g["median_us"] < 10_000 for g in tcp)
+        pp = c["wake"]["pingpong"]
+        assert 0.1 < pp["spin_median_us"] < pp["poll_median_us"] < 10_000
+        assert pp["wake_us"] > 0 and pp["idle_us"] > pp["wake_us"]
+        assert pp["samples"] == costs.QUICK["samples"]
         # arming a timer: reprogramming the clock event costs more than a timer that is not next
         t = c["timer_arm"]
         assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50
@@ -230,6 +239,43 @@ def test_the_kernel_s_smallest_round_trip_is_recorded_and_not_fitted_to():
     # without the kernel's numbers nothing is recorded
     plain = profile.build_profile(_fake_costs(), _rows(truth), _fake_median, max_evaluations=60)
     assert "kernel_min_rtt_us" not in plain["fit"]
+
+
+def _socket_wake(fake: dict) -> dict:
+    """``fake`` costs with the socket wake-up and the ping-pong measured."""
+    fake["costs"]["wake"]["tcp_by_gap"] = [
+        {"gap_us": 2.0, "median_us": 18.0, "p90_us": 20.0, "samples": 8},
+        {"gap_us": 160.0, "median_us": 24.0, "p90_us": 30.0, "samples": 8},
+    ]
+    fake["costs"]["wake"]["pingpong"] = {"wake_us": 23.0, "idle_us": 81.0}
+    return fake
+
+
+def test_the_socket_wake_up_holds_the_path_at_half_the_round_trip():
+    rows = _rows(_fake_truth())
+    for r in rows:
+        r["min_rtt_us"] = 3  # tcpi_min_rtt: one way at most 1.5 us
+    d = profile.build_profile(_socket_wake(_fake_costs()), rows, _fake_median, max_evaluations=60)
+    p = hostprofile.validate(d)
+    h = p.side("server")
+    assert "path_s" in d["fit"]["fixed"] and "path_s" not in d["fit"]["fitted"]
+    assert h["tx_latency_s"] == h["rx_latency_s"] == pytest.approx(0.75e-6)
+    assert p.provenance["tx_latency_s"].startswith("measured: half the kernel's smallest")
+    # the socket's curve, moved to read the ping-pong's wake-up at its idle gap (81 us: 21 us on
+    # the tcp curve, so 2 us higher everywhere); the steps are gone
+    assert [(round(i * 1e6), round(w * 1e6, 3)) for i, w in h["wake_curve_s"]] == [
+        (2, 20.0),
+        (160, 26.0),
+    ]
+    assert "ping-pong" in p.provenance["wake_curve_s"] and "wake_fast_s" not in d["host"]
+    # without the kernel's round trip, or without the ping-pong, the path is fitted as before
+    plain = profile.build_profile(
+        _socket_wake(_fake_costs()), _rows(_fake_truth()), _fake_median, max_evaluations=60
+    )
+    assert "path_s" in plain["fit"]["fitted"] and "wake_curve_s" not in plain["host"]
+    half = _socket_wake(_fake_costs())
+    del half["costs"]["wake"]["pingpong"]
+    assert "path_s" in profile.build_profile(half, rows, _fake_median, 60)["fit"]["fitted"]
 
 
 def test_the_waker_s_cost_becomes_a_measured_curve_of_the_profile():

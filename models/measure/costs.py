@@ -15,6 +15,13 @@ loopback and without privileges:
   been descheduled by its host and wake slower still; each with what the waker's ``write()``
   cost, and each long gap again with the waker asleep through it too (``asleep_*``), as the two
   threads of a stalled loop both are;
+* the cross-CPU wake-up after the same short gaps over a **loopback TCP socket** instead of the
+  pipe (``tcp_by_gap``): the sleeper waits in ``poll()`` as the harness's threads do, and the
+  latency runs from the waker's ``send()`` to ``poll()``'s return, the segment's trip through
+  both stacks included; and a **ping-pong** of 48-byte messages between two threads on two CPUs
+  over such a socket (``pingpong``), each waiting in ``poll()`` and, for comparison, each
+  spinning: half the difference of the round trips is what a wake-up adds in a request/response
+  loop, where the waker goes idle right after its ``send()``;
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
@@ -278,6 +285,27 @@ def ack_cost(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pingpong(raw: dict[str, Any]) -> dict[str, float]:
+    """The ping-pong benchmark's medians (microseconds): the round trip with both threads waiting
+    in ``poll()`` and with both spinning, what one wake-up adds to a round trip (half their
+    difference), and how long each thread idles per round trip (the polling round trip less its
+    own two calls, half the spinning one).
+
+    >>> p = pingpong({"bytes": 48, "poll_us": [52.0, 53.0, 54.0], "spin_us": [7.0, 7.2, 7.4]})
+    >>> p["wake_us"], p["idle_us"]
+    (22.9, 49.4)
+    """
+    poll, spin = _median(raw["poll_us"]), _median(raw["spin_us"])
+    return {
+        "bytes": raw["bytes"],
+        "poll_median_us": poll,
+        "spin_median_us": spin,
+        "wake_us": round((poll - spin) / 2, 6),
+        "idle_us": round(poll - spin / 2, 6),
+        "samples": len(raw["poll_us"]),
+    }
+
+
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     """Robust statistics of the C program's raw samples (see the module docstring)."""
     wake = {
@@ -289,7 +317,8 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         for name in ("pipe", "futex", "pipe_cross")
         if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
     }
-    for name in ("cross_by_gap", "cross_by_long_gap"):  # the second: none before its benchmark
+    # the last two: none before their benchmarks
+    for name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):
         by_gap = [
             {
                 "gap_us": g["gap_us"],
@@ -312,6 +341,9 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         ]
         if by_gap:
             wake[name] = by_gap  # type: ignore[assignment]
+    pp = raw["wake"].get("pingpong")  # none before its benchmark, or on one CPU
+    if pp and pp["poll_us"] and pp["spin_us"]:
+        wake["pingpong"] = pingpong(pp)
     send = [
         {
             "bytes": s["bytes"],
@@ -442,9 +474,17 @@ def format_costs(result: dict[str, Any]) -> str:
         f"load {st['load']} -> {st['load_after']}",
     ]
     for name, w in c["wake"].items():
-        if name in ("cross_by_gap", "cross_by_long_gap"):
+        if name == "pingpong":
             lines.append(
-                "wake-up (pipe_cross) after the sleeper's CPU idled: "
+                f"ping-pong over TCP, {w['bytes']} B each way: round trip {w['poll_median_us']:.1f} "
+                f"us in poll(), {w['spin_median_us']:.1f} us spinning; a wake-up adds "
+                f"{w['wake_us']:.1f} us (each side idles {w['idle_us']:.0f} us)"
+            )
+            continue
+        if name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):
+            how = "a TCP socket in poll()" if name == "tcp_by_gap" else "pipe_cross"
+            lines.append(
+                f"wake-up ({how}) after the sleeper's CPU idled: "
                 + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)
                 + " us (medians)"
             )

@@ -32,7 +32,16 @@ from typing import Any
 
 from models.sim import hostprofile
 
-from .wakeups import FAST_FACTOR, WAKE_STEPS, timer_spread, wake_costs, wake_curve, waker_curve
+from .wakeups import (
+    FAST_FACTOR,
+    WAKE_STEPS,
+    one_way_path_s,
+    socket_wake_curve,
+    timer_spread,
+    wake_costs,
+    wake_curve,
+    waker_curve,
+)
 
 __all__ = [
     "RUNS",
@@ -143,9 +152,11 @@ def smallest_round_trip_us(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: each run's
     ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds), ``None`` without it.
 
-    It is recorded, not fitted to: the simulator charges a data segment's trip through the two
-    stacks to the sender's CPU (``gso_cpu_s``), which does not delay the segment, so its path
-    latency is less than half that round trip.
+    It bounds the simulator's path latency: a round trip holds a data segment's trip, its ACK's
+    trip back and both receptions, so one way is at most half of it.  When the socket wake-up was
+    measured (``tcp_by_gap``) the calibration holds the path there
+    (:func:`~models.measure.wakeups.one_way_path_s`); without it the path is fitted, and the fit
+    has put it far above that bound (it stood in for the socket wake-up's extra cost).
 
     >>> smallest_round_trip_us([{"min_rtt_us": 5}, {"min_rtt_us": 3}])
     3.0
@@ -248,6 +259,15 @@ def build_profile(
     fixed = measured_costs(c)
     floor = fixed.pop("op_floor_s")
     curve = wake_curve(c["wake"])
+    # With the socket wake-up measured and the kernel's smallest round trip known, the path is
+    # held at half that round trip and the wake-ups are the socket's: the fit no longer
+    # stretches the path to stand in for a dearer wake-up than a pipe's.
+    trip = smallest_round_trip_us(rows)
+    path = one_way_path_s(trip)
+    socket = socket_wake_curve(c["wake"]) if path is not None else ()
+    if socket and path is not None:
+        curve = socket
+        fixed["path_s"] = path
     spread = timer_spread(c["wake"])
     waker = waker_curve(c["wake"])
     timers = timer_costs(c)
@@ -305,7 +325,13 @@ def build_profile(
         "its timer fires, less the longest without a timer (timer_fire)",
         "wake_curve_s": "measured: median pipe wake-up of a thread on another CPU after each "
         "idle gap, 2 us to 40 ms (cross_by_gap and cross_by_long_gap); it decides every "
-        "wake-up, wake_s stays for what else stands in for a wake-up",
+        "wake-up, wake_s stays for what else stands in for a wake-up"
+        if not socket
+        else "measured: median wake-up of a thread in poll() on a loopback TCP socket, woken "
+        "from another CPU after each idle gap of 2 us to 1.28 ms (tcp_by_gap), moved to read "
+        "at the ping-pong's idle gap what a wake-up adds to its round trip (pingpong); the "
+        "pipe's after longer gaps (cross_by_long_gap), if measured; it decides every wake-up, "
+        "wake_s stays for what else stands in for a wake-up",
         "waker_curve_s": "measured: the median of the waker's pipe write() after each idle gap "
         "of the sleeper's CPU, less its median after the shortest gap (cross_by_gap and "
         "cross_by_long_gap)",
@@ -323,6 +349,11 @@ def build_profile(
         "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
         "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
     }
+    if socket:
+        how["path_s"] = (
+            f"measured: half the kernel's smallest round trip on the sweep's runs "
+            f"(tcpi_min_rtt {trip:g} us), split evenly between the two ends"
+        )
     if "ack_s" in fixed:
         how["ack_cpu_s"] = (
             "measured: CPU of a pure ACK sent and processed on loopback (one thread), the "
@@ -346,7 +377,6 @@ def build_profile(
         "the fitted per-segment cost is in gso_cpu_s"
     )
     key = "p50" if target == "median" else "mean"
-    trip = smallest_round_trip_us(rows)
     rows_out = [
         {
             "sock_mode": r["sock_mode"],

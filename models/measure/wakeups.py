@@ -15,6 +15,8 @@ __all__ = [
     "WAKE_STEPS",
     "wake_costs",
     "wake_curve",
+    "socket_wake_curve",
+    "one_way_path_s",
     "timer_spread",
     "waker_curve",
 ]
@@ -139,3 +141,70 @@ def waker_curve(wake: Mapping[str, Any]) -> tuple:
         )
         for g in gaps
     )
+
+
+def one_way_path_s(min_rtt_us: float | None) -> float | None:
+    """A segment's one-way trip through both stacks, seconds, as the calibration holds it: half
+    the kernel's smallest round trip (``tcpi_min_rtt``, whole microseconds; ``None`` without
+    one).  A round trip is a data segment's trip, its ACK's trip back and both receptions, so
+    one way is at most half of it: the largest the measurement allows.
+
+    >>> one_way_path_s(3.0) * 1e6
+    1.5
+    >>> one_way_path_s(None) is None
+    True
+    """
+    if min_rtt_us is None or not min_rtt_us > 0:
+        return None
+    return float(min_rtt_us) / 2 * 1e-6  # round trip in us -> one way in s
+
+
+def _at(points: list, x: float) -> float:
+    """``points`` (``(x, y)``, x rising) read at ``x``: linear between them, the end points'
+    beyond."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x < x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[-1][1]
+
+
+def socket_wake_curve(wake: Mapping[str, Any]) -> tuple:
+    """The wake-up as the harness's threads meet it, ``(idle, latency)`` points in seconds
+    (``Host.wake_curve_s``).
+
+    Its shape comes from ``tcp_by_gap`` (a thread in ``poll()`` on a loopback TCP socket, woken
+    by a segment sent from another CPU after each idle gap, the waker spinning on), its level
+    from the ping-pong (``pingpong``: what a wake-up adds to a round trip of two threads that
+    each go idle after their ``send()``, the trips and calls taken out by the spinning round
+    trip): the curve is ``tcp_by_gap`` moved so that at the ping-pong's idle gap it reads the
+    ping-pong's wake-up.  The move holds the segment's trip (which the simulator adds as path
+    latency before the wake-up) and the dearer wake-up when the waker idles too; it is measured
+    at one gap and taken as the same at every short gap.  After the short gaps come the pipe's
+    long gaps (``cross_by_long_gap``) as measured, if any.  Empty without both benchmarks (the
+    profile keeps the pipe's wake-ups, :func:`wake_curve`).
+
+    >>> w = {"tcp_by_gap": [{"gap_us": 2, "median_us": 18.0}, {"gap_us": 100, "median_us": 20.0},
+    ...                     {"gap_us": 1280, "median_us": 40.0}],
+    ...      "pingpong": {"wake_us": 23.0, "idle_us": 51.0},
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
+    >>> [(round(i * 1e6), round(t * 1e6, 1)) for i, t in socket_wake_curve(w)]  # us
+    [(2, 22.0), (100, 24.0), (1280, 44.0), (40000, 61.0)]
+    >>> socket_wake_curve({"tcp_by_gap": w["tcp_by_gap"]})
+    ()
+    """
+    short = sorted(wake.get("tcp_by_gap") or [], key=lambda g: g["gap_us"])
+    pp = wake.get("pingpong")
+    if not short or not pp:
+        return ()
+    pts = [(float(g["gap_us"]), float(g["median_us"])) for g in short]
+    move = float(pp["wake_us"]) - _at(pts, float(pp["idle_us"]))  # us
+    points = [(g * 1e-6, max(m + move, 0.0) * 1e-6) for g, m in pts]  # us -> s
+    last = pts[-1][0]
+    points += [
+        (g["gap_us"] * 1e-6, g["median_us"] * 1e-6)  # us -> s
+        for g in sorted(wake.get("cross_by_long_gap") or [], key=lambda g: g["gap_us"])
+        if g["gap_us"] > last
+    ]
+    return tuple(points)

@@ -19,6 +19,24 @@
  *                          about that long when the wake-up comes: how the wake-up's cost grows
  *                          with the idle time (a virtual CPU that halted only briefly may still
  *                          be polling, in the guest or in the hypervisor).  N / 4 samples per gap.
+ *   wake.tcp_by_gap[]      cross_by_gap's gaps and sleeper's CPU again, over a connected loopback
+ *                          TCP socket (TCP_NODELAY) instead of the pipe: the waker send()s the
+ *                          time, the sleeper waits in poll() and reads the clock when poll()
+ *                          returns (then recv()s it), as the harness's threads (qdperf.c) wait
+ *                          for a request or a response.  Besides the wake-up it holds the
+ *                          segment's trip through both stacks (the loopback's receive soft
+ *                          interrupt runs on the waker's CPU, as in the harness) and poll()'s
+ *                          own work.  N / 4 samples per gap.
+ *   pingpong               a request/response loop of two threads pinned to different CPUs over
+ *                          a connected loopback TCP socket (TCP_NODELAY), 48 bytes each way, N
+ *                          round trips, timed by the requester per round trip: poll_us, each
+ *                          thread waiting in poll() between its messages (both CPUs idle in
+ *                          turn, each woken by the other's segment, as the harness's threads
+ *                          are at QD 1), and spin_us, each thread spinning on a non-blocking
+ *                          recv() instead (no wake-up: the two trips and the four calls).
+ *                          Half their difference is what one wake-up adds to a round trip
+ *                          where the waker itself goes idle right after its send(), which the
+ *                          one-way benchmarks above (the waker spins) do not see.
  *   wake.cross_by_long_gap[] the same for the long gaps LONG_GAPS_US (2.5 to 40 ms, the idle a
  *                          40 ms delayed-ACK stall leaves behind at HZ 250): a virtual CPU idle
  *                          for milliseconds may have been descheduled by its host and wake slower
@@ -95,6 +113,7 @@
 #include <linux/futex.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -167,6 +186,8 @@ struct wake {
     double *lat_us;
     double *waker_us; /* the waker's write(), wall clock, or NULL */
     int use_futex;
+    int use_tcp;   /* a loopback TCP connection instead of the pipe: send(), poll() */
+    int sock_w, sock_r; /* its two ends (TCP_NODELAY), with use_tcp */
     int cpu; /* the sleeper's CPU, or -1 for anywhere */
     int spin; /* the waker spins through the gap instead of sleeping */
 };
@@ -188,7 +209,19 @@ static void *sleeper(void *arg) {
     if (w->cpu >= 0 && pin_to(w->cpu) != 0) fail("pin sleeper");
     for (int i = 0; i < w->n; i++) {
         double t0;
-        if (w->use_futex) {
+        if (w->use_tcp) { /* the harness's loop: poll() until readable, then recv() */
+            struct pollfd p = {w->sock_r, POLLIN, 0};
+            while (poll(&p, 1, -1) != 1) {
+            }
+            double t1 = clock_us(CLOCK_MONOTONIC);
+            size_t got = 0;
+            while (got < sizeof t0) {
+                ssize_t r = recv(w->sock_r, (char *)&t0 + got, sizeof t0 - got, 0);
+                if (r <= 0) fail("tcp wake recv");
+                got += (size_t)r;
+            }
+            w->lat_us[i] = t1 - t0;
+        } else if (w->use_futex) {
             uint32_t want = (uint32_t)i + 1u;
             while (atomic_load(&w->word) != want) futex(&w->word, FUTEX_WAIT_PRIVATE, want - 1u);
             double t1 = clock_us(CLOCK_MONOTONIC);
@@ -209,13 +242,22 @@ static void spin_us(double us) {
     }
 }
 
-static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin, double *out,
+static void connected_pair(int *snd, int *rcv);
+
+/* kind: WAKE_PIPE, WAKE_FUTEX or WAKE_TCP (a loopback TCP connection, the sleeper in poll()) */
+enum { WAKE_PIPE, WAKE_FUTEX, WAKE_TCP };
+
+static void measure_wake(int n, double gap_us, int kind, int cpu, int spin, double *out,
                          double *waker_out) {
+    int use_futex = kind == WAKE_FUTEX, use_tcp = kind == WAKE_TCP;
     struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .waker_us = waker_out,
-                     .use_futex = use_futex, .cpu = cpu, .spin = spin};
+                     .use_futex = use_futex, .use_tcp = use_tcp, .cpu = cpu, .spin = spin};
     atomic_store(&w.word, 0u);
     atomic_store(&w.acked, 0);
-    if (!use_futex && pipe(w.pipe_fd) != 0) fail("pipe");
+    if (use_tcp)
+        connected_pair(&w.sock_w, &w.sock_r);
+    else if (!use_futex && pipe(w.pipe_fd) != 0)
+        fail("pipe");
     pthread_t th;
     if (pthread_create(&th, NULL, sleeper, &w) != 0) fail("pthread_create");
     for (int i = 0; i < n; i++) {
@@ -229,7 +271,9 @@ static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin,
         }
         while (atomic_load(&w.acked) < i) sched_yield(); /* the sleeper took the last one */
         double t0 = clock_us(CLOCK_MONOTONIC);
-        if (use_futex) {
+        if (use_tcp) {
+            if (send(w.sock_w, &t0, sizeof t0, 0) != (ssize_t)sizeof t0) fail("tcp wake send");
+        } else if (use_futex) {
             atomic_store(&w.posted_us, t0);
             atomic_store(&w.word, (uint32_t)i + 1u);
             futex(&w.word, FUTEX_WAKE_PRIVATE, 1);
@@ -239,10 +283,76 @@ static void measure_wake(int n, double gap_us, int use_futex, int cpu, int spin,
         if (w.waker_us) w.waker_us[i] = clock_us(CLOCK_MONOTONIC) - t0;
     }
     pthread_join(th, NULL);
-    if (!use_futex) {
+    if (use_tcp) {
+        close(w.sock_w);
+        close(w.sock_r);
+    } else if (!use_futex) {
         close(w.pipe_fd[0]);
         close(w.pipe_fd[1]);
     }
+}
+
+/* ------------------------------------------------------------------ ping-pong */
+
+#define PP_BYTES 48
+
+struct pingpong {
+    int fd, cpu, n, spin;
+};
+
+/* Wait until fd has bytes: poll(), or a spin on a non-blocking peek. */
+static void pp_wait(int fd, int spin) {
+    if (spin) {
+        char b;
+        while (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
+        }
+        return;
+    }
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) != 1) {
+    }
+}
+
+static void pp_read(int fd, char *buf, int spin) {
+    int got = 0;
+    while (got < PP_BYTES) {
+        pp_wait(fd, spin);
+        ssize_t r = recv(fd, buf + got, (size_t)(PP_BYTES - got), MSG_DONTWAIT);
+        if (r > 0) got += (int)r;
+        else if (r == 0) fail("pingpong: peer closed");
+    }
+}
+
+static void *pp_responder(void *arg) {
+    struct pingpong *pp = arg;
+    char buf[PP_BYTES];
+    if (pin_to(pp->cpu) != 0) fail("pin responder");
+    for (int i = 0; i < pp->n; i++) {
+        pp_read(pp->fd, buf, pp->spin);
+        if (send(pp->fd, buf, PP_BYTES, 0) != PP_BYTES) fail("pingpong send");
+    }
+    return NULL;
+}
+
+/* n round trips from CPU a to a responder on CPU b; out[i] the i-th, microseconds. */
+static void measure_pingpong(int n, int a, int b, int spin, double *out) {
+    int req, rsp;
+    connected_pair(&req, &rsp);
+    struct pingpong pp = {rsp, b, n, spin};
+    pthread_t th;
+    if (pin_to(a) != 0) fail("pin requester");
+    if (pthread_create(&th, NULL, pp_responder, &pp) != 0) fail("pthread_create");
+    char buf[PP_BYTES];
+    memset(buf, 1, sizeof buf);
+    for (int i = 0; i < n; i++) {
+        double t0 = clock_us(CLOCK_MONOTONIC);
+        if (send(req, buf, PP_BYTES, 0) != PP_BYTES) fail("pingpong send");
+        pp_read(req, buf, spin);
+        out[i] = clock_us(CLOCK_MONOTONIC) - t0;
+    }
+    pthread_join(th, NULL);
+    close(req);
+    close(rsp);
 }
 
 /* ------------------------------------------------------------------ sockets */
@@ -623,6 +733,9 @@ int main(int argc, char **argv) {
     int long_n = samples / 40 > 8 ? samples / 40 : 8;
     double *by_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *waker_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *tcp_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *pp_poll = calloc((size_t)samples, sizeof(double));
+    double *pp_spin = calloc((size_t)samples, sizeof(double));
     double *waker_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *asleep_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *asleep_waker = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
@@ -630,7 +743,7 @@ int main(int argc, char **argv) {
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
-    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !waker_long ||
+    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !tcp_gap || !pp_poll || !pp_spin || !waker_long ||
         !asleep_long || !asleep_waker || !cpu || !wall || !segs || !buf)
         fail("calloc");
 
@@ -638,7 +751,7 @@ int main(int argc, char **argv) {
     measure_wake(samples, gap_us, 0, -1, 0, pipe_us, NULL);
     measure_wake(samples, gap_us, 1, -1, 0, futex_us, NULL);
     /* two CPUs this process may use: the waker on the first, the sleeper on the second */
-    int n_cross = 0, n_gaps = 0, n_long = 0, first = -1, second = -1;
+    int n_cross = 0, n_gaps = 0, n_long = 0, n_pp = 0, first = -1, second = -1;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
         for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
@@ -654,7 +767,13 @@ int main(int argc, char **argv) {
             for (int g = 0; g < NGAPS; g++)
                 measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n,
                              waker_gap + (size_t)g * gap_n);
+            for (int g = 0; g < NGAPS; g++)
+                measure_wake(gap_n, GAPS_US[g], WAKE_TCP, second, 1, tcp_gap + (size_t)g * gap_n,
+                             NULL);
             n_gaps = NGAPS;
+            measure_pingpong(samples, first, second, 0, pp_poll);
+            measure_pingpong(samples, first, second, 1, pp_spin);
+            n_pp = samples;
             for (int g = 0; g < NLONG; g++)
                 measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n,
                              waker_long + (size_t)g * long_n);
@@ -685,7 +804,17 @@ int main(int argc, char **argv) {
         print_array("waker_us", waker_gap + (size_t)g * gap_n, gap_n);
         printf("}");
     }
-    printf("], \"cross_by_long_gap\": [");
+    printf("], \"tcp_by_gap\": [");
+    for (int g = 0; g < n_gaps; g++) {
+        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
+        print_array("lat_us", tcp_gap + (size_t)g * gap_n, gap_n);
+        printf("}");
+    }
+    printf("], \"pingpong\": {\"bytes\": %d, ", PP_BYTES);
+    print_array("poll_us", pp_poll, n_pp);
+    printf(", ");
+    print_array("spin_us", pp_spin, n_pp);
+    printf("}, \"cross_by_long_gap\": [");
     for (int g = 0; g < n_long; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
         print_array("lat_us", by_long + (size_t)g * long_n, long_n);
