@@ -27,7 +27,9 @@ def test_the_end_is_the_inequality_s_on_the_profile_s_times():
     assert r["CD_us"] == pytest.approx(t["CD"] * 1e6) and r["CD_us"] > 0  # s -> us
     assert r["mss_bytes"] == framing.mss(framing.MAX_MTU)
     # the chapter's sweep measured only some depths: predicted_qd picks the largest of them
-    assert SE.predicted_qd(p, [1, 2, 4, 8, 10, 12], 512, r["mss_bytes"]) == (10, "wake-up")
+    assert r["qd_stall_max"] == 14
+    assert SE.predicted_qd(p, [1, 2, 4, 8, 10, 12], 512, r["mss_bytes"]) == (12, "wake-up")
+    assert SE.predicted_qd(p, [1, 2, 4, 8, 10], 512, r["mss_bytes"]) == (10, "wake-up")
 
 
 def test_a_dearer_wake_up_for_the_waker_ends_the_stall_sooner():
@@ -65,7 +67,7 @@ def test_bad_sizes_are_refused_by_name(kwargs, word):
 def test_the_command_prints_the_end_and_its_terms(capsys, tmp_path):
     assert main(["stall-end"]) == 0
     out = capsys.readouterr().out
-    assert f"{PROFILE} (the book's)" in out and "up to QD 11" in out and "CD 13.6 us" in out
+    assert f"{PROFILE} (the book's)" in out and "up to QD 14" in out and "CD 13.6 us" in out
     path = tmp_path / "mine.json"
     path.write_text(hostprofile.shipped(PROFILE).dumps())
     assert (

@@ -15,7 +15,7 @@ the depth at which they do.  :func:`stall_end` gives everything at once and
 >>> p = hostprofile.shipped("kernel6_machine3")
 >>> r = stall_end(p, payload=512, mtu=65536)
 >>> r["qd_stall_max"], r["ended_by"]
-(11, 'wake-up')
+(14, 'wake-up')
 >>> stall_end(p, payload=4096, mtu=9000)["ended_by"]
 'segment'
 """
@@ -136,7 +136,7 @@ def predicted_qd(profile: Any, qds: list[int], payload: int, mss: int) -> tuple[
     >>> from models.sim import hostprofile
     >>> p = hostprofile.shipped("kernel6_machine3")
     >>> predicted_qd(p, [1, 2, 4, 8, 10, 12, 16], 512, 65483)
-    (10, 'wake-up')
+    (12, 'wake-up')
     >>> predicted_qd(p, [1, 2, 4, 8], 4096, 8948)
     (2, 'segment')
     """
