@@ -277,7 +277,6 @@ def test_bbr_paces_buffers_after_ten_segments():
 
     class S(_Tx):
         queue = ()
-        in_send = True  # the checks below run inside the thread's send()
 
     tx = S()
     tx.loop = loop

@@ -115,16 +115,16 @@ def test_the_fast_forward_stays_exact_with_the_costs():
     assert socs[0] == pytest.approx(socs[1], rel=1e-9)
 
 
-def _bbr_server(fire_us: float = 0.0, one_machine: bool = False):
+def _bbr_server(fire_us: float = 0.0):
     """A simulation (not run) whose server socket runs bbr with Nagle on, MSS 1448, 64 KiB
     buffers, paced (past its first ten segments), and the pacing timer's fire cost
-    ``fire_us``; with ``one_machine``, both ends on one machine of two CPUs."""
+    ``fire_us``."""
     from models.sim import Scenario
 
     sc = Scenario(
         kernel={"congestion_control": "bbr", "size_goal": 65536, "autocork": False},
         server={"timer_fire_cpu_s": fire_us * US},
-        link={"mtu": 1500, **({"softirq_on_sender": True} if one_machine else {})},
+        link={"mtu": 1500},
     )
     sim = Simulation(sc)
     tx = sim.server_ep.sender
@@ -163,30 +163,3 @@ def test_the_timer_fires_after_its_interrupt_and_charges_it():
         tx.cc._on_pace(t, None)
     assert tx0.soft_cpu_fs == 0
     assert tx1.soft_cpu_fs == 12_500_000_000  # charged to the soft interrupt, once
-
-
-@pytest.mark.parametrize("in_send", [True, False])
-def test_the_timer_fires_on_the_cpu_that_armed_it(in_send):
-    # the pacing hrtimer is pinned to the CPU that armed it (HRTIMER_MODE_ABS_PINNED_SOFT): armed
-    # by the server's send(), its interrupt and the push it allows run on the server's CPU, which
-    # on one machine also receives the frames the server sends (the server-to-client channel's
-    # soft interrupt); armed by an ACK's soft interrupt, on the CPU that took the ACK (the
-    # client-to-server channel's, where the sender's other soft work goes)
-    sim, tx = _bbr_server(12.5, one_machine=True)
-    now = 1000 * FS_PER_US
-    tx.write(now, 3000, False)
-    assert tx.cc.wstamp > now and tx.cc.timer_arms == 0
-    if in_send:
-        tx.write(now, 100, False)  # held: the pacing check arms the timer inside the send()
-    else:
-        tx.cc.paced(tx, now)  # an ACK's soft interrupt meets the pacing check
-    assert tx.cc.timer_arms == 1 and tx.cc.armed_in_send is in_send
-    own, peer = sim.s2c.softirq_busy, sim.c2s.softirq_busy
-    expires = tx.cc.timer.entry[0]
-    tx.cc.timer.entry = None
-    tx.cc._on_pace(expires, None)
-    fire = 12_500_000_000  # 12.5 us in fs
-    if in_send:
-        assert sim.s2c.softirq_busy - own == fire and sim.c2s.softirq_busy == peer
-    else:
-        assert sim.c2s.softirq_busy - peer == fire and sim.s2c.softirq_busy == own

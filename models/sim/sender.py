@@ -320,23 +320,16 @@ class Sender(SenderView):
         self.thread_cpu = 0
         return cpu
 
-    def charge_soft(self, now: int, own_cpu: bool = False) -> None:
-        """Charge what left outside a ``send()`` to the soft interrupt
-        that released it, after the work queued there: the one of the
-        frames arriving (``ep.inbound``, where an ACK is processed), or
-        with ``own_cpu`` the one of this host's own CPU (a timer this
-        host's thread armed).  On one machine the frames a host sends are
-        received on its own CPU (``Link.softirq_on_sender``), so that is
-        its outgoing channel's; else it is ``ep.inbound`` as well."""
+    def charge_soft(self, now: int) -> None:
+        """Charge what left outside a ``send()`` to this host's soft
+        interrupt (``ep.inbound``), after the work queued there."""
         cpu = self.soft_cpu
         if cpu:
             self.soft_cpu = 0
             self.soft_cpu_fs += cpu
-            where = getattr(self.ep, "inbound", None)
-            if own_cpu and self.channel.cpu is not None:
-                where = self.channel
-            if where is not None:
-                where.charge(now, cpu)
+            inbound = getattr(self.ep, "inbound", None)
+            if inbound is not None:
+                inbound.charge(now, cpu)
 
     def set_cork(self, now: int, on: bool) -> int:
         """``setsockopt(TCP_CORK)``; clearing it pushes (with

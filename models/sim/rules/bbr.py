@@ -53,7 +53,6 @@ class Bbr(Reno):
         "timer_arm_fs",
         "timer_fire_fs",
         "timer_arms",
-        "armed_in_send",
     )
 
     def __init__(
@@ -76,9 +75,6 @@ class Bbr(Reno):
         self.timer_arms = 0  # times it was armed
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
         self.timer_fire_fs = 0
-        # armed by the thread's send() (not by the soft interrupt of an
-        # ACK): the hrtimer is pinned to the CPU that armed it
-        self.armed_in_send = False
         self.model.init_rate(init_cwnd, mss, 0)
 
     def bind(self, sender) -> None:
@@ -105,7 +101,6 @@ class Bbr(Reno):
             # release runs after the timer's interrupt (timer_fire_fs)
             t.arm(self.wstamp + self.timer_fire_fs)
             self.timer_arms += 1
-            self.armed_in_send = sender.in_send
             cost = self.timer_arm_fs
             if cost:  # the send() that arms it pays, or the soft interrupt
                 if sender.in_send:
@@ -177,12 +172,11 @@ class Bbr(Reno):
     def _on_pace(self, now: int, _arg: object) -> None:
         sender = self.sender
         if sender is not None:
-            # tcp_pace_kick: the interrupt's CPU, then the push it allows,
-            # on the CPU that armed the timer (HRTIMER_MODE_ABS_PINNED_SOFT)
+            # tcp_pace_kick: the interrupt's CPU, then the push it allows
             sender.soft_cpu += self.timer_fire_fs
             if sender.queue:
                 sender.push_pending(now)
-            sender.charge_soft(now, own_cpu=self.armed_in_send)
+            sender.charge_soft(now)
 
     # end rule: bbr
 
@@ -215,7 +209,6 @@ class Bbr(Reno):
         return (
             Reno.cycle_state(self, view),
             self.wstamp - view.now,
-            self.armed_in_send,
             min(self.segs_out, 10),
             (
                 m.mode,
