@@ -63,3 +63,17 @@ def test_a_wrong_ack_cost_fails_the_comparison(ev):
     table = ev.table.copy()
     table.loc[(k, "held"), "within_pct"] = wrong["within_pct"]
     assert not AH.findings(table)["holding it lowers no try's share by more than a few points"]
+
+
+def test_a_dearer_wake_up_fails_the_busy_split():
+    """The kept held profile with every wake-up 10 us dearer than measured (the wrong model): the
+    runs whose simulated server sleeps between batches fall outside the tolerance at their median,
+    so the claim that neither part is can tell a wrong wake-up."""
+    from models.validation import apart
+    from models.validation.fidelity import IOPS_TOL
+
+    d = copy.deepcopy(hostprofile.shipped(AH.kept_name()).to_dict())
+    d["host"]["wake_curve_s"] = [[i, w + 10e-6] for i, w in d["host"]["wake_curve_s"]]
+    io = FID.iops_table(AH.simulate(hostprofile.load(d)))
+    _, busy, slept = (row for _, row in apart.busy_split(io[~MA.bbr_held(io)]).iterrows())
+    assert abs(slept.median_ratio - 1) > IOPS_TOL

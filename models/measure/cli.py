@@ -357,8 +357,9 @@ def parser() -> argparse.ArgumentParser:
     )
     costs = sub.add_parser(
         "costs",
-        help="microbenchmarks on the loopback: thread wake-up (pipe, futex), send() CPU for "
-        "48 B-64 KiB, recv() CPU per segment, with the machine's settings (a few seconds)",
+        help="microbenchmarks on the loopback: thread wake-up (pipe, futex, a TCP socket in "
+        "poll(), a ping-pong), send() CPU for 48 B-64 KiB, recv() CPU per segment, a pure ACK, "
+        "bbr's pacing timer, with the machine's settings (about 13 s)",
     )
     costs.add_argument("--json", action="store_true", help="print everything as one JSON object")
     costs.add_argument(

@@ -230,23 +230,35 @@ def _split(ev: AckEvaluation) -> tuple:
 
 def split_findings(ev: AckEvaluation) -> dict[str, bool]:
     """The rest of what chapter 9 says: in the try where holding the measured ACK cost the fit
-    most, the eight runs preferred a smaller ACK and the held loss is more than twice the fitted
-    one; and with the kept held profile every claim of the pinned sweep's busy split
-    (:func:`models.validation.apart.busy_findings`, with :data:`KERNEL_MIN`) holds here too."""
+    most, the eight runs preferred an ACK more than twice or less than half the measured one; and,
+    with the kept held profile, of the pinned sweep's busy split
+    (:func:`models.validation.apart.busy_split`): the kernel's server kept serving from QD 4 on
+    (:func:`models.validation.apart.busy_findings`' claim, with :data:`KERNEL_MIN`), the runs whose
+    simulated server slept between batches are within the tolerance less often than those where it
+    kept busy, and neither part is outside the tolerance at its median (on the second machine the
+    slept runs were too slow; here, with the wake-up measured as the harness meets it, they are
+    not)."""
     from models.validation import apart
+    from models.validation.fidelity import IOPS_TOL
 
     t = ev.table
     w = _worse(t)
     held, fitted = t.loc[(w, "held")], t.loc[(w, "fitted")]
     split = _split(ev)[3]
+    _, busy, slept = (row for _, row in split.iterrows())
+    ratio = fitted["ack_us"] / held["ack_us"]
+    serving = "the kernel's server kept serving from QD 4 on"
     return {
-        "the eight runs preferred a smaller ACK where holding cost the fit": bool(
-            held["loss"] > 2 * fitted["loss"] and fitted["ack_us"] < held["ack_us"]
+        "the eight runs preferred an ACK far from the measured one where holding cost the fit": (
+            bool(ratio > 2 or ratio < 0.5)
         ),
-        **{
-            f"busy split: {k}": v
-            for k, v in apart.busy_findings(split, kernel_min=KERNEL_MIN).items()
-        },
+        f"busy split: {serving}": apart.busy_findings(split, kernel_min=KERNEL_MIN)[serving],
+        "busy split: the slept runs miss more often than the busy ones": bool(
+            slept.within_pct < busy.within_pct
+        ),
+        "busy split: neither part is outside the tolerance at its median": bool(
+            all(abs(r.median_ratio - 1) <= IOPS_TOL for r in (busy, slept))
+        ),
     }
 
 
@@ -278,5 +290,7 @@ def numbers(ev: AckEvaluation) -> dict[str, float]:
         "busy_within": float(busy.within_pct),
         "slept_n": int(slept.runs),
         "slept_within": float(slept.within_pct),
+        "busy_ratio": float(busy.median_ratio),
+        "slept_ratio": float(slept.median_ratio),
         "busy_k": float(min(busy.kernel_busy_median, slept.kernel_busy_median)),
     }
