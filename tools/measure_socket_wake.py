@@ -31,15 +31,13 @@ round trip, then about 7 s a refit.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
 
-from measure_waker import same_kernel
+from measure_waker import profile_args, same_kernel
 
 from models.measure import costs
 from models.measure.profile import build_profile, smallest_round_trip_us, sweep_rows
@@ -180,16 +178,7 @@ def update(
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--profile", type=Path, action="append", required=True, help="a host profile (JSON)"
-    )
-    p.add_argument("--runs", type=int, default=5, help="costs runs (1..50)")
-    p.add_argument("--write", action="store_true", help="write the profiles back")
-    ns = p.parse_args(argv)
-    if not 1 <= ns.runs <= 50:
-        p.error(f"--runs must be 1..50, got {ns.runs}")
-    profiles = [(path, json.loads(path.read_text())) for path in ns.profile]
+    ns, profiles = profile_args(__doc__, argv)
     settings, runs = measure(ns.runs)
     trip = smallest_round_trip_us(sweep_rows(quick=True))
     if trip is None:

@@ -19,13 +19,11 @@ operation on the loopback up to 16 KiB).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
-from measure_waker import same_kernel
+from measure_waker import profile_args, same_kernel
 
 from models.measure import costs
 from models.measure.profile import TIMER_FIELDS, timer_costs
@@ -88,16 +86,7 @@ def update(d: dict[str, Any], settings: dict[str, Any], runs: list[dict[str, flo
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--profile", type=Path, action="append", required=True, help="a host profile (JSON)"
-    )
-    p.add_argument("--runs", type=int, default=5, help="costs runs (1..50)")
-    p.add_argument("--write", action="store_true", help="write the profiles back")
-    ns = p.parse_args(argv)
-    if not 1 <= ns.runs <= 50:
-        p.error(f"--runs must be 1..50, got {ns.runs}")
-    profiles = [(path, json.loads(path.read_text())) for path in ns.profile]
+    ns, profiles = profile_args(__doc__, argv)
     settings, runs = measure(ns.runs)
     outs = []
     for path, d in profiles:

@@ -80,6 +80,22 @@ def measure(n: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return first, runs
 
 
+def profile_args(doc: str, argv: list[str] | None, runs: int = 5) -> tuple[Any, list]:
+    """The command line of a tool that measures into several host profiles (``--profile`` one or
+    more times, ``--runs`` 1..50, ``--write``): the parsed options and each profile as
+    ``(path, JSON object)``."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument(
+        "--profile", type=Path, action="append", required=True, help="a host profile (JSON)"
+    )
+    p.add_argument("--runs", type=int, default=runs, help="costs runs (1..50)")
+    p.add_argument("--write", action="store_true", help="write the profiles back")
+    ns = p.parse_args(argv)
+    if not 1 <= ns.runs <= 50:
+        p.error(f"--runs must be 1..50, got {ns.runs}")
+    return ns, [(path, json.loads(path.read_text())) for path in ns.profile]
+
+
 def same_kernel(d: dict[str, Any], settings: dict[str, Any]) -> str:
     """The kernel release of ``settings`` (where a measurement was made), if it is the profile
     ``d``'s; else ValueError naming both."""
