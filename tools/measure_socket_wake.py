@@ -32,12 +32,11 @@ round trip, then about 7 s a refit.
 from __future__ import annotations
 
 import copy
-import json
 import statistics
 import sys
 from typing import Any
 
-from measure_waker import profile_args, same_kernel
+from measure_waker import profile_args, same_kernel, save
 
 from models.measure import costs
 from models.measure.profile import build_profile, smallest_round_trip_us, sweep_rows
@@ -101,15 +100,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     pps = [run["pingpong"] for run in runs]
     poll = statistics.median(p["poll_median_us"] for p in pps)
     spin = statistics.median(p["spin_median_us"] for p in pps)
-    pingpong = {
-        "bytes": pps[0]["bytes"],
-        "poll_median_us": poll,
-        "spin_median_us": spin,
-        "wake_us": round((poll - spin) / 2, 6),  # as costs.pingpong
-        "idle_us": round(poll - spin / 2, 6),
-        "samples": sum(int(p["samples"]) for p in pps),
-        "runs": len(pps),
-    }
+    samples = sum(int(p["samples"]) for p in pps)
+    pingpong = {**costs.pingpong_summary(poll, spin, pps[0]["bytes"], samples), "runs": len(pps)}
     return {"tcp_by_gap": by_gap, "pingpong": pingpong}
 
 
@@ -170,9 +162,8 @@ def update(
         if later or (field not in out["host"] and field not in WAKE_STEPS):
             out["host"][field] = value
             out["provenance"][field] = how or "carried over"
-    for key in ("notes",):
-        if key in d:
-            out[key] = d[key]
+    if "notes" in d:
+        out["notes"] = d["notes"]
     hostprofile.validate(out)
     return out
 
@@ -216,8 +207,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             + f"; at bound {out['fit']['at_bound']}"
         )
         if ns.write:
-            path.write_text(json.dumps(out, indent=2) + "\n")
-            print(f"wrote {path}")
+            save(path, out)
     return outs
 
 

@@ -23,7 +23,7 @@ import json
 import statistics
 from typing import Any
 
-from measure_waker import profile_args, same_kernel
+from measure_waker import profile_args, same_kernel, save
 
 from models.measure import costs
 from models.measure.profile import TIMER_FIELDS, timer_costs
@@ -96,8 +96,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             each = " ".join(f"{r[f] * 1e6:.2f}" for r in runs)  # s -> us
             print(f"{path.name}: {f} {out['host'][f] * 1e6:.2f} us (runs: {each})")
         if ns.write:
-            path.write_text(json.dumps(out, indent=2) + "\n")
-            print(f"wrote {path}")
+            save(path, out)
     return outs
 
 

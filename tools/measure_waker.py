@@ -96,6 +96,12 @@ def profile_args(doc: str, argv: list[str] | None, runs: int = 5) -> tuple[Any, 
     return ns, [(path, json.loads(path.read_text())) for path in ns.profile]
 
 
+def save(path: Path, d: dict[str, Any]) -> None:
+    """Write the profile ``d`` to ``path`` as the bundled profiles are written, and say so."""
+    path.write_text(json.dumps(d, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
 def same_kernel(d: dict[str, Any], settings: dict[str, Any]) -> str:
     """The kernel release of ``settings`` (where a measurement was made), if it is the profile
     ``d``'s; else ValueError naming both."""
@@ -163,8 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
         asleep = "waker asleep" if "asleep_runs_us" in g else "waker spinning"
         print(f"idle {idle * 1e6:>8.0f} us: +{cost * 1e6:5.2f} us   ({asleep}, runs: {runs_us})")
     if ns.write:
-        ns.profile.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"wrote {ns.profile}")
+        save(ns.profile, out)
     return out
 
 

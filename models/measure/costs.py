@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from . import build, sysinfo
+from .costs_text import format_costs
 
 __all__ = [
     "QUICK",
@@ -88,6 +89,8 @@ __all__ = [
     "settings",
     "run_costs",
     "ack_cost",
+    "pingpong",
+    "pingpong_summary",
     "MIN_ACK_STEP",
     "summarise",
     "format_costs",
@@ -295,14 +298,20 @@ def pingpong(raw: dict[str, Any]) -> dict[str, float]:
     >>> p["wake_us"], p["idle_us"]
     (22.9, 49.4)
     """
-    poll, spin = _median(raw["poll_us"]), _median(raw["spin_us"])
+    return pingpong_summary(
+        _median(raw["poll_us"]), _median(raw["spin_us"]), raw["bytes"], len(raw["poll_us"])
+    )
+
+
+def pingpong_summary(poll_us: float, spin_us: float, nbytes: int, samples: int) -> dict:
+    """:func:`pingpong`'s fields from the two median round trips (microseconds)."""
     return {
-        "bytes": raw["bytes"],
-        "poll_median_us": poll,
-        "spin_median_us": spin,
-        "wake_us": round((poll - spin) / 2, 6),
-        "idle_us": round(poll - spin / 2, 6),
-        "samples": len(raw["poll_us"]),
+        "bytes": nbytes,
+        "poll_median_us": poll_us,
+        "spin_median_us": spin_us,
+        "wake_us": round((poll_us - spin_us) / 2, 6),
+        "idle_us": round(poll_us - spin_us / 2, 6),
+        "samples": samples,
     }
 
 
@@ -462,79 +471,3 @@ def run_costs(quick: bool = False) -> dict[str, Any]:
     before["load_after"] = sysinfo.load_average()
     before["quick"] = quick
     return {"settings": before, "costs": summarise(raw)}
-
-
-def format_costs(result: dict[str, Any]) -> str:
-    """The costs as a few lines of text (microseconds)."""
-    st, c = result["settings"], result["costs"]
-    k = st["kernel"]
-    lines = [
-        f"kernel {k['release']}, HZ {k['config_hz']}, {k['cpus']} CPUs, "
-        f"cc {st['congestion_control']}, autocorking {st['autocorking']}, "
-        f"load {st['load']} -> {st['load_after']}",
-    ]
-    for name, w in c["wake"].items():
-        if name == "pingpong":
-            lines.append(
-                f"ping-pong over TCP, {w['bytes']} B each way: round trip {w['poll_median_us']:.1f} "
-                f"us in poll(), {w['spin_median_us']:.1f} us spinning; a wake-up adds "
-                f"{w['wake_us']:.1f} us (each side idles {w['idle_us']:.0f} us)"
-            )
-            continue
-        if name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):
-            how = "a TCP socket in poll()" if name == "tcp_by_gap" else "pipe_cross"
-            lines.append(
-                f"wake-up ({how}) after the sleeper's CPU idled: "
-                + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)
-                + " us (medians)"
-            )
-            continue
-        lines.append(
-            f"wake-up ({name}): median {w['median_us']:.2f} us, p90 {w['p90_us']:.2f} us "
-            f"({w['samples']} samples)"
-        )
-    for s in c["send"]:
-        more = " MSG_MORE" if s["msg_more"] else ""
-        lines.append(
-            f"send() {s['bytes']} B{more}: CPU {s['cpu_us']:.2f} us per call, "
-            f"{s['segments_per_call']:.2f} segments per call"
-        )
-    m = c["send_model"]
-    lines.append(
-        f"send() split: {m['per_call_us']:.2f} us per call + {m['per_segment_us']:.2f} us per "
-        f"segment + {m['per_byte_ns']:.3f} ns per byte (worst misfit {m['max_residual_us']:.2f} us)"
-    )
-    r = c["recv"]
-    lines.append(
-        f"recv(): CPU {r['cpu_us_per_segment']:.2f} us per {r['bytes_per_segment']} B segment"
-    )
-    if "large" in r:
-        big = r["large"]
-        lines.append(
-            f"recv() of {big['bytes']} B: CPU {big['cpu_us']:.2f} us in {big['segments']:g} "
-            f"segments, {big['per_byte_ns']:.3f} ns per byte beyond small reads"
-        )
-    if "timer_arm" in c:
-        t = c["timer_arm"]
-        lines.append(
-            f"arming a timer: {t['near_us']:.2f} us when it becomes the CPU's next event, "
-            f"{t['far_us']:.2f} us when not: {t['arm_us']:.2f} us to reprogram the clock event "
-            f"(bbr's pacing timer; Host.timer_arm_cpu_s)"
-        )
-    if "timer_fire" in c:
-        t = c["timer_fire"]
-        lines.append(
-            f"a timer firing on a busy CPU: its interrupt takes {t['fire_us']:.2f} us "
-            f"(longest pause {t['gap_us']:.2f} us against {t['base_us']:.2f} us without a "
-            f"timer, beginning {t['at_us']:+.2f} us from the timer's time; bbr's pacing timer; "
-            f"Host.timer_fire_cpu_s)"
-        )
-    if "ack" in c:
-        a = c["ack"]
-        lines.append(
-            f"pure ACK, sent and processed: CPU {a['cpu_us_per_ack']:.2f} us per ACK "
-            f"(p10 {a['p10_us']:.2f}, p90 {a['p90_us']:.2f}; {a['repeats_used']} of "
-            f"{a['repeats']} repeats; {a['acks_per_iter']['ack']:.2f} against "
-            f"{a['acks_per_iter']['held']:.2f} ACKs per iteration)"
-        )
-    return "\n".join(lines)

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from models.sim import hostprofile
 
+from .calruns import QUICK_WINDOW_S, RUNS, WINDOW_S, smallest_round_trip_us, sweep_rows
 from .wakeups import (
     FAST_FACTOR,
     WAKE_STEPS,
@@ -61,16 +62,6 @@ __all__ = [
     "carry_over",
 ]
 
-#: The sweep's runs: (server socket mode, QD, payload bytes), on the host loopback.
-RUNS = tuple(
-    (mode, qd, size) for mode in ("nodelay", "more") for qd in (1, 8) for size in (512, 4096)
-)
-#: Measurement window per run, seconds (and with ``--quick``).
-WINDOW_S = 0.6
-QUICK_WINDOW_S = 0.15
-_WARMUP_S = 0.2  # seconds excluded from each run's statistics
-_QUICK_WARMUP_S = 0.05
-
 
 def _finite(x: float) -> float:
     return x if math.isfinite(x) and x > 0 else 0.0
@@ -91,33 +82,6 @@ def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
         "send_byte_s": max(m.get("per_byte_ns", 0.0), 0.0) * 1e-9,  # ns -> s
         "recv_byte_s": _finite(costs["recv"].get("large", {}).get("per_byte_ns", 0.0)) * 1e-9,
     }
-
-
-def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
-    """Run :data:`RUNS` on the host loopback; the ``iscsi_loop`` rows (one per run)."""
-    from .netns import Link, LinkSpec  # noqa: PLC0415 - the harness only when measuring
-    from .runner import RunSpec, run_one  # noqa: PLC0415
-    from .tables import rows_for  # noqa: PLC0415
-
-    window = QUICK_WINDOW_S if quick else WINDOW_S
-    warm = _QUICK_WARMUP_S if quick else _WARMUP_S
-    rows: list[dict[str, Any]] = []
-    with Link(LinkSpec("loopback")) as link:
-        for mode, qd, size in RUNS:
-            spec = RunSpec(
-                "iscsi", mode, qd, size, duration_s=window, warmup_s=warm, capture=False
-            )
-            res = run_one(spec, link)
-            # the kernel's smallest round trip on either socket (tcpi_min_rtt, whole microseconds)
-            rtts = [
-                (end.get("tcp_info") or {}).get("min_rtt_us") for end in (res.server, res.client)
-            ]
-            seen = [int(x) for x in rtts if x]
-            rows += [
-                {**row, **({"min_rtt_us": min(seen)} if seen else {})}
-                for row in rows_for("iscsi_loop", res, link)
-            ]
-    return rows
 
 
 #: The pacing timer's host fields, each with the costs benchmark and key that measure it
@@ -146,25 +110,6 @@ def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
         if us > 0 and math.isfinite(us):
             out[field] = round(us * 1e-6, 12)  # us -> s
     return out
-
-
-def smallest_round_trip_us(rows: Sequence[Mapping[str, Any]]) -> float | None:
-    """The kernel's smallest round trip in the sweep's ``rows`` (``min_rtt_us``: each run's
-    ``tcpi_min_rtt``, data sent to its ACK received, whole microseconds), ``None`` without it.
-
-    It bounds the simulator's path latency: a round trip holds a data segment's trip, its ACK's
-    trip back and both receptions, so one way is at most half of it.  When the socket wake-up was
-    measured (``tcp_by_gap``) the calibration holds the path there
-    (:func:`~models.measure.wakeups.one_way_path_s`); without it the path is fitted, and the fit
-    has put it far above that bound (it stood in for the socket wake-up's extra cost).
-
-    >>> smallest_round_trip_us([{"min_rtt_us": 5}, {"min_rtt_us": 3}])
-    3.0
-    >>> smallest_round_trip_us([{"qd": 1}]) is None
-    True
-    """
-    seen = [float(r["min_rtt_us"]) for r in rows if r.get("min_rtt_us")]
-    return min(seen) if seen else None
 
 
 def _simulated_median(

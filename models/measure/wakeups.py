@@ -159,17 +159,6 @@ def one_way_path_s(min_rtt_us: float | None) -> float | None:
     return float(min_rtt_us) / 2 * 1e-6  # round trip in us -> one way in s
 
 
-def _at(points: list, x: float) -> float:
-    """``points`` (``(x, y)``, x rising) read at ``x``: linear between them, the end points'
-    beyond."""
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x < x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return points[-1][1]
-
-
 def socket_wake_curve(wake: Mapping[str, Any]) -> tuple:
     """The wake-up as the harness's threads meet it, ``(idle, latency)`` points in seconds
     (``Host.wake_curve_s``).
@@ -194,12 +183,18 @@ def socket_wake_curve(wake: Mapping[str, Any]) -> tuple:
     >>> socket_wake_curve({"tcp_by_gap": w["tcp_by_gap"]})
     ()
     """
+    from models.sim.wakeups import curve_latency  # (read as the simulator reads a curve)
+
     short = sorted(wake.get("tcp_by_gap") or [], key=lambda g: g["gap_us"])
     pp = wake.get("pingpong")
     if not short or not pp:
         return ()
     pts = [(float(g["gap_us"]), float(g["median_us"])) for g in short]
-    move = float(pp["wake_us"]) - _at(pts, float(pp["idle_us"]))  # us
+    ps = 10**6  # picoseconds per microsecond: whole units for curve_latency
+    at_idle = curve_latency(
+        tuple((round(g * ps), round(m * ps)) for g, m in pts), round(float(pp["idle_us"]) * ps)
+    )
+    move = float(pp["wake_us"]) - at_idle / ps  # us
     points = [(g * 1e-6, max(m + move, 0.0) * 1e-6) for g, m in pts]  # us -> s
     last = pts[-1][0]
     points += [
