@@ -149,7 +149,32 @@ class Scenario:
     # -- building ---------------------------------------------------------
 
     def replace(self, **changes: Any) -> Scenario:
-        """A copy with parts replaced or changed: ``run={"ops": 50}``."""
+        """A copy with parts replaced or changed: ``run={"ops": 50}``.  With ``host`` (a profile)
+        it applies under each end's fields that differ from the default and under the changes
+        given for that end, as the constructor applies it.
+
+        >>> from models.sim import hostprofile
+        >>> p = hostprofile.shipped()
+        >>> s = Scenario().replace(host=p, server={"nodelay": True})
+        >>> s.server.nodelay, s.server.proc_s == p.side("server")["proc_s"]
+        (True, True)
+        """
+        if "host" in changes:
+            changes = dict(changes)
+            host = changes.pop("host")
+            for side in hostprofile.SIDES:
+                given = changes.get(side)
+                if given is not None and not isinstance(given, Mapping):
+                    continue  # a whole part given: it stands as it is
+                part, default = getattr(self, side), _DEFAULTS[side]
+                mine = {k: v for k, v in part.to_dict().items() if default.to_dict()[k] != v}
+                changes[side] = {**mine, **(given or {})}
+            rest = {k: v for k, v in self.parts().items() if k not in hostprofile.SIDES}
+            for name, value in changes.items():
+                if isinstance(value, Mapping) and name in PARTS and name not in hostprofile.SIDES:
+                    value = getattr(self, name).replace(_as=name, **value)
+                rest[name] = value
+            return Scenario(host=host, **rest)
         new: dict[str, Any] = {}
         for name, value in changes.items():
             if isinstance(value, Mapping) and name in PARTS:
