@@ -115,6 +115,11 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert 0.1 < pp["spin_median_us"] < pp["poll_median_us"] < 10_000
         assert pp["wake_us"] > 0 and pp["idle_us"] > pp["wake_us"]
         assert pp["samples"] == costs.QUICK["samples"]
+        # the requester's send() in its thread's CPU clock: the waker's share of a wake-up
+        assert 0 < pp["spin_send_cpu_us"] < 1000 and 0 < pp["poll_send_cpu_us"] < 1000
+        assert pp["waker_us"] == pytest.approx(
+            max(pp["poll_send_cpu_us"] - pp["spin_send_cpu_us"], 0.0), abs=1e-6
+        )
         # arming a timer: reprogramming the clock event costs more than a timer that is not next
         t = c["timer_arm"]
         assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50

@@ -21,7 +21,9 @@ loopback and without privileges:
   both stacks included; and a **ping-pong** of 48-byte messages between two threads on two CPUs
   over such a socket (``pingpong``), each waiting in ``poll()`` and, for comparison, each
   spinning: half the difference of the round trips is what a wake-up adds in a request/response
-  loop, where the waker goes idle right after its ``send()``;
+  loop, where the waker goes idle right after its ``send()``; and the requester's ``send()`` in
+  its thread's CPU clock in both, which wakes the responder in the first and not in the second
+  (``waker_us``, the waker's share of a wake-up);
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
@@ -294,18 +296,39 @@ def pingpong(raw: dict[str, Any]) -> dict[str, float]:
     difference), and how long each thread idles per round trip (the polling round trip less its
     own two calls, half the spinning one).
 
+    Where the requester's ``send()`` was timed in its thread's CPU clock (``poll_send_cpu_us``,
+    ``spin_send_cpu_us``), also the waker's share of a wake-up (``waker_us``): the median
+    ``send()`` whose segment wakes the sleeping responder less the median one that finds it
+    spinning.
+
     >>> p = pingpong({"bytes": 48, "poll_us": [52.0, 53.0, 54.0], "spin_us": [7.0, 7.2, 7.4]})
-    >>> p["wake_us"], p["idle_us"]
-    (22.9, 49.4)
+    >>> p["wake_us"], p["idle_us"], "waker_us" in p
+    (22.9, 49.4, False)
+    >>> p = pingpong({"bytes": 48, "poll_us": [53.0], "spin_us": [7.2],
+    ...               "poll_send_cpu_us": [11.0, 11.5], "spin_send_cpu_us": [4.5, 4.75]})
+    >>> p["waker_us"]
+    6.625
     """
+    poll_send, spin_send = raw.get("poll_send_cpu_us"), raw.get("spin_send_cpu_us")
     return pingpong_summary(
-        _median(raw["poll_us"]), _median(raw["spin_us"]), raw["bytes"], len(raw["poll_us"])
+        _median(raw["poll_us"]),
+        _median(raw["spin_us"]),
+        raw["bytes"],
+        len(raw["poll_us"]),
+        (_median(poll_send), _median(spin_send)) if poll_send and spin_send else None,
     )
 
 
-def pingpong_summary(poll_us: float, spin_us: float, nbytes: int, samples: int) -> dict:
-    """:func:`pingpong`'s fields from the two median round trips (microseconds)."""
-    return {
+def pingpong_summary(
+    poll_us: float,
+    spin_us: float,
+    nbytes: int,
+    samples: int,
+    send_cpu_us: tuple[float, float] | None = None,
+) -> dict:
+    """:func:`pingpong`'s fields from the two median round trips (microseconds) and, if measured,
+    the two median ``send()`` CPU times (sleeping responder, spinning responder; microseconds)."""
+    out = {
         "bytes": nbytes,
         "poll_median_us": poll_us,
         "spin_median_us": spin_us,
@@ -313,6 +336,12 @@ def pingpong_summary(poll_us: float, spin_us: float, nbytes: int, samples: int) 
         "idle_us": round(poll_us - spin_us / 2, 6),
         "samples": samples,
     }
+    if send_cpu_us is not None:
+        poll_send, spin_send = send_cpu_us
+        out["poll_send_cpu_us"] = poll_send
+        out["spin_send_cpu_us"] = spin_send
+        out["waker_us"] = round(max(poll_send - spin_send, 0.0), 6)
+    return out
 
 
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:

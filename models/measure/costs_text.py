@@ -24,6 +24,11 @@ def format_costs(result: dict[str, Any]) -> str:
                 f"ping-pong over TCP, {w['bytes']} B each way: round trip {w['poll_median_us']:.1f} "
                 f"us in poll(), {w['spin_median_us']:.1f} us spinning; a wake-up adds "
                 f"{w['wake_us']:.1f} us (each side idles {w['idle_us']:.0f} us)"
+                + (
+                    f"; the send() that wakes costs {w['waker_us']:.1f} us more CPU"
+                    if "waker_us" in w
+                    else ""
+                )
             )
             continue
         if name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):

@@ -37,6 +37,11 @@
  *                          Half their difference is what one wake-up adds to a round trip
  *                          where the waker itself goes idle right after its send(), which the
  *                          one-way benchmarks above (the waker spins) do not see.
+ *                          Both modes also time the requester's send() in its own thread's CPU
+ *                          clock (poll_send_cpu_us, spin_send_cpu_us): in poll_us its segment
+ *                          wakes the responder, in spin_us it does not; the difference is the
+ *                          waker's share of a wake-up (on a virtual machine the interrupt to
+ *                          the sleeper's idle CPU leaves the guest), the same clock reads in both.
  *   wake.cross_by_long_gap[] the same for the long gaps LONG_GAPS_US (2.5 to 40 ms, the idle a
  *                          40 ms delayed-ACK stall leaves behind at HZ 250): a virtual CPU idle
  *                          for milliseconds may have been descheduled by its host and wake slower
@@ -334,8 +339,10 @@ static void *pp_responder(void *arg) {
     return NULL;
 }
 
-/* n round trips from CPU a to a responder on CPU b; out[i] the i-th, microseconds. */
-static void measure_pingpong(int n, int a, int b, int spin, double *out) {
+/* n round trips from CPU a to a responder on CPU b; out[i] the i-th, microseconds; send_cpu[i]
+   the requester's thread CPU in its i-th send() (microseconds; the responder asleep in poll()
+   or spinning, by spin). */
+static void measure_pingpong(int n, int a, int b, int spin, double *out, double *send_cpu) {
     int req, rsp;
     connected_pair(&req, &rsp);
     struct pingpong pp = {rsp, b, n, spin};
@@ -346,7 +353,9 @@ static void measure_pingpong(int n, int a, int b, int spin, double *out) {
     memset(buf, 1, sizeof buf);
     for (int i = 0; i < n; i++) {
         double t0 = clock_us(CLOCK_MONOTONIC);
+        double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
         if (send(req, buf, PP_BYTES, 0) != PP_BYTES) fail("pingpong send");
+        send_cpu[i] = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
         pp_read(req, buf, spin);
         out[i] = clock_us(CLOCK_MONOTONIC) - t0;
     }
@@ -736,6 +745,8 @@ int main(int argc, char **argv) {
     double *tcp_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
     double *pp_poll = calloc((size_t)samples, sizeof(double));
     double *pp_spin = calloc((size_t)samples, sizeof(double));
+    double *pp_poll_send = calloc((size_t)samples, sizeof(double));
+    double *pp_spin_send = calloc((size_t)samples, sizeof(double));
     double *waker_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *asleep_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *asleep_waker = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
@@ -743,7 +754,8 @@ int main(int argc, char **argv) {
     double *wall = calloc((size_t)repeats, sizeof(double));
     double *segs = calloc((size_t)repeats, sizeof(double));
     char *buf = calloc(1, BIG);
-    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !tcp_gap || !pp_poll || !pp_spin || !waker_long ||
+    if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !tcp_gap || !pp_poll || !pp_spin || !pp_poll_send || !pp_spin_send ||
+        !waker_long ||
         !asleep_long || !asleep_waker || !cpu || !wall || !segs || !buf)
         fail("calloc");
 
@@ -771,8 +783,8 @@ int main(int argc, char **argv) {
                 measure_wake(gap_n, GAPS_US[g], WAKE_TCP, second, 1, tcp_gap + (size_t)g * gap_n,
                              NULL);
             n_gaps = NGAPS;
-            measure_pingpong(samples, first, second, 0, pp_poll);
-            measure_pingpong(samples, first, second, 1, pp_spin);
+            measure_pingpong(samples, first, second, 0, pp_poll, pp_poll_send);
+            measure_pingpong(samples, first, second, 1, pp_spin, pp_spin_send);
             n_pp = samples;
             for (int g = 0; g < NLONG; g++)
                 measure_wake(long_n, LONG_GAPS_US[g], 0, second, 1, by_long + (size_t)g * long_n,
@@ -814,6 +826,10 @@ int main(int argc, char **argv) {
     print_array("poll_us", pp_poll, n_pp);
     printf(", ");
     print_array("spin_us", pp_spin, n_pp);
+    printf(", ");
+    print_array("poll_send_cpu_us", pp_poll_send, n_pp);
+    printf(", ");
+    print_array("spin_send_cpu_us", pp_spin_send, n_pp);
     printf("}, \"cross_by_long_gap\": [");
     for (int g = 0; g < n_long; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
