@@ -51,11 +51,23 @@ def test_a_valid_profile_loads_and_gives_both_sides():
         ({"host": {"tx_cpu_s": float("nan")}}, "host.tx_cpu_s must be in"),
         ({"client": {"gso_cpu_s": 1.0}}, r"client.gso_cpu_s must be in \[0, 5e-05\]"),
         ({"provenance": {"wake_s": 3}}, "provenance must map fields to text"),
+        ({"host": {"send_cpu_first": 1}}, "host.send_cpu_first must be true or false, got 1"),
     ],
 )
 def test_bad_profiles_name_the_field_range_and_value(change, message):
     with pytest.raises(ValueError, match=message):
         hp.validate({**_profile(), **change})
+
+
+def test_a_flag_loads_and_reaches_the_simulator():
+    p = hp.validate(_profile(send_cpu_s=2e-6, gso_cpu_s=3e-6, send_cpu_first=True))
+    assert p.side("server")["send_cpu_first"] is True and "send_cpu_first on" in p.describe()
+    from models.sim import simulate
+
+    on = simulate(workload={"qd": 1}, host=p, client={"nodelay": True}, server={"nodelay": True})
+    off = simulate(workload={"qd": 1}, host=hp.validate(_profile(send_cpu_s=2e-6, gso_cpu_s=3e-6)),
+                   client={"nodelay": True}, server={"nodelay": True})  # fmt: skip
+    assert on.rtt_mean_s > off.rtt_mean_s
 
 
 def test_machine_fields_are_checked():

@@ -24,7 +24,8 @@ Schema, version 1 (a JSON object)::
       "settings": {...}                 # optional record, never applied
     }
 
-Only the cost fields of :data:`~models.sim.hostranges.COST_RANGES` may be set, each a number of seconds (the share
+Only the cost fields of :data:`~models.sim.hostranges.COST_RANGES` (and the flags of :data:`FLAGS`,
+each ``true`` or ``false``) may be set, each a number of seconds (the share
 ``wake_late_share``: a number from 0 to 1) inside its
 documented plausible range (checked when a profile loads; a value outside is an error naming
 the field, its range and the value).  The ranges are deliberately wide: they reject a unit
@@ -71,7 +72,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     (``Link.softirq_on_sender``); fitted when the benchmark gives no number;
 ``tx_cpu_s``
     0: on loopback it cannot be told from ``gso_cpu_s``, and links with TSO/GSO offload
-    (loopback, veth) segment nothing in software.
+    (loopback, veth) segment nothing in software;
+``send_cpu_first``
+    on (profiles from 2026-11-29 evening): a ``send()`` on loopback or veth hands its segment to
+    the device and runs the receiving stack before it returns, so the segment leaves after the
+    call's CPU up to it, not at its start.
 
 >>> p = validate({"schema": SCHEMA, "version": 1,
 ...               "machine": {"kernel": "6.1", "config_hz": 250,
@@ -142,6 +147,10 @@ def _curve(where: str, value: Any) -> list:
     return out
 
 
+#: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
+FLAGS = ("send_cpu_first",)
+
+
 def _costs(where: str, d: Any) -> dict[str, Any]:
     if not isinstance(d, Mapping):
         raise ValueError(f"host profile: {where} must be an object of costs, got {d!r}")
@@ -150,11 +159,18 @@ def _costs(where: str, d: Any) -> dict[str, Any]:
         if name in CURVE_RANGES:
             out[name] = _curve(f"{where}.{name}", value)
             continue
+        if name in FLAGS:
+            if not isinstance(value, bool):
+                raise ValueError(
+                    f"host profile: {where}.{name} must be true or false, got {value!r}"
+                )
+            out[name] = value
+            continue
         rng = COST_RANGES.get(name)
         if rng is None:
             raise ValueError(
                 f"host profile: {where}.{name} is not a cost a profile may set; "
-                f"known: {', '.join(sorted([*COST_RANGES, *CURVE_RANGES]))}"
+                f"known: {', '.join(sorted([*COST_RANGES, *CURVE_RANGES, *FLAGS]))}"
             )
         out[name] = rng.check(f"{where}.{name}", value)
     return out
@@ -202,6 +218,8 @@ class HostProfile:
         costs = ", ".join(
             f"{k} {len(v)} points"
             if k in CURVE_RANGES
+            else f"{k} {'on' if v else 'off'}"
+            if k in FLAGS
             else f"{k} {v * 1e6:.2f} us"
             if COST_RANGES[k].unit == "seconds"
             else f"{k} {v:g}"

@@ -57,7 +57,8 @@ class Host(Part):
     expires while the thread sleeps), ``waker_curve_s`` (what waking
     the peer's sleeping thread adds to the ``send()`` that wakes it),
     ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
-    the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling) and ``gro``;
+    the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
+    ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
     """
@@ -264,6 +265,15 @@ class Host(Part):
         "latency per idle period)",
         optional=True,
         sample=OneOf(None, 0.0, 50e-6),
+    )
+    send_cpu_first: bool = param(
+        False,
+        "flag",
+        "",
+        "a segment a thread's own send() sends leaves after the CPU the call has spent up to "
+        "it (on loopback and veth the transmit and the receiving stack run inside the call); "
+        "off: it leaves at the call's start and the call's CPU follows",
+        sample=OneOf(False, True),
     )
     gro: bool = param(
         False,

@@ -142,6 +142,7 @@ class Sender(SenderView):
         "soft_cpu",
         "soft_cpu_fs",
         "waker",
+        "cpu_first",
     )
 
     def __init__(
@@ -181,6 +182,9 @@ class Sender(SenderView):
         self.send_fs, self.gso_fs, self.seg_fs, self.byte_fs = costs
         self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
         self.waker: WakerCost | None = None  # what waking the sleeping peer adds (engine)
+        # Host.send_cpu_first (engine): a segment our own send() sends leaves after the CPU
+        # the call has spent up to it, not at the call's start
+        self.cpu_first = False
         self.write_seq = 1  # next byte the application writes
         self.snd_nxt = 1  # next byte to send
         self.snd_una = 1  # oldest unacknowledged byte
@@ -417,20 +421,23 @@ class Sender(SenderView):
                 self.hold_max = held
         if self.samples:
             self.probe.sent(end, now)
+        at = now  # when the segment is handed to the link
         if self.in_send:
             self.sent_in_call += nsegs
             if self.paid:
                 self.thread_cpu += self.gso_fs + nsegs * self.seg_fs
+            if self.cpu_first:  # after the call's CPU so far, this segment's own included
+                at = now + self.thread_cpu
             if self.waker is not None:  # the segment wakes the sleeping peer: our call pays
-                self.thread_cpu += self.waker.charge(now)
+                self.thread_cpu += self.waker.charge(at)
         elif self.paid:
             self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
         if self.windowed:
             self.cc.sent(self, now, start, end, nsegs)
         if nsegs == 1:
-            self.ep.transmit(now, start, end, psh)
+            self.ep.transmit(at, start, end, psh)
         else:  # GSO/TSO: MSS-sized segments, PSH on the last
-            self.ep.transmit_gso(now, start, end, psh, mss)
+            self.ep.transmit_gso(at, start, end, psh, mss)
 
     def on_ack(self, now: int, ack: int) -> bool:
         """A cumulative ACK arrived; whether it advanced ``snd_una``."""
