@@ -104,29 +104,13 @@ def busylaw_comparisons() -> list[Comparison]:
         f"the profile ({kept_name()}) was fitted to eight runs at QD 1 and 8, which cannot tell the "
         "work per message from the cost per segment; its fit put the cost into the work per message"
     )
+    quantities = (
+        ("busy loopback server: CPU per operation beyond its segments", k_op, s_op),
+        ("busy loopback server: CPU per data segment it sends", k_seg, s_seg),
+    )
     return [
         Comparison(
-            "ch9",
-            "busy loopback server: CPU per operation beyond its segments",
-            k_op,
-            s_op,
-            "us",
-            rel_tol=TOL,
-            why=why,
-            source=source,
-            kind="test",
-            fails=cause,
-        ),
-        Comparison(
-            "ch9",
-            "busy loopback server: CPU per data segment it sends",
-            k_seg,
-            s_seg,
-            "us",
-            rel_tol=TOL,
-            why=why,
-            source=source,
-            kind="test",
-            fails=cause,
-        ),
+            "ch9", q, k, s, "us", rel_tol=TOL, why=why, source=source, kind="test", fails=cause
+        )
+        for q, k, s in quantities
     ]
