@@ -145,15 +145,32 @@ def update(
         "min_rtt_us": min_rtt_us,
         "runs": runs,
     }
-    rows = training_rows(d, min_rtt_us)
-    out = build_profile(
-        {"settings": d["settings"], "costs": measured}, rows, training=d["fit"]["training"]
-    )
     note = (
         f" (refitted {settings['date']} by tools/measure_socket_wake.py: the socket wake-up "
         f"measured, the path held)"
     )
-    for field in ("wake_curve_s", "tx_latency_s", "rx_latency_s", "proc_s", "gso_cpu_s"):
+    fields = ("wake_curve_s", "tx_latency_s", "rx_latency_s", "proc_s", "gso_cpu_s")
+    return rebuild(d, measured, min_rtt_us, fields, note)
+
+
+def rebuild(
+    d: dict[str, Any],
+    measured: dict[str, Any],
+    min_rtt_us: float,
+    fields: tuple[str, ...],
+    note: str,
+    extra_rows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The profile ``d`` made again by ``build_profile`` from ``measured`` (its microbenchmarks,
+    updated) and its own training rows (and ``extra_rows``, ``iscsi_loop`` rows measured later)
+    with the kernel's smallest round trip ``min_rtt_us``; ``note`` is appended to the provenance of
+    ``fields``.  Host fields measured later by a tool and fields the rebuild does not make are
+    carried over as they were."""
+    rows = training_rows(d, min_rtt_us) + list(extra_rows or ())
+    out = build_profile(
+        {"settings": d["settings"], "costs": measured}, rows, training=d["fit"]["training"]
+    )
+    for field in fields:
         if field in out["provenance"]:
             out["provenance"][field] += note
     for field, value in d["host"].items():

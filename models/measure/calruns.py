@@ -9,12 +9,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["RUNS", "WINDOW_S", "QUICK_WINDOW_S", "sweep_rows", "smallest_round_trip_us"]
+__all__ = [
+    "RUNS",
+    "BUSY_RUNS",
+    "WINDOW_S",
+    "QUICK_WINDOW_S",
+    "sweep_rows",
+    "smallest_round_trip_us",
+]
 
 #: The sweep's runs: (server socket mode, QD, payload bytes), on the host loopback.
 RUNS = tuple(
     (mode, qd, size) for mode in ("nodelay", "more") for qd in (1, 8) for size in (512, 4096)
 )
+#: Runs whose server's CPU sets the rate with few segments per operation (a ``MSG_MORE`` header,
+#: Nagle on, QD 64: about a third of a segment per operation): with the ``TCP_NODELAY`` runs at
+#: QD 8 (two per operation) they tell the work per message from the cost per segment, which
+#: :data:`RUNS` alone cannot (``tools/measure_busy_run.py``; not yet among :data:`RUNS`).
+BUSY_RUNS = (("more", 64, 512),)
 #: Measurement window per run, seconds (and with ``--quick``).
 WINDOW_S = 0.6
 QUICK_WINDOW_S = 0.15
@@ -22,8 +34,9 @@ _WARMUP_S = 0.2  # seconds excluded from each run's statistics
 _QUICK_WARMUP_S = 0.05
 
 
-def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
-    """Run :data:`RUNS` on the host loopback; the ``iscsi_loop`` rows (one per run)."""
+def sweep_rows(quick: bool = False, runs: Sequence[tuple] = RUNS) -> list[dict[str, Any]]:
+    """Run ``runs`` (default :data:`RUNS`; ``(server socket mode, QD, payload bytes)`` each) on
+    the host loopback; the ``iscsi_loop`` rows (one per run)."""
     from .netns import Link, LinkSpec  # noqa: PLC0415 - the harness only when measuring
     from .runner import RunSpec, run_one  # noqa: PLC0415
     from .tables import rows_for  # noqa: PLC0415
@@ -32,7 +45,7 @@ def sweep_rows(quick: bool = False) -> list[dict[str, Any]]:
     warm = _QUICK_WARMUP_S if quick else _WARMUP_S
     rows: list[dict[str, Any]] = []
     with Link(LinkSpec("loopback")) as link:
-        for mode, qd, size in RUNS:
+        for mode, qd, size in runs:
             spec = RunSpec(
                 "iscsi", mode, qd, size, duration_s=window, warmup_s=warm, capture=False
             )
