@@ -66,3 +66,9 @@ def test_another_kernel_or_no_socket_wake_up_is_refused():
     del d["measured"]["socket_wake"]
     with pytest.raises(ValueError, match="socket wake-up"):
         MB.update(d, _settings(d["machine"]["kernel"]), _repeats())
+
+
+def test_the_tool_s_examples():
+    import doctest
+
+    assert doctest.testmod(MB).failed == 0
