@@ -65,3 +65,22 @@ def test_the_fit_recovers_known_costs(sweep):
     assert got.tx_s == pytest.approx(truth.tx_s, rel=0.2)
     assert got.op_s == pytest.approx(truth.op_s, rel=0.3)
     assert math.isfinite(got.path_s) and got.path_s > 0
+
+
+def test_an_optional_cost_is_searched_only_when_asked():
+    # a made-up model: the median is the work per message plus four times a wake-up's CPU, so
+    # the fit must find the wake-up's CPU only when it may search it
+    truth = {"op_s": 2e-6, "wcpu_s": 3e-6}
+    rows = [{"lat_p50_us": 1e6 * (truth["op_s"] + 4 * truth["wcpu_s"]) + k} for k in range(2)]
+
+    def median_us(row, c):
+        return 1e6 * (c.op_s + 4 * c.wcpu_s) + rows.index(row)
+
+    fixed = {"op_s": truth["op_s"], "tx_s": 1e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
+    fit = calibrate.fit_costs(rows, median_us, fixed=fixed, also=("wcpu_s",))
+    assert fit.costs.wcpu_s == pytest.approx(truth["wcpu_s"], rel=0.02)
+    assert fit.costs.host_fields()["wake_cpu_s"] == fit.costs.wcpu_s
+    plain = calibrate.fit_costs(rows, median_us, fixed=fixed)
+    assert plain.costs.wcpu_s == 0 and "wake_cpu_s" not in plain.costs.host_fields()
+    with pytest.raises(ValueError, match="not an optional cost"):
+        calibrate.fit_costs(rows, median_us, fixed=fixed, also=("op_s",))

@@ -56,7 +56,12 @@ def test_the_busy_run_joins_the_training_rows_and_moves_the_work_per_message():
     assert out["host"]["proc_s"] < 0.6 * d["host"]["proc_s"]
     assert out["host"]["gso_cpu_s"] > d["host"]["gso_cpu_s"]
     assert "tools/measure_busy_run.py" in out["provenance"]["proc_s"]
+    # with the busy run the fit tells a thread's CPU per wake-up from the work per message
+    assert out["provenance"]["wake_cpu_s"].startswith("fitted")
+    assert 0 < out["host"]["wake_cpu_s"] <= 10e-6
     hostprofile.validate(out)
+    plain = MB.update(d, _settings(d["machine"]["kernel"]), _repeats(), fit_wake_cpu=False)
+    assert "wake_cpu_s" not in plain["host"]
 
 
 def test_another_kernel_or_no_socket_wake_up_is_refused():

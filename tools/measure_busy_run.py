@@ -15,7 +15,9 @@ otherwise idle (a busy run's rate is the CPU's: any other load lowers it):
    ``measured.busy_runs``);
 2. refits each profile from its own records (:func:`measure_socket_wake.rebuild`): its recorded
    microbenchmarks, its training rows and the busy runs' medians, the path held where its socket
-   wake-up put it.
+   wake-up put it; with the busy run the fit can also tell a thread's CPU per wake-up
+   (``wake_cpu_s``, what a QD-1 round trip pays beyond the measured wake-up latency) from the
+   work per message, so it fits that too (``--no-wake-cpu``: not).
 
     .venv/bin/python tools/measure_busy_run.py --profile data/hosts/kernel6_machine3.json \\
         [--profile ...] [--runs 5] [--write]
@@ -26,6 +28,7 @@ Without ``--write`` it prints what it would write.  About 1 s a run, then about 
 from __future__ import annotations
 
 import statistics
+import sys
 from typing import Any
 
 from measure_socket_wake import rebuild
@@ -90,10 +93,14 @@ def medians(repeats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def update(
-    d: dict[str, Any], settings: dict[str, Any], repeats: list[dict[str, Any]]
+    d: dict[str, Any],
+    settings: dict[str, Any],
+    repeats: list[dict[str, Any]],
+    fit_wake_cpu: bool = True,
 ) -> dict[str, Any]:
-    """The profile ``d`` refitted with the busy runs of ``repeats``; refuses a profile of another
-    kernel than ``settings``' or one without a recorded socket wake-up (its held path)."""
+    """The profile ``d`` refitted with the busy runs of ``repeats`` (and a thread's CPU per
+    wake-up, ``fit_wake_cpu``); refuses a profile of another kernel than ``settings``' or one
+    without a recorded socket wake-up (its held path)."""
     import copy  # noqa: PLC0415
 
     release = same_kernel(d, settings)
@@ -112,12 +119,15 @@ def update(
         f" (refitted {settings['date']} by tools/measure_busy_run.py: a busy run added to the "
         f"eight)"
     )
-    return rebuild(d, measured, float(socket["min_rtt_us"]), ("proc_s", "gso_cpu_s"), note, rows)
+    fields = ("proc_s", "gso_cpu_s", "wake_cpu_s")
+    return rebuild(d, measured, float(socket["min_rtt_us"]), fields, note, rows, fit_wake_cpu)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     from models.measure.costs import settings as machine_settings  # noqa: PLC0415
 
+    wake_cpu = "--no-wake-cpu" not in (argv if argv is not None else sys.argv[1:])
+    argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-wake-cpu"]
     ns, profiles = profile_args(__doc__, argv)
     settings = machine_settings()
     repeats = measure(ns.runs)
@@ -131,14 +141,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         )
     outs = []
     for path, d in profiles:
-        out = update(d, settings, repeats)
+        out = update(d, settings, repeats, wake_cpu)
         outs.append(out)
         h, old = out["host"], d["host"]
         print(
             f"{path.name}: loss {d['fit']['loss']:.4f} -> {out['fit']['loss']:.4f}; "
             + ", ".join(
                 f"{k} {old.get(k, 0) * 1e6:.2f} -> {h.get(k, 0) * 1e6:.2f} us"
-                for k in ("proc_s", "gso_cpu_s")
+                for k in ("proc_s", "gso_cpu_s", "wake_cpu_s")
             )
             + f"; at bound {out['fit']['at_bound']}"
         )

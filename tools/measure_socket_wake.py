@@ -160,15 +160,20 @@ def rebuild(
     fields: tuple[str, ...],
     note: str,
     extra_rows: list[dict[str, Any]] | None = None,
+    fit_wake_cpu: bool = False,
 ) -> dict[str, Any]:
     """The profile ``d`` made again by ``build_profile`` from ``measured`` (its microbenchmarks,
     updated) and its own training rows (and ``extra_rows``, ``iscsi_loop`` rows measured later)
     with the kernel's smallest round trip ``min_rtt_us``; ``note`` is appended to the provenance of
     ``fields``.  Host fields measured later by a tool and fields the rebuild does not make are
-    carried over as they were."""
+    carried over as they were; ``fit_wake_cpu`` fits a thread's CPU per wake-up too
+    (``build_profile``'s)."""
     rows = training_rows(d, min_rtt_us) + list(extra_rows or ())
     out = build_profile(
-        {"settings": d["settings"], "costs": measured}, rows, training=d["fit"]["training"]
+        {"settings": d["settings"], "costs": measured},
+        rows,
+        training=d["fit"]["training"],
+        fit_wake_cpu=fit_wake_cpu,
     )
     for field in fields:
         if field in out["provenance"]:

@@ -74,6 +74,7 @@ __all__ = [
     "HostCosts",
     "COSTS",
     "EXTRA",
+    "OPTIONAL",
     "RANGES",
     "FIELDS",
     "TRAIN",
@@ -95,6 +96,9 @@ TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_
 START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
 #: Costs that are only ever fixed (measured) and never fitted, 0 unless given.
 EXTRA = ("send_s", "gso_s", "wake_fast_s", "wake_fast_idle_s", "send_byte_s", "recv_byte_s")
+#: Costs that are 0 unless given, and fitted only when asked (``fit_costs(also=...)``): a
+#: thread's CPU per wake-up beyond the measured wake-up latency (``wcpu_s``).
+OPTIONAL = ("wcpu_s",)
 #: The ``Host`` field each cost sets (``path_s`` sets half of each path latency).
 FIELDS = {
     "op_s": "proc_s",
@@ -108,6 +112,7 @@ FIELDS = {
     "wake_fast_idle_s": "wake_fast_idle_s",
     "send_byte_s": "send_byte_cpu_s",
     "recv_byte_s": "recv_byte_cpu_s",
+    "wcpu_s": "wake_cpu_s",
 }
 _US = (
     "the loop's costs on a Linux host are microseconds: a message's work and a "
@@ -124,7 +129,16 @@ RANGES: dict[str, Range] = {
     # a path's start on loopback or veth: from a tenth of a microsecond
     # (a function call) to the NIC's interrupt moderation, each way
     "path_s": Range(0.1e-6, 2 * COST_RANGES["tx_latency_s"].hi_s, _US),
+    # a thread's CPU per wake-up beyond the latency measured to poll()'s return: from a system
+    # call (about 0.2 us on the third machine) to the 10 us of its CPU clock a poll() that sleeps
+    # and is woken took there (the context switches on a virtual machine)
+    "wcpu_s": Range(
+        0.05e-6,
+        10e-6,
+        "a system call's CPU up to what the thread's CPU clock counts in a poll() that sleeps",
+    ),
 }
+START["wcpu_s"] = 1e-6
 _HEADER = 48  # bytes of the iSCSI-like response header
 
 
@@ -144,6 +158,7 @@ class HostCosts:
     wake_fast_idle_s: float = 0.0
     send_byte_s: float = 0.0
     recv_byte_s: float = 0.0
+    wcpu_s: float = 0.0
 
     def host_fields(self) -> dict:
         """The ``Host`` fields these costs set, seconds (both ends)."""
@@ -162,6 +177,8 @@ class HostCosts:
             host.update(wake_fast_s=self.wake_fast_s, wake_fast_idle_s=self.wake_fast_idle_s)
         if self.send_byte_s or self.recv_byte_s:  # the copies' cost per byte (off by default)
             host.update(send_byte_cpu_s=self.send_byte_s, recv_byte_cpu_s=self.recv_byte_s)
+        if self.wcpu_s:  # a thread's CPU per wake-up (off by default)
+            host.update(wake_cpu_s=self.wcpu_s)
         return host
 
     def scenario_options(self) -> dict:
@@ -173,7 +190,7 @@ class HostCosts:
     def as_us(self) -> dict:
         """The costs in microseconds, by name (the measured-only ones
         when they are set)."""
-        names = COSTS + tuple(k for k in EXTRA if getattr(self, k))
+        names = COSTS + tuple(k for k in EXTRA + OPTIONAL if getattr(self, k))
         return {k: getattr(self, k) * 1e6 for k in names}  # s -> us
 
 
@@ -262,8 +279,9 @@ AT_BOUND = 0.01
 def _check_fixed(fixed: Mapping[str, float]) -> dict[str, float]:
     out = {}
     for k, v in fixed.items():
-        if k not in COSTS + EXTRA:
-            raise ValueError(f"fixed: {k!r} is not a host cost; known: {', '.join(COSTS + EXTRA)}")
+        if k not in COSTS + EXTRA + OPTIONAL:
+            known = ", ".join(COSTS + EXTRA + OPTIONAL)
+            raise ValueError(f"fixed: {k!r} is not a host cost; known: {known}")
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ValueError(f"fixed: {k} must be a finite number of seconds >= 0, got {v!r}")
         out[k] = float(v)
@@ -278,6 +296,7 @@ def fit_costs(
     fixed: Mapping[str, float] | None = None,
     ranges: Mapping[str, Range] = RANGES,
     measured_us=None,
+    also: tuple[str, ...] = (),
 ) -> Fit:
     """Fit :class:`HostCosts` to ``rows`` (records of the sweep):
     ``median_us(row, costs)`` is the simulated median operation time of
@@ -288,7 +307,7 @@ def fit_costs(
     logarithm of each range), restarted from its result with a narrower
     simplex until a restart no longer improves the loss.  ``measured_us(row)``
     is the measured value ``median_us`` is held to (default: the row's
-    ``lat_p50_us``).
+    ``lat_p50_us``).  ``also`` names costs of :data:`OPTIONAL` to search too (0 otherwise).
 
     Raises
     ------
@@ -301,7 +320,10 @@ def fit_costs(
     if not rows:
         raise ValueError("rows: need at least one training row, got none")
     held = _check_fixed(fixed or {})
-    free = [k for k in COSTS if k not in held]
+    unknown = [k for k in also if k not in OPTIONAL]
+    if unknown:
+        raise ValueError(f"also: {unknown[0]!r} is not an optional cost; known: {OPTIONAL}")
+    free = [k for k in COSTS + tuple(also) if k not in held]
     bounds = {k: (math.log(ranges[k].lo_s), math.log(ranges[k].hi_s)) for k in free}
     for k in free:
         if not ranges[k].lo_s <= start[k] <= ranges[k].hi_s:

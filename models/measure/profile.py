@@ -166,6 +166,7 @@ def build_profile(
     max_evaluations: int = 300,
     target: str = "median",
     training: str | None = None,
+    fit_wake_cpu: bool = False,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -187,6 +188,11 @@ def build_profile(
     training
         Where the rows came from, recorded in the profile's ``fit`` (default: this machine's
         calibration sweep).
+    fit_wake_cpu
+        Also fit a thread's CPU per wake-up (``wake_cpu_s``, inside
+        :data:`models.kernel.calibrate.RANGES`' ``wcpu_s``): with a run whose server's CPU sets
+        the rate among ``rows`` (:data:`~models.measure.calruns.BUSY_RUNS`) the fit can tell it
+        from the work per message; without one it cannot.
 
     Raises
     ------
@@ -254,6 +260,7 @@ def build_profile(
         fixed=fixed,
         ranges=ranges,
         measured_us=measured,
+        also=("wcpu_s",) if fit_wake_cpu else (),
     )
     fields = fit.costs.host_fields()
     if curve:
