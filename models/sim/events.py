@@ -102,7 +102,7 @@ class EventLoop:
         if entry[2] is not None:
             entry[2] = None
             self._dead += 1
-            if self._dead > 64 and self._dead > len(self._heap) >> 1:
+            if self._dead > 8 and self._dead > len(self._heap) >> 1:
                 self._compact()
 
     def stop(self) -> None:
@@ -143,7 +143,7 @@ class EventLoop:
         self.events = n
         if n >= limit:
             raise RuntimeError(f"simulation did not finish within {max_events} events")
-        if self._dead > 64 and self._dead > len(heap) // 2:
+        if self._dead > 8 and self._dead > len(heap) // 2:
             self._compact()
 
     def _run(self, limit: int) -> int:
@@ -277,7 +277,7 @@ class Timer:
                 entry[2] = None
                 loop = self.loop
                 loop._dead += 1
-                if loop._dead > 64 and loop._dead > len(loop._heap) >> 1:
+                if loop._dead > 8 and loop._dead > len(loop._heap) >> 1:
                     loop._compact()
             self.entry = None
             self.expires = -1
