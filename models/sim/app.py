@@ -282,14 +282,18 @@ class AppThread:
         self.served += 1
         ex = self.setup if op < 0 else self.exchange
         assert ex is not None  # a setup message comes with a setup exchange
-        got = self.got.pop(op, None)
-        if got is None:  # the operation's first message this side reads
-            self.begin(op, msg, ex)
-            got = 0
         side = self.side
-        if got >> msg & 1 or ex.sides[msg] == side:
-            raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
-        got |= 1 << msg
+        if ex.full[side] == 1 << msg:  # the one message of op this side reads
+            self.begin(op, msg, ex)  # (so none of op's is in got: read once)
+            got = 1 << msg
+        else:
+            got = self.got.pop(op, None)
+            if got is None:  # the operation's first message this side reads
+                self.begin(op, msg, ex)
+                got = 0
+            if got >> msg & 1 or ex.sides[msg] == side:
+                raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
+            got |= 1 << msg
         items = []
         released = ex.releases[msg]
         if released:
