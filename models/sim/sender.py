@@ -214,19 +214,16 @@ class Sender(SenderView):
         once, which it does unless the push is corked or Nagle may hold
         it (its ``tcp_nagle_test``: a partial segment, data in flight).
         ``Cork`` and ``Autocork`` do not look at the queue, so asking them
-        first is the same (``Autocork.defer`` runs inline:
-        ``stock_cork``)."""
+        first is the same (``Autocork.defer`` inline: ``stock_cork``)."""
         q = self.queue
-        if not (self.plain and 0 < nbytes):
-            return self._write_queued(now, nbytes, more)
-        tail = None
-        tail_bytes = nbytes  # the tail buffer's bytes after the call
-        if q:  # coalesce into the one buffer (Autocork inline, or Cork)
-            if len(q) > 1 or (self.defers and not self.stock_cork):
-                return self._write_queued(now, nbytes, more)
-            tail = q[0]
-            tail_bytes += tail.end - tail.start
-        if tail_bytes >= self.goal:
+        tail = q[0] if q else None  # (the call coalesces into it)
+        tail_bytes = nbytes if tail is None else nbytes + tail.end - tail.start
+        if (
+            not self.plain
+            or nbytes <= 0
+            or tail_bytes >= self.goal
+            or (tail is not None and (len(q) > 1 or (self.defers and not self.stock_cork)))
+        ):
             return self._write_queued(now, nbytes, more)
         self.in_send = True
         self.sent_in_call = 0
@@ -238,7 +235,7 @@ class Sender(SenderView):
         if not self.defers:
             defer = False
         elif not self.stock_cork:
-            defer = self.cork.defer(self, now, nbytes)
+            defer = self.cork.defer(self, now, tail_bytes)  # (q is empty: nbytes)
         elif self.snd_una == self.snd_nxt or self.channel.free_at <= now:
             defer = False  # Autocork.defer, inline: nothing in flight or queued
         else:  # (the tail is shorter than the goal)
