@@ -136,9 +136,12 @@ def test_littles_law(sc):
 def _general_paths_only(monkeypatch) -> None:
     """Turn off the engine's shortcuts for stock rules (the sender's
     one-buffer write and its inline ``Autocork.defer``, the endpoint's
-    inline ``LinuxAck`` calls), so every write and every segment takes the
-    path a user-registered rule takes."""
+    inline ``LinuxAck`` calls, the channel's inline hand-over), so every
+    write and every segment takes the path a user-registered rule takes."""
     from models.sim import endpoint as ep_mod
+    from models.sim import link as link_mod
+
+    monkeypatch.setattr(link_mod.Channel, "send", link_mod.Channel._send)
 
     init = ep_mod.Endpoint.__init__
 

@@ -188,3 +188,58 @@ def test_bucket_link_limits_a_streaming_loop():
     assert r.iops == pytest.approx(1e9 / 8 / per_op, rel=0.02)
     free = sc.replace(link={"bucket_bytes": None, "bandwidth_bps": 1e12}, run={"check": False})
     assert r.iops < simulate(free).iops
+
+
+# -- a tick timer armed and cancelled again and again (Timer.arm_ticks) -------------
+
+
+def test_a_rearmed_tick_timer_runs_at_its_time_in_the_order_it_was_armed():
+    # The re-armed timer reuses its cancelled entry as a stand-in (nothing is pushed): its
+    # expiry still runs at its own time, after an event at that time scheduled before the
+    # re-arm and before one scheduled after, and the stand-in is not counted as an event.
+    from models.sim.events import Timer
+    from models.sim.rules.clock import TickClock
+
+    ms = 10**12  # femtoseconds per millisecond
+    loop, clock, seen = EventLoop(), TickClock(hz=250, phase=0), []
+    timer = Timer(loop, lambda now, _a: seen.append(("timer", now)))
+    timer.arm_ticks(0, 10, clock)  # 40 ms
+    timer.cancel()
+    loop.schedule(44 * ms, lambda now, _a: seen.append(("before", now)))
+    heap_size = len(loop.heap)
+    timer.arm_ticks(0, 11, clock)  # 44 ms: the 40 ms entry stands in
+    assert len(loop.heap) == heap_size and timer.expires == 44 * ms
+    loop.schedule(44 * ms, lambda now, _a: seen.append(("after", now)))
+    loop.run()
+    assert seen == [("before", 44 * ms), ("timer", 44 * ms), ("after", 44 * ms)]
+    assert loop.events == 3 and not loop.pending_any()
+
+
+def test_a_cancelled_stand_in_never_fires():
+    from models.sim.events import Timer
+    from models.sim.rules.clock import TickClock
+
+    loop, clock, seen = EventLoop(), TickClock(hz=250, phase=0), []
+    timer = Timer(loop, lambda now, _a: seen.append(now))
+    timer.arm_ticks(0, 10, clock)
+    timer.cancel()
+    timer.arm_ticks(0, 11, clock)  # stands in
+    assert loop.pending_any() and loop.live_count() == 1
+    timer.cancel()
+    assert not loop.pending_any()
+    loop.run()
+    assert seen == [] and loop.events == 0
+
+
+def test_the_fast_forward_sees_the_timer_entry_not_its_stand_in():
+    from models.sim.events import Timer
+    from models.sim.rules.clock import TickClock
+
+    ms = 10**12  # femtoseconds per millisecond
+    loop, clock = EventLoop(), TickClock(hz=250, phase=0)
+    timer = Timer(loop, lambda now, _a: None)
+    timer.arm_ticks(0, 10, clock)
+    timer.cancel()
+    timer.arm_ticks(0, 11, clock)  # the 40 ms entry stands in
+    assert loop.next_time() == 44 * ms  # (the stand-in left, the timer's entry went in)
+    assert [(e[0], e[2]) for e in loop.pending()] == [(44 * ms, timer.fire)]

@@ -125,6 +125,7 @@ class AppThread:
         self.ep = ep
         self.side = ep.side
         self.tx, self.rcv = ep.sender, ep.receiver  # its halves, looked up once
+        self.stock_ack = ep.stock_ack  # LinuxAck.on_read runs inline in _step
         self.cpu = OwnCpu() if cpu is None else cpu
         self.own_cpu = cpu is None  # work ends when done (a shortcut)
         self.proc = proc
@@ -206,7 +207,15 @@ class AppThread:
         if nxt != rcv.copied_seq:
             copied = nxt - rcv.copied_seq  # Receiver.read, inline
             rcv.copied_seq = nxt
-            rcv.ack.on_read(now)
+            ack = rcv.ack
+            if not self.stock_ack:
+                ack.on_read(now)
+            elif ack.owed and (  # LinuxAck.on_read, inline
+                nxt - ack.rcv_wup > ack.rcv_mss
+                or ack.pushed & 2
+                or (ack.pushed & 1 and ack.pingpong < ack.pingpong_thresh)
+            ):
+                self.ep.send_ack(now)
             if self.read_byte:
                 self.read_cpu += copied * self.read_byte
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)
@@ -273,14 +282,18 @@ class AppThread:
         self.served += 1
         ex = self.setup if op < 0 else self.exchange
         assert ex is not None  # a setup message comes with a setup exchange
-        got = self.got.pop(op, None)
-        if got is None:  # the operation's first message this side reads
-            self.begin(op, msg, ex)
-            got = 0
         side = self.side
-        if got >> msg & 1 or ex.sides[msg] == side:
-            raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
-        got |= 1 << msg
+        if ex.full[side] == 1 << msg:  # the one message of op this side reads
+            self.begin(op, msg, ex)  # (so none of op's is in got: read once)
+            got = 1 << msg
+        else:
+            got = self.got.pop(op, None)
+            if got is None:  # the operation's first message this side reads
+                self.begin(op, msg, ex)
+                got = 0
+            if got >> msg & 1 or ex.sides[msg] == side:
+                raise AssertionError(f"{type(self).__name__} read message {msg} of op {op} again")
+            got |= 1 << msg
         items = []
         released = ex.releases[msg]
         if released:

@@ -74,6 +74,7 @@ class Endpoint:
         "inbound",
         "ack",
         "stock_ack",
+        "adaptive",
     )
 
     def __init__(
@@ -101,6 +102,7 @@ class Endpoint:
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes
         self.stock_ack = type(self.ack) in (LinuxAck, AdaptiveAck)
+        self.adaptive = type(self.ack) is AdaptiveAck  # (its _send_delayed_ack may cut ato)
         self.sender = Sender(
             self,
             mss,
@@ -153,8 +155,17 @@ class Endpoint:
                 and (ack.space is None or ack.space.grows(ack.rcv_mss))
             ) or (ack.quick and ack.pingpong < ack.pingpong_thresh):  # LinuxAck.check, inline
                 self.send_ack(now)
-            else:
-                ack._send_delayed_ack(now)
+            else:  # _send_delayed_ack, inline while it arms for ato itself
+                ato = ack.ato or ack.delack_ticks
+                t = ack.timer
+                if self.adaptive and (ato > ack.delack_ticks or ato > ack.cap_ticks):
+                    ack._send_delayed_ack(now)  # (AdaptiveAck cuts ato)
+                elif t.entry is None:  # _arm_delayed_ack, inline: the timer is idle
+                    t.arm_ticks(now, ato, self.clock)
+                elif (
+                    t.ticks > ato or (now - t.armed_at) * ack.hz > (t.ticks - (ato >> 2) - 1) * FS
+                ):  # (else it keeps the earlier timer, not almost due)
+                    ack._arm_delayed_ack(now, ato)
 
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
@@ -200,8 +211,22 @@ class Endpoint:
     def send_ack(self, now: int) -> None:
         """A pure ACK (``tcp_send_ack``)."""
         nxt = self.sender.snd_nxt
-        seg = Segment(self.side, nxt, nxt, self.receiver.rcv_nxt, False)
-        self.ack.ack_sent(now)
+        rcv_nxt = self.receiver.rcv_nxt
+        seg = Segment(self.side, nxt, nxt, rcv_nxt, False)
+        ack = self.ack
+        if self.stock_ack:  # LinuxAck.ack_sent, inline
+            if ack.space is not None:
+                ack.space.advertise(ack.rcv_wup, ack.rcv_mss)
+            ack.rcv_wup = rcv_nxt
+            if ack.owed:
+                if ack.quick:
+                    ack.quick -= 1
+                ack.owed = False
+            ack.pushed = 0
+            if ack.timer.entry is not None:
+                ack.timer.cancel()
+        else:
+            ack.ack_sent(now)
         self.pure_acks += 1
         self.channel.send(now, seg)
         if self.trace is not None:

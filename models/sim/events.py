@@ -71,13 +71,24 @@ class EventLoop:
         The order numbers, one per entry.
     """
 
-    __slots__ = ("_heap", "heap", "ticket", "_dead", "now", "events", "_stopped", "after_event")
+    __slots__ = (
+        "_heap",
+        "heap",
+        "ticket",
+        "_dead",
+        "dropped",
+        "now",
+        "events",
+        "_stopped",
+        "after_event",
+    )
 
     def __init__(self) -> None:
         self._heap: list[list] = []
         self.heap = self._heap  # the same list, for the fast path
         self.ticket = count(1)
         self._dead = 0
+        self.dropped = 0  # times cancelled entries left the heap before their time
         self.now = 0
         self.events = 0
         self._stopped = False
@@ -102,7 +113,7 @@ class EventLoop:
         if entry[2] is not None:
             entry[2] = None
             self._dead += 1
-            if self._dead > 64 and self._dead > len(self._heap) >> 1:
+            if self._dead > 8 and self._dead > len(self._heap) >> 1:
                 self._compact()
 
     def stop(self) -> None:
@@ -127,7 +138,9 @@ class EventLoop:
                 entry = heappop(heap)
                 handler = entry[2]
                 if handler is None:
-                    self._dead -= 1
+                    arg = entry[3]  # (a timer's stand-in: its entry goes in)
+                    if type(arg) is not Timer or not arg._due(entry):
+                        self._dead -= 1
                     continue
                 entry[2] = None  # a handle of a past event is inert
                 t = entry[0]
@@ -143,7 +156,7 @@ class EventLoop:
         self.events = n
         if n >= limit:
             raise RuntimeError(f"simulation did not finish within {max_events} events")
-        if self._dead > 64 and self._dead > len(heap) // 2:
+        if self._dead > 8 and self._dead > len(heap) // 2:
             self._compact()
 
     def _run(self, limit: int) -> int:
@@ -155,7 +168,9 @@ class EventLoop:
             entry = pop(heap)
             t, _order, handler, arg = entry
             if handler is None:
-                self._dead -= 1
+                # (a timer's stand-in, Timer.arm_ticks: its own entry goes in)
+                if type(arg) is not Timer or not arg._due(entry):
+                    self._dead -= 1
                 continue
             entry[2] = None  # a handle of a past event is inert
             self.now = t
@@ -166,10 +181,18 @@ class EventLoop:
         return n
 
     def _compact(self) -> None:
-        """Drop cancelled entries from the heap (order is kept)."""
-        self._heap[:] = [e for e in self._heap if e[2] is not None]
+        """Drop cancelled entries from the heap, a timer's stand-in
+        replaced by the timer's own entry (order is kept)."""
+        live = []
+        for e in self._heap:
+            if e[2] is not None:
+                live.append(e)
+            elif type(e[3]) is Timer and e[3].entry is e:
+                live.append(e[3]._own())
+        self._heap[:] = live
         heapify(self._heap)
         self._dead = 0
+        self.dropped += 1
 
     def pending_any(self) -> bool:
         """Whether any live event is scheduled."""
@@ -184,15 +207,19 @@ class EventLoop:
         Cancelled entries at the head of the heap are dropped."""
         heap = self._heap
         while heap and heap[0][2] is None:
-            heappop(heap)
-            self._dead -= 1
+            e = heappop(heap)
+            if type(e[3]) is not Timer or not e[3]._due(e):
+                self._dead -= 1
+                self.dropped += 1
         return heap[0][0] if heap else None
 
     # -- used by the fast-forward ----------------------------------------
 
     def pending(self) -> Iterator[list]:
-        """Live entries in the order they will run."""
-        return iter(sorted(e for e in self._heap if e[2] is not None))
+        """Live entries in the order they will run (timers' stand-ins
+        replaced by their own entries)."""
+        self._compact()
+        return iter(sorted(self._heap))
 
     def shift(self, dt: int, retime: Callable[[list], int]) -> None:
         """Move ``now`` ``dt`` later, and every live entry to the time
@@ -228,6 +255,9 @@ class Timer:
         "clock",
         "late",
         "draws",
+        "order",
+        "spare",
+        "spare_gen",
     )
 
     def __init__(self, loop: EventLoop, handler: Handler) -> None:
@@ -243,6 +273,11 @@ class Timer:
         # from idle), drawn at the expiry; None: on time
         self.late: Callable[[], int] | None = None
         self.draws = 0  # expiries that ran late
+        self.order = 0  # the order number of the armed expiry (arm_ticks)
+        # its last cancelled entry, still in the heap while the loop's
+        # ``dropped`` is ``spare_gen`` and its time is ahead (arm_ticks)
+        self.spare: list | None = None
+        self.spare_gen = -1
 
     @property
     def armed(self) -> bool:
@@ -250,22 +285,39 @@ class Timer:
 
     def arm(self, expires: int) -> None:
         if self.entry is not None:
-            self.loop.cancel(self.entry)
+            self.cancel()
         self.expires = expires
         self.clock = None
         self.entry = self.loop.schedule(expires, self._fire)
 
     def arm_ticks(self, now: int, ticks: int, clock) -> None:
-        """Arm ``ticks`` ahead on ``clock`` (a tick clock rule)."""
+        """Arm ``ticks`` ahead on ``clock`` (a tick clock rule).
+
+        A timer armed and cancelled again and again (the delayed ACK,
+        for most requests) reuses its last cancelled entry while that is
+        still in the heap and not later than the new expiry: the entry
+        stands in, and when its time comes the loop puts in the timer's
+        own entry (``_due``), with the order number drawn now, before
+        any later entry runs.  Nothing is pushed meanwhile."""
         expires = clock.timer_time(now, ticks)
         loop = self.loop
         if self.entry is not None:
-            loop.cancel(self.entry)
+            self.cancel()
         self.expires = expires
         if expires < loop.now:
             raise ValueError(f"time {expires} fs is before the current time {loop.now} fs")
-        entry = self.entry = [expires, next(loop.ticket), self.fire, None]
-        heappush(loop.heap, entry)
+        order = self.order = next(loop.ticket)
+        spare = self.spare
+        if (
+            spare is not None and loop.now < spare[0] <= expires and self.spare_gen == loop.dropped
+        ):  # it stands in (still in the heap: not yet due, not dropped)
+            spare[3] = self
+            loop._dead -= 1
+            self.entry = spare
+            self.spare = None
+        else:
+            entry = self.entry = [expires, order, self.fire, None]
+            heappush(loop.heap, entry)
         self.armed_at = now
         self.ticks = ticks
         self.clock = clock
@@ -273,14 +325,30 @@ class Timer:
     def cancel(self) -> None:
         entry = self.entry
         if entry is not None:
-            if entry[2] is not None:  # EventLoop.cancel, inline
-                entry[2] = None
+            if entry[2] is not None or entry[3] is self:  # EventLoop.cancel, inline
+                entry[2] = entry[3] = None  # (a stand-in stands in no more)
                 loop = self.loop
                 loop._dead += 1
-                if loop._dead > 64 and loop._dead > len(loop._heap) >> 1:
+                self.spare, self.spare_gen = entry, loop.dropped
+                if loop._dead > 8 and loop._dead > len(loop._heap) >> 1:
                     loop._compact()
             self.entry = None
             self.expires = -1
+
+    def _own(self) -> list:
+        """The timer's own entry in place of its stand-in (the loop puts
+        it in)."""
+        entry = self.entry = [self.expires, self.order, self.fire, None]
+        return entry
+
+    def _due(self, entry: list) -> bool:
+        """``entry`` left the heap with no handler: if it was this
+        timer's stand-in, put the timer's own entry in (its time is not
+        earlier) and say so."""
+        if self.entry is not entry:
+            return False
+        heappush(self.loop._heap, self._own())
+        return True
 
     def _fire(self, now: int, _arg: Any) -> None:
         if self.late is not None and self.clock is not None:
@@ -296,6 +364,10 @@ class Timer:
         self.handler(now, None)
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
+
+    #: The order number of the armed expiry and the handle of a cancelled
+    #: entry: the loop's state (its entries, put in place before a jump).
+    cycle_transient = ("order", "spare", "spare_gen")
 
     def cycle_state(self, view: View) -> Hashable:
         """Idle, or when and for how many ticks it was armed (its expiry

@@ -52,13 +52,12 @@ from typing import TYPE_CHECKING, Any
 
 from models import framing
 from models.sim.events import FS
+from models.sim.link_view import ChannelView
 from models.sim.rules.rx import PerWakeup
 from models.sim.tbf import HELD, Tbf
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
-
-    from models.sim.fastforward import Shift, View
+    from models.sim.fastforward import Shift
 
 __all__ = ["Channel", "Segment"]
 
@@ -94,7 +93,7 @@ class Segment:
         return self.end - self.seq
 
 
-class Channel:
+class Channel(ChannelView):
     """Transmit path + cable + receive path of one direction.
 
     The attribute ``out`` is the receiving endpoint's
@@ -227,7 +226,56 @@ class Channel:
 
     def send(self, now: int, seg: Segment) -> int:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
-        its TX completion time."""
+        its TX completion time (a wire with no qdisc, GRO or shared CPU and
+        the stock receive rule: :meth:`_handed` and :meth:`_leave` inline)."""
+        if self.qdisc is not None or self.cpu is not None or self.gro or not self.per_wakeup:
+            return self._send(now, seg)
+        length = seg.end - seg.seq
+        start = self.free_at
+        if start < now:  # idle: pay the start latency
+            start = now + self.tx_latency
+        nbytes = length + _FRAME_BYTES
+        wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
+        done = self.free_at = start + wire
+        seg.t_tx = now  # _handed
+        self.frames += 1
+        if length:
+            self.data_frames += 1
+            self.payload_bytes += length
+            q = self.in_nic
+            while q and q[0][0] <= now:  # completed: forget them
+                self.nic_bytes -= q.popleft()[1]
+            q.append([done, length])
+            self.nic_bytes += length
+            cost = self.softirq
+        else:
+            cost = self.ack_softirq
+        self.busy += wire  # _leave
+        arrive = done + self.prop
+        rx = self.rx  # PerWakeup.seen, inline
+        seen = rx.wake_end
+        if arrive >= seen:
+            seen = rx.wake_end = arrive + rx.latency
+        seg.t_rx = seen
+        if cost:
+            free = self.softirq_free
+            ready = self.softirq_free = (seen if seen > free else free) + cost
+            self.softirq_busy += cost
+        else:
+            ready = seen
+        batch = self.batch
+        if batch is not None and ready == self.batch_time:
+            batch.append(seg)  # one event delivers both (gro_open stays False)
+            return done
+        batch = self.batch = [seg]
+        self.batch_time = ready
+        loop = self.loop  # (ready >= now: the loop's fast path, EventLoop)
+        event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
+        heappush(loop.heap, event)
+        return done
+
+    def _send(self, now: int, seg: Segment) -> int:
+        """:meth:`send`'s general path."""
         length = seg.end - seg.seq
         qd = self.qdisc
         if qd is not None and qd.held:  # frames wait for tokens: join them
@@ -434,68 +482,9 @@ class Channel:
         busy = self.busy - max(0, self.free_at - end)
         return min(1.0, max(0.0, busy / end))
 
-    # -- the fast-forward's view (models.sim.fastforward) -------------------
+    # -- the fast-forward's view: the shift (the rest: ChannelView) -----------
 
-    #: A cache, a handle of the pending delivery (stated as an event) and
-    #: the sum of ``in_nic``.
-    cycle_transient = ("_wire_fs", "batch_event", "nic_bytes")
-
-    def cycle_parts(self) -> dict:
-        parts = {"rx": self.rx}
-        if self.cpu is not None:
-            parts["cpu"] = self.cpu  # shared with a thread
-        if self.qdisc is not None:
-            parts["qdisc"] = self.qdisc
-        return parts
-
-    def cycle_counters(self) -> dict:
-        return {
-            "busy": self.busy,
-            "softirq_busy": self.softirq_busy,
-            "frames": self.frames,
-            "data_frames": self.data_frames,
-            "payload_bytes": self.payload_bytes,
-            "gro_merged": self.gro_merged,
-        }
-
-    def cycle_state(self, view: View) -> Hashable:
-        """Its queues' ends and the frames still in the transmit path
-        (times relative to now; a frame waiting in the qdisc: -1), the
-        open delivery batch; the receive rule and the qdisc are parts."""
-        now = view.now
-        batch = None
-        if self.batch is not None:
-            batch = (self.batch_time - now, self.gro_open, self.gro_size)
-        return (
-            self.free_at - now if self.free_at >= now else -1,
-            max(self.softirq_free - now, 0),
-            tuple((t - now if t != HELD else -1, n) for t, n in self.in_nic if t > now),
-            batch,
-        )
-
-    def cycle_signature(self, view: View) -> Hashable:
-        return self.free_at - view.now
-
-    def cycle_event(self, name: str, time: int, batch: list, view: View) -> Hashable:
-        """A delivery: its time and its segments (sequence numbers in
-        their sender's stream, the ACK in the other)."""
-        seq = view.seq
-        segs = tuple(
-            (g.src, seq(g.seq, g.src), seq(g.end, g.src), seq(g.ack, 1 - g.src), g.psh)
-            for g in batch
-        )
-        return view.time(time), segs
-
-    def cycle_shift_event(self, name: str, time: int, batch: list, shift: Shift) -> tuple:
-        dt = shift.dt
-        for g in batch:
-            d = shift.seq(g.src)
-            g.seq += d
-            g.end += d
-            g.ack += shift.seq(1 - g.src)
-            g.t_tx += dt
-            g.t_rx += dt
-        return time + dt, batch
+    cycle_state = ChannelView.cycle_state  # (a class's own, as the fast-forward asks)
 
     def cycle_shift(self, shift: Shift) -> None:
         shift.grow(self)

@@ -176,7 +176,7 @@ class Sender(SenderView):
         self.cc = NoWindow() if cc is None else cc
         self.cc.bind(self)
         self.windowed = self.cc.windowed
-        # write's shortcut (_write_alone) needs no window and a cork rule
+        # write's shortcut needs no window and a cork rule
         # known not to look at the queue: these exact classes
         self.plain = not self.windowed and type(cork) in (Cork, Autocork)
         self.send_fs, self.gso_fs, self.seg_fs, self.byte_fs = costs
@@ -211,15 +211,23 @@ class Sender(SenderView):
         """One ``send()`` of ``nbytes`` (``MSG_MORE`` if ``more``);
         returns the data segments it transmitted.
 
-        Less than a buffer into an empty queue, with no window and a
-        stock cork rule (``plain``), takes a shortcut: the same steps,
-        but the buffer leaves without being queued when ``push`` would
-        send it whole at once, which it does unless the push is corked or
-        Nagle may hold it (its ``tcp_nagle_test``: a partial segment,
-        data in flight).  ``Cork`` and ``Autocork`` do not look at the
-        queue, so asking them first is the same (``Autocork.defer`` runs
-        inline: ``stock_cork``)."""
-        if not (self.plain and not self.queue and 0 < nbytes < self.goal):
+        With no window and a stock cork rule (``plain``), a call that
+        leaves the queue's one buffer shorter than the goal takes a
+        shortcut: the same steps, but into an empty queue the buffer
+        leaves without being queued when ``push`` would send it whole at
+        once, which it does unless the push is corked or Nagle may hold
+        it (its ``tcp_nagle_test``: a partial segment, data in flight).
+        ``Cork`` and ``Autocork`` do not look at the queue, so asking them
+        first is the same (``Autocork.defer`` inline: ``stock_cork``)."""
+        q = self.queue
+        tail = q[0] if q else None  # (the call coalesces into it)
+        tail_bytes = nbytes if tail is None else nbytes + tail.end - tail.start
+        if (
+            not self.plain
+            or nbytes <= 0
+            or tail_bytes >= self.goal
+            or (tail is not None and (len(q) > 1 or (self.defers and not self.stock_cork)))
+        ):
             return self._write_queued(now, nbytes, more)
         self.in_send = True
         self.sent_in_call = 0
@@ -231,17 +239,17 @@ class Sender(SenderView):
         if not self.defers:
             defer = False
         elif not self.stock_cork:
-            defer = self.cork.defer(self, now, nbytes)
+            defer = self.cork.defer(self, now, tail_bytes)  # (q is empty: nbytes)
         elif self.snd_una == self.snd_nxt or self.channel.free_at <= now:
             defer = False  # Autocork.defer, inline: nothing in flight or queued
-        else:  # (the tail, nbytes, is shorter than the goal)
+        else:  # (the tail is shorter than the goal)
             ch = self.channel  # its tx_backlog(now):
-            q = ch.in_nic
-            while q and q[0][0] <= now:  # completed: forget them
-                ch.nic_bytes -= q.popleft()[1]
+            nic = ch.in_nic
+            while nic and nic[0][0] <= now:  # completed: forget them
+                ch.nic_bytes -= nic.popleft()[1]
             # sk_wmem_alloc > truesize (each skb its payload + the overhead)
-            defer = bool(q) and len(q) * SKB_OVERHEAD_BYTES + ch.nic_bytes + 1 > (
-                SKB_OVERHEAD_BYTES + nbytes
+            defer = bool(nic) and len(nic) * SKB_OVERHEAD_BYTES + ch.nic_bytes + 1 > (
+                SKB_OVERHEAD_BYTES + tail_bytes
             )
             if defer:
                 cork = self.cork
@@ -249,8 +257,16 @@ class Sender(SenderView):
                 if cork.event is None:  # at the first TX completion
                     first = ch.tx_backlog(now)[2]
                     cork.event = self.loop.schedule(first, cork._tx_completion, self)
-        if defer:
-            self._queue_alone(start, end, now, more)
+        if tail is not None:  # (tcp_push: PSH unless MSG_MORE)
+            tail.end = end
+            if not more:
+                tail.psh = True
+            if not defer:
+                self.push(now, mode)
+        elif defer:
+            tail = _Skb(start, end, now)
+            tail.psh = not more
+            q.append(tail)
         elif (
             mode == NODELAY
             or mode == PUSH
@@ -260,7 +276,9 @@ class Sender(SenderView):
             # push: the whole buffer, then nothing left for the probe timer
             self._send(now, start, end, not more, now)
         else:
-            self._queue_alone(start, end, now, more)
+            tail = _Skb(start, end, now)
+            tail.psh = not more
+            q.append(tail)
             self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
@@ -311,12 +329,6 @@ class Sender(SenderView):
                 self.push(now, mode)
         self.in_send = False
         return self.sent_in_call
-
-    def _queue_alone(self, start: int, end: int, now: int, more: bool) -> None:
-        """Queue the buffer of ``_write_alone`` (PSH unless ``more``)."""
-        skb = _Skb(start, end, now)
-        skb.psh = not more
-        self.queue.append(skb)
 
     def take_thread_cpu(self) -> int:
         """The transmit CPU of the thread's calls since the last take, fs."""
