@@ -31,8 +31,8 @@ import statistics
 import sys
 from typing import Any
 
-from measure_socket_wake import rebuild
-from measure_waker import profile_args, same_kernel, save
+from measure_socket_wake import rebuild, refit_all
+from measure_waker import profile_args, same_kernel
 
 from models.measure.calruns import BUSY_RUNS, sweep_rows
 
@@ -139,22 +139,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             f"busy run {row['sock_mode']} QD {row['qd']} {row['iosize_bytes']} B: median "
             f"{row['lat_p50_us']:.1f} us (repeats: {each})"
         )
-    outs = []
-    for path, d in profiles:
-        out = update(d, settings, repeats, wake_cpu)
-        outs.append(out)
-        h, old = out["host"], d["host"]
-        print(
-            f"{path.name}: loss {d['fit']['loss']:.4f} -> {out['fit']['loss']:.4f}; "
-            + ", ".join(
-                f"{k} {old.get(k, 0) * 1e6:.2f} -> {h.get(k, 0) * 1e6:.2f} us"
-                for k in ("proc_s", "gso_cpu_s", "wake_cpu_s")
-            )
-            + f"; at bound {out['fit']['at_bound']}"
-        )
-        if ns.write:
-            save(path, out)
-    return outs
+    fields = ("proc_s", "gso_cpu_s", "wake_cpu_s")
+    return refit_all(profiles, lambda d: update(d, settings, repeats, wake_cpu), fields, ns.write)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from measure_waker import profile_args, same_kernel, save
@@ -215,20 +216,28 @@ def main(argv: list[str] | None = None) -> list[dict]:
         f"pingpong: round trip {pp['poll_median_us']:.2f} us in poll(), {pp['spin_median_us']:.2f}"
         f" us spinning; a wake-up adds {pp['wake_us']:.2f} us (runs: {each})"
     )
+    fields = ("proc_s", "gso_cpu_s", "tx_latency_s")
+    return refit_all(profiles, lambda d: update(d, settings, runs, trip), fields, ns.write)
+
+
+def refit_all(
+    profiles: list, refit: Callable[[dict[str, Any]], dict[str, Any]], fields: tuple, write: bool
+) -> list[dict]:
+    """``refit`` each of ``profiles`` (``(path, JSON object)``), print each one's fit loss and
+    ``fields`` (microseconds) before and after, and write it back if ``write``."""
     outs = []
     for path, d in profiles:
-        out = update(d, settings, runs, trip)
+        out = refit(d)
         outs.append(out)
         h, old = out["host"], d["host"]
         print(
             f"{path.name}: loss {d['fit']['loss']:.4f} -> {out['fit']['loss']:.4f}; "
             + ", ".join(
-                f"{k} {old.get(k, 0) * 1e6:.2f} -> {h.get(k, 0) * 1e6:.2f} us"
-                for k in ("proc_s", "gso_cpu_s", "tx_latency_s")
+                f"{k} {old.get(k, 0) * 1e6:.2f} -> {h.get(k, 0) * 1e6:.2f} us" for k in fields
             )
             + f"; at bound {out['fit']['at_bound']}"
         )
-        if ns.write:
+        if write:
             save(path, out)
     return outs
 
