@@ -24,7 +24,7 @@ Schema, version 1 (a JSON object)::
       "settings": {...}                 # optional record, never applied
     }
 
-Only the cost fields of :data:`~models.sim.hostranges.COST_RANGES` (and the flags of :data:`FLAGS`,
+Only the cost fields of :data:`~models.sim.hostranges.COST_RANGES` (and the flags of ``FLAGS``,
 each ``true`` or ``false``) may be set, each a number of seconds (the share
 ``wake_late_share``: a number from 0 to 1) inside its
 documented plausible range (checked when a profile loads; a value outside is an error naming

@@ -227,7 +227,7 @@ class Channel(ChannelView):
     def send(self, now: int, seg: Segment) -> int:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time (a wire with no qdisc, GRO or shared CPU and
-        the stock receive rule: :meth:`_handed` and :meth:`_leave` inline)."""
+        the stock receive rule: ``_handed`` and ``_leave`` inline)."""
         if self.qdisc is not None or self.cpu is not None or self.gro or not self.per_wakeup:
             return self._send(now, seg)
         length = seg.end - seg.seq
