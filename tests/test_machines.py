@@ -153,3 +153,31 @@ def test_the_lowest_loss_profile_misses_where_bbr_meets_nagle(ev, cal):
     assert MA.bbr_held(io[io["ratio"] > 1 + FID.IOPS_TOL]).all()
     shipped = _io(ev, "as shipped")
     assert shipped.loc[~MA.bbr_held(shipped), "within"].mean() < 0.5
+
+
+def test_the_chapter_s_claims_and_numbers(ev):
+    """models.validation.machines_text: chapter 9's claims hold with the first machine's repeat
+    share (its second draw held to its first), and a second draw that repeated no better than
+    the first fails the first claim; every quoted number is there."""
+    from models.validation import draws as DR
+    from models.validation import machines_text as MT
+
+    first, second, _ = DR.bundled_draws()
+    rep_share = float(FID.iops_table(DR.repeat_table(first, second))["within"].mean())
+    f = MT.findings(ev, rep_share)
+    assert all(f.values()), f
+    again = float(_io(ev, MA.AUDITS[1])["within"].mean())
+    assert not MT.findings(ev, again)[
+        "the second machine repeats itself far better than the first"
+    ]
+    n = MT.numbers(ev)
+    assert n["m_cal_share"] == pytest.approx(100 * float(_io(ev, "calibrated")["within"].mean()))
+    # every m_/m1_/m2_ number the chapter's text quotes comes from numbers()
+    import re
+    from pathlib import Path
+
+    text = (
+        Path(__file__).resolve().parents[1] / "book" / "09_measuring_your_kernel.md"
+    ).read_text()
+    quoted = set(re.findall(r"\{glue:text\}`(m[12]?_[a-z0-9_]+)", text))
+    assert quoted and quoted <= set(n), quoted - set(n)
