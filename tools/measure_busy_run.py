@@ -28,7 +28,6 @@ Without ``--write`` it prints what it would write.  About 1 s a run, then about 
 from __future__ import annotations
 
 import statistics
-import sys
 from typing import Any
 
 from measure_socket_wake import rebuild, refit_all
@@ -126,9 +125,10 @@ def update(
 def main(argv: list[str] | None = None) -> list[dict]:
     from models.measure.costs import settings as machine_settings  # noqa: PLC0415
 
-    wake_cpu = "--no-wake-cpu" not in (argv if argv is not None else sys.argv[1:])
-    argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-wake-cpu"]
-    ns, profiles = profile_args(__doc__, argv)
+    ns, profiles = profile_args(
+        __doc__, argv, flags={"--no-wake-cpu": "do not fit a thread's CPU per wake-up"}
+    )
+    wake_cpu = not ns.no_wake_cpu
     settings = machine_settings()
     repeats = measure(ns.runs)
     for row in medians(repeats):

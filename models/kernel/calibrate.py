@@ -93,7 +93,14 @@ COSTS = ("op_s", "tx_s", "ack_s", "wake_s", "path_s")
 #: header and data as separate segments), queue depths 1 to 8.
 TRAIN = {"link": "loopback", "cc": "bbr", "sock_mode": ("more", "nodelay"), "qd_max": 8}
 #: Where the search starts, in seconds (a few microseconds each).
-START = {"op_s": 4e-6, "tx_s": 4e-6, "ack_s": 1e-6, "wake_s": 1e-6, "path_s": 1e-6}
+START = {
+    "op_s": 4e-6,
+    "tx_s": 4e-6,
+    "ack_s": 1e-6,
+    "wake_s": 1e-6,
+    "path_s": 1e-6,
+    "wcpu_s": 1e-6,
+}
 #: Costs that are only ever fixed (measured) and never fitted, 0 unless given.
 EXTRA = ("send_s", "gso_s", "wake_fast_s", "wake_fast_idle_s", "send_byte_s", "recv_byte_s")
 #: Costs that are 0 unless given, and fitted only when asked (``fit_costs(also=...)``): a
@@ -129,16 +136,14 @@ RANGES: dict[str, Range] = {
     # a path's start on loopback or veth: from a tenth of a microsecond
     # (a function call) to the NIC's interrupt moderation, each way
     "path_s": Range(0.1e-6, 2 * COST_RANGES["tx_latency_s"].hi_s, _US),
-    # a thread's CPU per wake-up beyond the latency measured to poll()'s return: from a system
-    # call (about 0.2 us on the third machine) to the 10 us of its CPU clock a poll() that sleeps
-    # and is woken took there (the context switches on a virtual machine)
+    # a thread's CPU per wake-up beyond the latency measured to poll()'s return: from a fraction
+    # of a system call to the tens of microseconds a wake-up itself takes on a virtual machine
     "wcpu_s": Range(
         0.05e-6,
         10e-6,
         "a system call's CPU up to what the thread's CPU clock counts in a poll() that sleeps",
     ),
 }
-START["wcpu_s"] = 1e-6
 _HEADER = 48  # bytes of the iSCSI-like response header
 
 

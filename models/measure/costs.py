@@ -296,18 +296,14 @@ def pingpong(raw: dict[str, Any]) -> dict[str, float]:
     difference), and how long each thread idles per round trip (the polling round trip less its
     own two calls, half the spinning one).
 
-    Where the requester's ``send()`` was timed in its thread's CPU clock (``poll_send_cpu_us``,
+    With the requester's ``send()`` timed in its thread's CPU clock (``poll_send_cpu_us``,
     ``spin_send_cpu_us``), also the waker's share of a wake-up (``waker_us``): the median
-    ``send()`` whose segment wakes the sleeping responder less the median one that finds it
-    spinning.
+    ``send()`` that wakes the sleeping responder less the median one that finds it spinning.
 
-    >>> p = pingpong({"bytes": 48, "poll_us": [52.0, 53.0, 54.0], "spin_us": [7.0, 7.2, 7.4]})
-    >>> p["wake_us"], p["idle_us"], "waker_us" in p
-    (22.9, 49.4, False)
-    >>> p = pingpong({"bytes": 48, "poll_us": [53.0], "spin_us": [7.2],
+    >>> p = pingpong({"bytes": 48, "poll_us": [52.0, 53.0, 54.0], "spin_us": [7.0, 7.2, 7.4],
     ...               "poll_send_cpu_us": [11.0, 11.5], "spin_send_cpu_us": [4.5, 4.75]})
-    >>> p["waker_us"]
-    6.625
+    >>> p["wake_us"], p["idle_us"], p["waker_us"]
+    (22.9, 49.4, 6.625)
     """
     poll_send, spin_send = raw.get("poll_send_cpu_us"), raw.get("spin_send_cpu_us")
     return pingpong_summary(
@@ -337,9 +333,7 @@ def pingpong_summary(
         "samples": samples,
     }
     if send_cpu_us is not None:
-        poll_send, spin_send = send_cpu_us
-        out["poll_send_cpu_us"] = poll_send
-        out["spin_send_cpu_us"] = spin_send
+        out["poll_send_cpu_us"], out["spin_send_cpu_us"] = poll_send, spin_send = send_cpu_us
         out["waker_us"] = round(max(poll_send - spin_send, 0.0), 6)
     return out
 

@@ -74,9 +74,9 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     0: on loopback it cannot be told from ``gso_cpu_s``, and links with TSO/GSO offload
     (loopback, veth) segment nothing in software;
 ``send_cpu_first``
-    on (profiles from 2026-11-29 evening): a ``send()`` on loopback or veth hands its segment to
-    the device and runs the receiving stack before it returns, so the segment leaves after the
-    call's CPU up to it, not at its start.
+    a flag, set by no shipped profile (``calibrate`` leaves it off): on, a segment leaves after
+    its ``send()``'s CPU up to it, as on loopback or veth, where the call hands the segment to the
+    device and runs the receiving stack before it returns.
 
 >>> p = validate({"schema": SCHEMA, "version": 1,
 ...               "machine": {"kernel": "6.1", "config_hz": 250,

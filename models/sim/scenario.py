@@ -166,8 +166,8 @@ class Scenario:
                 given = changes.get(side)
                 if given is not None and not isinstance(given, Mapping):
                     continue  # a whole part given: it stands as it is
-                part, default = getattr(self, side), _DEFAULTS[side]
-                mine = {k: v for k, v in part.to_dict().items() if default.to_dict()[k] != v}
+                default = _DEFAULTS[side].to_dict()
+                mine = {k: v for k, v in getattr(self, side).to_dict().items() if default[k] != v}
                 changes[side] = {**mine, **(given or {})}
             rest = {k: v for k, v in self.parts().items() if k not in hostprofile.SIDES}
             for name, value in changes.items():

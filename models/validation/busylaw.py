@@ -28,20 +28,31 @@ __all__ = ["BUSY_MIN", "TOL", "busy_rows", "law", "laws", "busylaw_comparisons"]
 
 #: The kernel's median requests per busy period above which a run's server counts as never asleep.
 BUSY_MIN = 50.0
+
+
+def _tol() -> float:
+    from models.validation.fidelity import IOPS_TOL
+
+    return IOPS_TOL
+
+
 #: Relative tolerance of each coefficient: the IOPS tolerance of the field evaluation (a kernel run
 #: repeats itself to about that).
-TOL = 0.25
+TOL = _tol()
 #: Responses of this size and more are left out: their copies, not their segments, set the rate.
 LARGE_BYTES = 65536
 
 
 def busy_rows(table: Any) -> Any:
-    """The mask of ``table``'s rows (an ``iscsi_loop`` table) that hold the law: the loopback, a
-    server the kernel kept busy, no delayed-ACK stall, responses under :data:`LARGE_BYTES`."""
+    """The mask of ``table``'s rows (an ``iscsi_loop`` table) that hold the law: the loopback
+    without a rate limit, a server the kernel kept busy, no delayed-ACK stall, responses under
+    :data:`LARGE_BYTES`."""
     from models.kernel.runs import STALL_SHARE_PCT
+    from models.validation.fidelity import link_limited
 
     return (
         (table["link"] == "loopback")
+        & ~link_limited(table)
         & (table["mean_busy_count"] > BUSY_MIN)
         & (table["stalled_pct"] < STALL_SHARE_PCT)
         & (table["iosize_bytes"] < LARGE_BYTES)
@@ -66,7 +77,7 @@ def law(segments: Any, iops: Any) -> tuple[float, float, float]:
     return round(float(coef[0]), 6), round(float(coef[1]), 6), round(resid, 6)
 
 
-def laws(profile: Any = None, processes: int | None = None) -> dict[str, tuple]:
+def laws(profile: Any = None, processes: int | None = None) -> dict[str, Any]:
     """The kernel's law and the simulator's (``profile``, default the third machine's kept one),
     over the same :func:`busy_rows` of the pinned sample, with how many runs hold them (``n``)."""
     from models.kernel import load_kernel_run
@@ -76,16 +87,9 @@ def laws(profile: Any = None, processes: int | None = None) -> dict[str, tuple]:
 
     p = profile if profile is not None else hostprofile.shipped(ackheld.kept_name())
     run = load_kernel_run(prefix=ackheld.PREFIX)
-    t = simulate_loop(run, p, processes=processes, rows=_busy_unlimited)
+    t = simulate_loop(run, p, processes=processes, rows=busy_rows)
     segs = t["server_data_segments_per_op"]
-    return {"kernel": law(segs, t["iops"]), "sim": law(segs, t["sim_iops"]), "n": (len(t),)}
-
-
-def _busy_unlimited(table: Any) -> Any:
-    """:func:`busy_rows` on unlimited links (a module-level function, so that it pickles)."""
-    from models.validation.fidelity import link_limited
-
-    return busy_rows(table) & ~link_limited(table)
+    return {"kernel": law(segs, t["iops"]), "sim": law(segs, t["sim_iops"]), "n": len(t)}
 
 
 @comparisons("ch9.busylaw")
@@ -94,7 +98,7 @@ def busylaw_comparisons() -> list[Comparison]:
     from models.validation.ackheld import DATASET, kept_name
 
     got = laws()
-    (k_op, k_seg, k_res), (s_op, s_seg, _), (n,) = got["kernel"], got["sim"], got["n"]
+    (k_op, k_seg, k_res), (s_op, s_seg, _), n = got["kernel"], got["sim"], got["n"]
     source = (
         f"{DATASET}: {n} loopback runs whose server the kernel kept busy, least squares of "
         f"1e6/IOPS on data segments per operation (median residual {k_res:.2f} us)"
