@@ -80,7 +80,9 @@ def test_an_optional_cost_is_searched_only_when_asked():
     fit = calibrate.fit_costs(rows, median_us, fixed=fixed, also=("wcpu_s",))
     assert fit.costs.wcpu_s == pytest.approx(truth["wcpu_s"], rel=0.02)
     assert fit.costs.host_fields()["wake_cpu_s"] == fit.costs.wcpu_s
+    assert fit.fitted == ("wcpu_s",)  # the profile records it among the fitted costs
     plain = calibrate.fit_costs(rows, median_us, fixed=fixed)
     assert plain.costs.wcpu_s == 0 and "wake_cpu_s" not in plain.costs.host_fields()
+    assert plain.fitted == ()
     with pytest.raises(ValueError, match="not an optional cost"):
         calibrate.fit_costs(rows, median_us, fixed=fixed, also=("op_s",))

@@ -231,6 +231,25 @@ def test_calibrate_builds_a_valid_profile_on_a_fake_fit():
     assert d["fit"]["ranges_s"]["op_s"][0] == pytest.approx(2e-6)
 
 
+def test_a_busy_run_is_fitted_by_its_rate_and_its_repeats_recorded():
+    truth = _fake_truth()
+    busy = {"sock_mode": "more", "qd": 64, "iosize_bytes": 512, "stalled_pct": 0.0}
+    # its rate is the model's; its median (1 us) is not what the fit may follow
+    busy.update(iops=64e6 / _fake_median(busy, truth), lat_p50_us=1.0, fit_target="mean")
+    repeats = [{"repeat": 0, "lat_p50_us": 1.0}]
+    d = profile.build_profile(
+        _fake_costs(), _rows(truth) + [busy], _fake_median, 400, busy_repeats=repeats
+    )
+    last = d["fit"]["training_rows"][-1]
+    assert last["measured_mean_us"] == pytest.approx(_fake_median(busy, truth))
+    assert "measured_p50_us" not in last and "measured_p50_us" in d["fit"]["training_rows"][0]
+    assert d["fit"]["loss"] < 1e-3  # the rate was fitted, the 1-us median was not
+    assert d["measured"]["busy_runs"]["repeats"] == repeats
+    assert d["measured"]["busy_runs"]["kernel"] == "6.1-fake"
+    with pytest.raises(ValueError, match="fit_target must be"):
+        profile.fit_target({"fit_target": "p90"})
+
+
 def test_the_kernel_s_smallest_round_trip_is_recorded_and_not_fitted_to():
     truth = _fake_truth()
     rows = _rows(truth)
@@ -456,7 +475,9 @@ def test_calibrate_tries_keeps_the_lowest_fit_loss(tmp_path, monkeypatch, capsys
     made = []
     real_build = profile.build_profile
 
-    def fake_build(costs, rows, max_evaluations=300):
+    def fake_build(costs, rows, max_evaluations=300, **kw):
+        # calibrate fits a thread's CPU per wake-up, with the busy run's repeats recorded
+        assert kw == {"fit_wake_cpu": True, "busy_repeats": ["repeat"]}
         d = real_build(_fake_costs(), _rows(_fake_truth()), _fake_median, 40)
         d["fit"]["loss"] = next(losses)
         d["machine"]["date"] = f"try-{len(made)}"
@@ -465,7 +486,7 @@ def test_calibrate_tries_keeps_the_lowest_fit_loss(tmp_path, monkeypatch, capsys
 
     monkeypatch.setattr(C, "run_costs", lambda quick=False: _fake_costs())
     monkeypatch.setattr(C, "format_costs", lambda res: "fake costs")
-    monkeypatch.setattr(profile, "sweep_rows", lambda quick=False: [])
+    monkeypatch.setattr(profile, "calibration_sweep", lambda quick=False: ([], ["repeat"]))
     monkeypatch.setattr(profile, "build_profile", fake_build)
     out = tmp_path / "p.json"
     assert measure_main(["calibrate", "--out", str(out), "--tries", "3"]) == 0

@@ -1,9 +1,10 @@
 """Calibrate with a pure ACK's cost held at its measured value and, from the same measurements,
 with it fitted as the bundled profiles were: how much the measurement settles.
 
-Each try runs the host-cost microbenchmarks and the eight loopback runs of ``calibrate`` once
-(:func:`models.measure.costs.run_costs`, :func:`models.measure.profile.sweep_rows`) and builds two
-profiles from them with :func:`models.measure.profile.build_profile`: ``held`` (the ACK
+Each try runs the host-cost microbenchmarks and the loopback runs of ``calibrate`` once
+(:func:`models.measure.costs.run_costs`, :func:`models.measure.profile.calibration_sweep`: the
+eight runs and the busy run's repeats) and builds two profiles from them as ``calibrate`` does
+(:func:`models.measure.profile.build_profile`, a thread's CPU per wake-up fitted): ``held`` (the ACK
 benchmark's ``ack_cpu_s`` held, what ``calibrate`` now does) and ``fitted`` (the same
 measurements less the ACK benchmark, so the fit searches ``ack_cpu_s`` as before).  Both of a try
 share every measurement, so they differ only in that one cost.
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.measure.costs import format_costs, run_costs  # noqa: E402
-from models.measure.profile import build_profile, sweep_rows  # noqa: E402
+from models.measure.profile import build_profile, calibration_sweep  # noqa: E402
 
 #: The two ways of each try, in the order written.
 WAYS = ("held", "fitted")
@@ -39,10 +40,13 @@ def one_try() -> dict[str, dict]:
     print(format_costs(costs), file=sys.stderr)
     if "ack" not in costs["costs"]:
         raise SystemExit("the microbenchmarks gave no pure-ACK cost on this kernel")
-    rows = sweep_rows()
+    rows, repeats = calibration_sweep()
     without = copy.deepcopy(costs)
     del without["costs"]["ack"]  # the fit then searches ack_cpu_s, as before the benchmark
-    return {"held": build_profile(costs, rows), "fitted": build_profile(without, rows)}
+    return {
+        way: build_profile(c, rows, fit_wake_cpu=True, busy_repeats=repeats)
+        for way, c in (("held", costs), ("fitted", without))
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,94 +1,43 @@
 """Measure the calibration's busy run on this machine and refit host profiles with it.
 
-The eight calibration runs (:data:`models.measure.calruns.RUNS`) have one kind of run whose
-server's CPU sets the rate (``TCP_NODELAY`` at QD 8, two segments per operation), so a fit cannot
-tell the work per message (``proc_s``) from the cost per segment (``gso_cpu_s``): refits of the
-third machine's profiles land in either of two basins of nearly equal loss, and the kept one puts
-the cost into the work per message where the kernel's busy runs put it into the segments
-(validation set ``ch9.busylaw``).  :data:`~models.measure.calruns.BUSY_RUNS` adds a run with about
-a third of a segment per operation whose server's CPU sets the rate too.  This tool, on the
-machine the profiles were made on (the kernel release must be each profile's) and with the machine
-otherwise idle (a busy run's rate is the CPU's: any other load lowers it):
+Profiles made before ``calibrate`` ran the busy run (:data:`models.measure.calruns.BUSY_RUNS`)
+were fitted to its eight runs alone (:data:`~models.measure.calruns.RUNS`), which have one kind of
+run whose server's CPU sets the rate (``TCP_NODELAY`` at QD 8, two segments per operation): such a
+fit cannot tell the work per message (``proc_s``) from the cost per segment (``gso_cpu_s``), and
+refits of the third machine's profiles landed in either of two basins of nearly equal loss, the
+kept one with the cost in the work per message where the kernel's busy runs put it in the segments
+(validation set ``ch9.busylaw``).  The busy run, about a third of a segment per operation, tells
+them apart.  This tool, on the machine the profiles were made on (the kernel release must be each
+profile's) and with the machine otherwise idle (a busy run's rate is the CPU's: any other load
+lowers it):
 
-1. runs the busy runs ``--runs`` times on the loopback, as ``calibrate`` runs its eight, and takes
-   each one's median operation time over the repeats (every repeat's kept in
-   ``measured.busy_runs``);
+1. runs the busy runs ``--runs`` times on the loopback, as ``calibrate`` does
+   (:func:`~models.measure.calruns.busy_repeats`; every repeat is kept in
+   ``measured.busy_runs``), or takes the repeats another profile recorded (``--repeats-from``:
+   refit without measuring again);
 2. refits each profile from its own records (:func:`measure_socket_wake.rebuild`): its recorded
-   microbenchmarks, its training rows and the busy runs' medians, the path held where its socket
-   wake-up put it; with the busy run the fit can also tell a thread's CPU per wake-up
-   (``wake_cpu_s``, what a QD-1 round trip pays beyond the measured wake-up latency) from the
-   work per message, so it fits that too (``--no-wake-cpu``: not).
+   microbenchmarks, its training rows with the busy run's median rate in place of any earlier
+   one (:func:`~models.measure.calruns.busy_rows`), the path held where its socket wake-up put it;
+   with the busy run the fit can also tell a thread's CPU per wake-up (``wake_cpu_s``, what a
+   QD-1 round trip pays beyond the measured wake-up latency) from the work per message, so it
+   fits that too (``--no-wake-cpu``: not).
 
     .venv/bin/python tools/measure_busy_run.py --profile data/hosts/kernel6_machine3.json \\
-        [--profile ...] [--runs 5] [--write]
+        [--profile ...] [--runs 5 | --repeats-from PROFILE] [--write]
 
-Without ``--write`` it prints what it would write.  About 1 s a run, then about 10 s a refit.
+Without ``--write`` it prints what it would write.  About 1 s a run, then about 15 s a refit.
 """
 
 from __future__ import annotations
 
-import statistics
+import json
+from pathlib import Path
 from typing import Any
 
 from measure_socket_wake import rebuild, refit_all
 from measure_waker import profile_args, same_kernel
 
-from models.measure.calruns import BUSY_RUNS, sweep_rows
-
-#: The row keys a repeat keeps (besides its median operation time and rate).
-KEYS = ("sock_mode", "client_sock_mode", "qd", "iosize_bytes")
-
-
-def measure(n: int) -> list[dict[str, Any]]:
-    """``n`` repeats of :data:`BUSY_RUNS`: one record per run and repeat (:data:`KEYS`, the
-    median operation time ``lat_p50_us``, ``iops``, ``stalled_pct``, the server's data segments
-    per operation and its median busy period)."""
-    out = []
-    for k in range(n):
-        for row in sweep_rows(runs=BUSY_RUNS):
-            out.append(
-                {
-                    "repeat": k,
-                    **{key: row[key] for key in KEYS},
-                    **{
-                        key: float(row[key])
-                        for key in (
-                            "lat_p50_us",
-                            "iops",
-                            "stalled_pct",
-                            "server_data_segments_per_op",
-                            "mean_busy_count",
-                        )
-                    },
-                }
-            )
-    return out
-
-
-def medians(repeats: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One training row per busy run: the median over its repeats of the operation time, the
-    largest stalled share.
-
-    >>> reps = [{"sock_mode": "more", "client_sock_mode": "nagle", "qd": 64, "iosize_bytes": 512,
-    ...          "lat_p50_us": x, "stalled_pct": 0.0} for x in (180.0, 176.0, 190.0)]
-    >>> medians(reps)[0]["lat_p50_us"], medians(reps)[0]["repeats"]
-    (180.0, 3)
-    """
-    out = []
-    for run in sorted({tuple(r[k] for k in KEYS) for r in repeats}):
-        each = [r for r in repeats if tuple(r[k] for k in KEYS) == run]
-        out.append(
-            {
-                **dict(zip(KEYS, run)),
-                "link": "loopback",
-                "mtu_bytes": 65536,
-                "rate_limit_bits_per_s": None,
-                "lat_p50_us": statistics.median(r["lat_p50_us"] for r in each),
-                "stalled_pct": max(r["stalled_pct"] for r in each),
-                "repeats": len(each),
-            }
-        )
-    return out
+from models.measure.calruns import BUSY_KEYS, BUSY_REPEATS, busy_repeats, busy_rows
 
 
 def update(
@@ -112,32 +61,59 @@ def update(
         "kernel": release,
         "load": settings.get("load"),
         "repeats": repeats,
-    }
-    rows = [{**r, "min_rtt_us": socket["min_rtt_us"]} for r in medians(repeats)]
+    }  # as build_profile records a calibration's busy runs
+    rows = [{**r, "min_rtt_us": socket["min_rtt_us"]} for r in busy_rows(repeats)]
     note = (
-        f" (refitted {settings['date']} by tools/measure_busy_run.py: a busy run added to the "
-        f"eight)"
+        f" (refitted {settings['date']} by tools/measure_busy_run.py: the busy run's rate added "
+        f"to the eight runs)"
     )
     fields = ("proc_s", "gso_cpu_s", "wake_cpu_s")
     return rebuild(d, measured, float(socket["min_rtt_us"]), fields, note, rows, fit_wake_cpu)
 
 
+def recorded(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The busy runs a profile recorded (``measured.busy_runs``): the settings they were measured
+    under (date, kernel, load) and their repeats."""
+    d = json.loads(path.read_text())
+    busy = (d.get("measured") or {}).get("busy_runs")
+    if not busy:
+        raise ValueError(f"--repeats-from: {path} records no busy runs")
+    settings = {"date": busy["date"], "kernel": {"release": busy["kernel"]}, "load": busy["load"]}
+    return settings, busy["repeats"]
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
-    from models.measure.costs import settings as machine_settings  # noqa: PLC0415
+    def more(p):
+        p.add_argument(
+            "--repeats-from",
+            type=Path,
+            help="take the busy runs this profile recorded instead of measuring them",
+        )
 
     ns, profiles = profile_args(
-        __doc__, argv, flags={"--no-wake-cpu": "do not fit a thread's CPU per wake-up"}
+        __doc__,
+        argv,
+        runs=BUSY_REPEATS,
+        flags={"--no-wake-cpu": "do not fit a thread's CPU per wake-up"},
+        runs_help="repeats of the busy run (1..50)",
+        more=more,
     )
     wake_cpu = not ns.no_wake_cpu
-    settings = machine_settings()
-    repeats = measure(ns.runs)
-    for row in medians(repeats):
+    if ns.repeats_from is not None:
+        settings, repeats = recorded(ns.repeats_from)
+    else:
+        from models.measure.costs import settings as machine_settings  # noqa: PLC0415
+
+        settings = machine_settings()
+        repeats = busy_repeats(ns.runs)
+    for row in busy_rows(repeats):
         each = " ".join(
-            f"{r['lat_p50_us']:.1f}" for r in repeats if all(r[k] == row[k] for k in KEYS)
+            f"{r['lat_p50_us']:.1f}" for r in repeats if all(r[k] == row[k] for k in BUSY_KEYS)
         )
         print(
             f"busy run {row['sock_mode']} QD {row['qd']} {row['iosize_bytes']} B: median "
-            f"{row['lat_p50_us']:.1f} us (repeats: {each})"
+            f"{row['lat_p50_us']:.1f} us, {row['iops'] / 1e3:.1f} k ops/s (repeats' medians: "
+            f"{each} us)"
         )
     fields = ("proc_s", "gso_cpu_s", "wake_cpu_s")
     return refit_all(profiles, lambda d: update(d, settings, repeats, wake_cpu), fields, ns.write)

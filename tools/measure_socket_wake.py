@@ -39,6 +39,7 @@ from typing import Any
 
 from measure_waker import profile_args, same_kernel, save
 
+from models.kernel import calibrate
 from models.measure import costs
 from models.measure.profile import build_profile, smallest_round_trip_us, sweep_rows
 from models.measure.wakeups import WAKE_STEPS
@@ -108,19 +109,26 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def training_rows(d: dict[str, Any], min_rtt_us: float) -> list[dict[str, Any]]:
     """A profile's training rows as ``build_profile`` takes them: the loopback rows of its fit with
-    their measured medians, and the kernel's smallest round trip on each."""
+    their measured medians (a row fitted by its mean operation time, a busy run, with its rate:
+    ``fit_target`` ``"mean"`` and the IOPS its mean gives), and the kernel's smallest round trip
+    on each."""
     fit = d.get("fit") or {}
     if fit.get("target") != "median operation time":
         raise ValueError(f"fit.target must be 'median operation time', got {fit.get('target')!r}")
     rows = []
     for r in fit["training_rows"]:
+        if "measured_mean_us" in r:
+            # Little's law backwards: the IOPS of QD operations in flight for that mean, us -> s
+            held = {"fit_target": "mean", "iops": 1e6 * float(r["qd"]) / r["measured_mean_us"]}
+        else:
+            held = {"lat_p50_us": r["measured_p50_us"]}
         rows.append(
             {
                 **{k: r[k] for k in ROW_KEYS if k in r},
                 "link": "loopback",
                 "mtu_bytes": 65536,
                 "rate_limit_bits_per_s": None,
-                "lat_p50_us": r["measured_p50_us"],
+                **held,
                 "stalled_pct": 0.0,
                 "min_rtt_us": min_rtt_us,
             }
@@ -165,11 +173,18 @@ def rebuild(
 ) -> dict[str, Any]:
     """The profile ``d`` made again by ``build_profile`` from ``measured`` (its microbenchmarks,
     updated) and its own training rows (and ``extra_rows``, ``iscsi_loop`` rows measured later)
-    with the kernel's smallest round trip ``min_rtt_us``; ``note`` is appended to the provenance of
-    ``fields``.  Host fields measured later by a tool and fields the rebuild does not make are
-    carried over as they were; ``fit_wake_cpu`` fits a thread's CPU per wake-up too
+    with the kernel's smallest round trip ``min_rtt_us`` (a row of ``extra_rows`` replaces its
+    run's earlier row); ``note`` is appended to the provenance of ``fields``.  Host fields
+    measured later by a tool and fields the rebuild does not make are carried over as they were
+    (a field the fit makes never is); ``fit_wake_cpu`` fits a thread's CPU per wake-up too
     (``build_profile``'s)."""
-    rows = training_rows(d, min_rtt_us) + list(extra_rows or ())
+    extra = list(extra_rows or ())
+    again = {tuple(r.get(k) for k in ROW_KEYS) for r in extra}
+    # a run measured again replaces its earlier row (refitting twice adds nothing twice)
+    own = [
+        r for r in training_rows(d, min_rtt_us) if tuple(r.get(k) for k in ROW_KEYS) not in again
+    ]
+    rows = own + extra
     out = build_profile(
         {"settings": d["settings"], "costs": measured},
         rows,
@@ -182,7 +197,10 @@ def rebuild(
     for field, value in d["host"].items():
         how = d["provenance"].get(field, "")
         later = how.startswith("measured later")  # by a tool over several runs: kept as it is
-        if later or (field not in out["host"] and field not in WAKE_STEPS):
+        # a field the fit makes (calibrate.FIELDS) is the new fit's, or absent if it was not
+        # searched this time (wake_cpu_s without fit_wake_cpu): never the old fit's value
+        fitted = field in calibrate.FIELDS.values()
+        if later or (field not in out["host"] and field not in WAKE_STEPS and not fitted):
             out["host"][field] = value
             out["provenance"][field] = how or "carried over"
     if "notes" in d:

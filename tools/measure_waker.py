@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,19 +82,27 @@ def measure(n: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def profile_args(
-    doc: str, argv: list[str] | None, runs: int = 5, flags: dict[str, str] | None = None
+    doc: str,
+    argv: list[str] | None,
+    runs: int = 5,
+    flags: dict[str, str] | None = None,
+    runs_help: str = "costs runs (1..50)",
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> tuple[Any, list]:
     """The command line of a tool that measures into several host profiles (``--profile`` one or
-    more times, ``--runs`` 1..50, ``--write``, and the tool's own on/off ``flags``, each with its
-    help): the parsed options and each profile as ``(path, JSON object)``."""
+    more times, ``--runs`` 1..50 with its help ``runs_help``, ``--write``, the tool's own on/off
+    ``flags``, each with its help, and what ``more`` adds to the parser): the parsed options and
+    each profile as ``(path, JSON object)``."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument(
         "--profile", type=Path, action="append", required=True, help="a host profile (JSON)"
     )
-    p.add_argument("--runs", type=int, default=runs, help="costs runs (1..50)")
+    p.add_argument("--runs", type=int, default=runs, help=runs_help)
     p.add_argument("--write", action="store_true", help="write the profiles back")
     for flag, help_text in (flags or {}).items():
         p.add_argument(flag, action="store_true", help=help_text)
+    if more is not None:
+        more(p)
     ns = p.parse_args(argv)
     if not 1 <= ns.runs <= 50:
         p.error(f"--runs must be 1..50, got {ns.runs}")

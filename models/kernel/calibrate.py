@@ -260,8 +260,9 @@ def split(iscsi: pd.DataFrame, stalls: pd.Series) -> pd.DataFrame:
 class Fit:
     """The result of :func:`fit_costs`: the costs, the training rows'
     log residuals (simulated / measured median), evaluations used, the
-    loss; which costs were fixed (measured) and which fitted ones ended
-    at a bound of their range (``(name, "lower" or "upper")``)."""
+    loss; which costs were fixed (measured), which optional costs of
+    :data:`OPTIONAL` were searched too (``also``), and which fitted ones
+    ended at a bound of their range (``(name, "lower" or "upper")``)."""
 
     costs: HostCosts
     residuals: tuple
@@ -269,11 +270,12 @@ class Fit:
     loss: float
     fixed: tuple = ()
     at_bound: tuple = ()
+    also: tuple = ()
 
     @property
     def fitted(self) -> tuple:
-        """The names of the costs the search set."""
-        return tuple(k for k in COSTS if k not in self.fixed)
+        """The names of the costs the search set (the optional ones searched too)."""
+        return tuple(k for k in COSTS + tuple(self.also) if k not in self.fixed)
 
 
 #: A fitted cost within this fraction of its range's width (in
@@ -406,4 +408,5 @@ def fit_costs(
         loss=best,
         fixed=tuple(held),
         at_bound=tuple(at_bound),
+        also=tuple(also),
     )

@@ -232,14 +232,29 @@ def _cmd_costs(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .costs import format_costs, run_costs  # noqa: PLC0415 - keep `--help` fast
-    from .profile import at_bound_lines, build_profile, sweep_rows  # noqa: PLC0415
+    from .profile import (  # noqa: PLC0415
+        FIT_EVALUATIONS,
+        at_bound_lines,
+        build_profile,
+        calibration_sweep,
+    )
 
     tries = []
     for k in range(args.tries):
         costs = run_costs(quick=args.quick)
         print(format_costs(costs), file=sys.stderr)
-        rows = sweep_rows(quick=args.quick)
-        tries.append(build_profile(costs, rows, max_evaluations=120 if args.quick else 300))
+        rows, repeats = calibration_sweep(quick=args.quick)
+        # with the busy run among the rows the fit tells a thread's CPU per wake-up from the
+        # work per message, so it searches that too
+        tries.append(
+            build_profile(
+                costs,
+                rows,
+                max_evaluations=120 if args.quick else FIT_EVALUATIONS,
+                fit_wake_cpu=True,
+                busy_repeats=repeats,
+            )
+        )
         if args.tries > 1:
             print(f"try {k + 1} of {args.tries}: fit loss {tries[-1]['fit']['loss']:.4f}")
     profile = min(tries, key=lambda d: d["fit"]["loss"])  # the first of equal losses

@@ -32,7 +32,16 @@ from typing import Any
 
 from models.sim import hostprofile
 
-from .calruns import QUICK_WINDOW_S, RUNS, WINDOW_S, smallest_round_trip_us, sweep_rows
+from .calruns import (
+    QUICK_WINDOW_S,
+    RUNS,
+    WINDOW_S,
+    busy_record,
+    calibration_sweep,
+    fit_target,
+    smallest_round_trip_us,
+    sweep_rows,
+)
 from .wakeups import (
     FAST_FACTOR,
     WAKE_STEPS,
@@ -57,8 +66,11 @@ __all__ = [
     "waker_curve",
     "measured_costs",
     "sweep_rows",
+    "calibration_sweep",
+    "FIT_EVALUATIONS",
     "smallest_round_trip_us",
     "build_profile",
+    "fit_target",
     "carry_over",
 ]
 
@@ -112,13 +124,20 @@ def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+#: Bound on the fit's simulations of the training rows (three costs searched: the work per
+#: message, the cost per segment, a thread's CPU per wake-up; 300 stopped most fits before the
+#: simplex settled).
+FIT_EVALUATIONS = 450
+
+
 def _simulated_median(
     hz: int, cpus: int | None = None, host: Mapping[str, Any] | None = None
 ) -> Callable[[Mapping[str, Any], Any], float]:
-    """The simulator's median operation time of a row, microseconds; with ``cpus``, both ends on
-    one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the calibration's
-    loopback runs are; ``host``: ``Host`` fields of both ends besides the costs (a measured
-    wake-up curve)."""
+    """The simulator's median operation time of a row, microseconds (its mean, ``QD / IOPS``, for
+    a row whose :func:`~models.measure.calruns.fit_target` is ``"mean"``); with ``cpus``, both
+    ends on one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the
+    calibration's loopback runs are; ``host``: ``Host`` fields of both ends besides the costs (a
+    measured wake-up curve)."""
     from models.kernel.runs import one_machine, row_scenario, simulate_uncached  # noqa: PLC0415
 
     def median_us(row: Mapping[str, Any], costs: Any) -> float:
@@ -127,7 +146,10 @@ def _simulated_median(
             sc = sc.replace(link=one_machine(cpus))
         if host:
             sc = sc.replace(client=dict(host), server=dict(host))
-        return float(simulate_uncached(sc).p50_us)
+        got = simulate_uncached(sc)
+        if fit_target(row) == "mean":
+            return 1e6 * float(row["qd"]) / float(got.iops)  # Little's law, s -> us
+        return float(got.p50_us)
 
     return median_us
 
@@ -163,10 +185,11 @@ def build_profile(
     costs_result: Mapping[str, Any],
     rows: list[dict[str, Any]],
     median_us: Callable[[Mapping[str, Any], Any], float] | None = None,
-    max_evaluations: int = 300,
+    max_evaluations: int = FIT_EVALUATIONS,
     target: str = "median",
     training: str | None = None,
     fit_wake_cpu: bool = False,
+    busy_repeats: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -177,8 +200,9 @@ def build_profile(
     rows
         ``iscsi_loop`` rows (:func:`sweep_rows`); those with a delayed-ACK stall are not fitted.
     median_us
-        ``median_us(row, costs)``, the model's median operation time of a row, microseconds
-        (default: the simulator's, at the machine's HZ).
+        ``median_us(row, costs)``, the model's median operation time of a row, microseconds, or
+        its mean for a row fitted by its rate (:func:`~models.measure.calruns.fit_target`;
+        default: the simulator's, at the machine's HZ).
     max_evaluations
         Bound on the fit's simulations of the training rows.
     target
@@ -193,6 +217,9 @@ def build_profile(
         :data:`models.kernel.calibrate.RANGES`' ``wcpu_s``): with a run whose server's CPU sets
         the rate among ``rows`` (:data:`~models.measure.calruns.BUSY_RUNS`) the fit can tell it
         from the work per message; without one it cannot.
+    busy_repeats
+        The busy runs' repeats (:func:`~models.measure.calruns.calibration_sweep`), recorded in
+        the profile's ``measured.busy_runs`` with the date, kernel and load of ``costs_result``.
 
     Raises
     ------
@@ -236,8 +263,11 @@ def build_profile(
     if target == "mean" and median_us is None:
         raise ValueError("target='mean' needs median_us: the model's mean operation time")
 
+    def mean(r: Mapping[str, Any]) -> bool:
+        return target == "mean" or fit_target(r) == "mean"
+
     def measured(r: Mapping[str, Any]) -> float:
-        if target == "mean":
+        if mean(r):
             return 1e6 * float(r["qd"]) / float(r["iops"])  # Little's law, s -> us
         return float(r["lat_p50_us"])
 
@@ -328,15 +358,14 @@ def build_profile(
         "fixed: 0, no software segmentation on links with TSO/GSO offload (loopback, veth); "
         "the fitted per-segment cost is in gso_cpu_s"
     )
-    key = "p50" if target == "median" else "mean"
     rows_out = [
         {
             "sock_mode": r["sock_mode"],
             **({"client_sock_mode": r["client_sock_mode"]} if "client_sock_mode" in r else {}),
             "qd": r["qd"],
             "iosize_bytes": r["iosize_bytes"],
-            f"measured_{key}_us": measured(r),
-            f"model_{key}_us": measured(r) * math.exp(res),
+            f"measured_{'mean' if mean(r) else 'p50'}_us": measured(r),
+            f"model_{'mean' if mean(r) else 'p50'}_us": measured(r) * math.exp(res),
         }
         for r, res in zip(train, fit.residuals)
     ]
@@ -346,7 +375,10 @@ def build_profile(
         "machine": _machine(st),
         "host": fields,
         "provenance": provenance,
-        "measured": c,
+        "measured": {
+            **c,
+            **({"busy_runs": busy_record(st, busy_repeats)} if busy_repeats else {}),
+        },
         "fit": {
             "fixed": list(fit.fixed),
             "fitted": list(fit.fitted),
