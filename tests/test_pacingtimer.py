@@ -49,7 +49,7 @@ def test_the_wrong_order_fails(table, monkeypatch):
     _pacing_after_nagle(monkeypatch)
     wrong = PT.table()
     f = PT.findings(wrong)
-    assert not f["the simulator's class is the kernel's in two rows of three or more"]
+    assert not f["the simulator's class is the kernel's in three rows of five or more"]
     assert not f[
         "where the kernel arms it per operation behind a Nagle server, the simulator at least "
         "every tenth"

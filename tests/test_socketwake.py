@@ -35,6 +35,6 @@ def test_the_pipe_s_wake_up_fails_the_findings(n):
     wrong = dict(n, within_socket=n["within_pipe"], q1_socket=n["q1_pipe"])
     f = SW.findings(wrong)
     assert not f["more runs within with the socket's wake-up"]
-    assert not f["QD 1 inside the band with it, too fast without"]
+    assert not f["without it QD 1 is further off, on the side the pipe's wake-up sets"]
     p = SW.pipe_wake(hostprofile.shipped(AH.kept_name()))
     assert "wake_curve_s" not in p.host and p.host["wake_fast_s"] > 0

@@ -7,7 +7,9 @@ holds it.  On a third machine of the same kind (two vCPUs, kernel 6.18.44 at HZ 
 build ``fc-v669``), ``tools/ack_held_tries.py`` ran the microbenchmarks and the eight runs
 :data:`TRIES` times and built two profiles from each try's measurements (:data:`WAYS`): ``held``,
 the ACK at its measured value, and ``fitted``, the same measurements less the ACK benchmark, so the
-fit searched it as the bundled profiles' fits did.  The repeat plan's sample, pinned a CPU apart
+fit searched it as the bundled profiles' fits did (both refitted since, from their own records,
+with the socket wake-up and then with the busy run, ``data/hosts/README.md``).  The repeat plan's
+sample, pinned a CPU apart
 (``python -m models.measure sweep --plan repeat --pin apart``, :data:`DATASET`), was measured on the
 same machine; none of its rows was fitted.
 
@@ -38,6 +40,7 @@ __all__ = [
     "TRIES",
     "WAYS",
     "ACK_SPREAD_US",
+    "FAR_FACTOR",
     "SHARE_GAP_PCT",
     "KERNEL_MIN",
     "profile_names",
@@ -64,9 +67,12 @@ PROFILE_PREFIX = "kernel6_machine3"
 TRIES = 3
 #: The two profiles of each try.
 WAYS = ("held", "fitted")
-#: Microseconds: the measured ACK repeats when its tries span less than this; the fitted one is
-#: said not to when its tries span more than twice as much.
+#: Microseconds: the measured ACK repeats when its tries span less than this.
 ACK_SPREAD_US = 0.5
+#: A fitted ACK more than this many times the measured one, or less than its inverse, is far from
+#: it.  (Fitted to the eight runs alone the tries' ACKs spread from 1.3 to 5.5 us; with the busy
+#: run they repeat, at 4.8-5.6 us, about two and a half times the measured 2.0.)
+FAR_FACTOR = 2.0
 #: Requests per busy period above which the kernel's server is said to have kept serving, for the
 #: busy split on this machine (:func:`models.validation.apart.busy_findings`'s ``kernel_min``):
 #: more than the 64 requests of the deepest queue, all a server that slept per batch could serve.
@@ -177,7 +183,8 @@ def kept(table: pd.DataFrame, way: str) -> pd.Series:
 
 def findings(table: pd.DataFrame) -> dict[str, bool]:
     """What chapter 9 says about :func:`evaluate`'s table, each as a claim that holds or not: the
-    measured ACK repeats across tries and the fitted one does not; within each try, holding it
+    measured ACK repeats across tries and the fitted one lands more than twice or less than half
+    the measured one in every try (:data:`FAR_FACTOR`); within each try, holding it
     lowers the share of rows within the tolerance by no more than :data:`SHARE_GAP_PCT` points
     (it may raise it); and no profile reaches the field goal's share either way.
 
@@ -194,13 +201,14 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
     from models.validation.fidelity import IOPS_SHARE
 
     held, fitted = table.xs("held", level="way"), table.xs("fitted", level="way")
-    span = {
-        w: float(t["ack_us"].max() - t["ack_us"].min()) for w, t in (("h", held), ("f", fitted))
-    }
+    span = float(held["ack_us"].max() - held["ack_us"].min())
     gap = held["within_pct"] - fitted["within_pct"]
+    ratio = fitted["ack_us"] / held["ack_us"]
     return {
-        "the measured ACK repeats across tries": span["h"] < ACK_SPREAD_US,
-        "the fitted ACK does not": span["f"] > 2 * ACK_SPREAD_US,
+        "the measured ACK repeats across tries": span < ACK_SPREAD_US,
+        "the fitted ACK is far from it in every try": bool(
+            ((ratio > FAR_FACTOR) | (ratio < 1 / FAR_FACTOR)).all()
+        ),
         "holding it lowers no try's share by more than a few points": bool(
             (gap >= -SHARE_GAP_PCT).all()
         ),
@@ -250,7 +258,7 @@ def split_findings(ev: AckEvaluation) -> dict[str, bool]:
     serving = "the kernel's server kept serving from QD 4 on"
     return {
         "the eight runs preferred an ACK far from the measured one where holding cost the fit": (
-            bool(ratio > 2 or ratio < 0.5)
+            bool(ratio > FAR_FACTOR or ratio < 1 / FAR_FACTOR)
         ),
         f"busy split: {serving}": apart.busy_findings(split, kernel_min=KERNEL_MIN)[serving],
         "busy split: the slept runs miss more often than the busy ones": bool(
