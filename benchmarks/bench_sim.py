@@ -12,9 +12,9 @@ Two workloads:
     One long run: QD 8, 48-byte requests, 48 + 512-byte responses in two
     ``send()`` calls, TCP_NODELAY on both sockets, 20 us of server and
     8 us of client processing per operation, 200,000 operations.  Its
-    operations never settle into an exact repeat (the round trips follow
-    a quasi-periodic pattern), so it shows the simulator's raw speed:
-    the target there is 2 with the fast-forward off.
+    operations soon settle into an exact repeat, which the fast-forward
+    skips almost whole; with the fast-forward off it shows the
+    simulator's raw speed: the target there is 2.
 
 Each is run with the fast-forward over exact repeats on (the default)
 and off.  After the standard run, a short profile of the raw engine
