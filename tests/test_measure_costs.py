@@ -250,6 +250,14 @@ def test_a_busy_run_is_fitted_by_its_rate_and_its_repeats_recorded():
         profile.fit_target({"fit_target": "p90"})
 
 
+@pytest.mark.parametrize("n", [0, 51])
+def test_busy_repeats_out_of_range_names_the_parameter(n):
+    from models.measure import calruns
+
+    with pytest.raises(ValueError, match=f"busy-run repeats must be 1..50, got {n}"):
+        calruns.busy_repeats(n)
+
+
 def test_the_kernel_s_smallest_round_trip_is_recorded_and_not_fitted_to():
     truth = _fake_truth()
     rows = _rows(truth)
