@@ -86,7 +86,7 @@ SHARE_GAP_PCT = 5.0
 #: Readers' labels of :func:`evaluate`'s table columns.
 COLUMNS = {
     "ack_us": "pure ACK (us)",
-    "loss": "fit loss, own 8 runs",
+    "loss": "fit loss, own runs",
     "within_pct": "within 25 % (%)",
     "median_q1": "median ratio, QD 1",
     "median_q8": "median ratio, QD >= 8",
@@ -101,11 +101,11 @@ def profile_names() -> list[tuple[int, str, str]]:
 
 
 def kept_name(way: str = "held") -> str:
-    """The name of the profile of ``way`` whose fit loss on its own eight runs is lowest (the try
+    """The name of the profile of ``way`` whose fit loss on its own runs is lowest (the try
     ``calibrate --tries`` keeps; :func:`kept` finds the same from :func:`evaluate`'s table).
 
     >>> kept_name()
-    'kernel6_machine3_try2_held'
+    'kernel6_machine3_try1_held'
     """
     from models.sim import hostprofile
 
@@ -145,7 +145,7 @@ def summary(table: pd.DataFrame) -> dict[str, float]:
 @dataclass(frozen=True)
 class AckEvaluation:
     """:func:`evaluate`'s result: ``table`` one row per profile (index ``try``, ``way``) with its
-    ACK cost (microseconds), its fit loss on its own eight runs and :func:`summary`'s numbers;
+    ACK cost (microseconds), its fit loss on its own runs and :func:`summary`'s numbers;
     ``tables`` the simulated tables by ``(try, way)``."""
 
     table: Any
@@ -238,7 +238,7 @@ def _split(ev: AckEvaluation) -> tuple:
 
 def split_findings(ev: AckEvaluation) -> dict[str, bool]:
     """The rest of what chapter 9 says: in the try where holding the measured ACK cost the fit
-    most, the eight runs preferred an ACK more than twice or less than half the measured one; and,
+    most, its runs preferred an ACK more than twice or less than half the measured one; and,
     with the kept held profile, of the pinned sweep's busy split
     (:func:`models.validation.apart.busy_split`): the kernel's server kept serving from QD 4 on
     (:func:`models.validation.apart.busy_findings`' claim, with :data:`KERNEL_MIN`), the runs whose
@@ -257,7 +257,7 @@ def split_findings(ev: AckEvaluation) -> dict[str, bool]:
     ratio = fitted["ack_us"] / held["ack_us"]
     serving = "the kernel's server kept serving from QD 4 on"
     return {
-        "the eight runs preferred an ACK far from the measured one where holding cost the fit": (
+        "the runs preferred an ACK far from the measured one where holding cost the fit": (
             bool(ratio > FAR_FACTOR or ratio < 1 / FAR_FACTOR)
         ),
         f"busy split: {serving}": apart.busy_findings(split, kernel_min=KERNEL_MIN)[serving],
