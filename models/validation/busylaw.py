@@ -17,8 +17,8 @@ per message and failed both rows.  ``calibrate`` now adds a busy run
 (:data:`models.measure.calruns.BUSY_RUNS`, fitted by its rate), and the third machine's tries were
 refitted with it (``tools/measure_busy_run.py``): the cost per segment now passes.  The cost per
 operation still fails (known): the simulator runs the busy run itself about a third slower than the
-kernel did, with neither simulated CPU saturated (:func:`busy_run`), and the busy run was measured on
-a day the machine ran such runs faster than when the eight runs and the sample were measured.
+kernel did, with neither simulated CPU saturated (:func:`busy_run`), and the busy run was measured in
+a sitting where the machine ran such runs faster than when the eight runs and the sample were.
 The wrong model (:func:`eight_run_split`) moves half of each segment's cost into the work per
 message, keeping the time of a two-segment operation, as a fit to the eight runs alone may: it fails
 both rows (``tests/test_busylaw.py``).
@@ -272,8 +272,8 @@ def busylaw_comparisons() -> list[Comparison]:
     why = "a kernel run repeats itself to about a quarter (the field evaluation's IOPS tolerance)"
     cause = (
         f"the profile ({kept_name()}) runs the calibration's busy run about a third slower than "
-        "the kernel did, with neither simulated CPU saturated, and the busy run was measured on a "
-        "day the machine ran such runs faster than on the days of the eight runs and the sample"
+        "the kernel did, with neither simulated CPU saturated, and the busy run was measured in a "
+        "sitting where the machine ran such runs faster than when the eight runs and the sample were"
     )
     return [
         Comparison(
