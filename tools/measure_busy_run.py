@@ -31,13 +31,20 @@ Without ``--write`` it prints what it would write.  About 1 s a run, then about 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from measure_socket_wake import rebuild, refit_all
 from measure_waker import profile_args, same_kernel
 
-from models.measure.calruns import BUSY_KEYS, BUSY_REPEATS, busy_repeats, busy_rows
+from models.measure.calruns import (
+    BUSY_KEYS,
+    BUSY_REPEATS,
+    busy_record,
+    busy_repeats,
+    busy_rows,
+)
 
 
 def update(
@@ -51,17 +58,12 @@ def update(
     without a recorded socket wake-up (its held path)."""
     import copy  # noqa: PLC0415
 
-    release = same_kernel(d, settings)
+    same_kernel(d, settings)
     socket = (d.get("measured") or {}).get("socket_wake")
     if not socket or "min_rtt_us" not in socket:
         raise ValueError("the profile has no socket wake-up: run tools/measure_socket_wake.py")
     measured = copy.deepcopy(d["measured"])
-    measured["busy_runs"] = {
-        "date": settings["date"],
-        "kernel": release,
-        "load": settings.get("load"),
-        "repeats": repeats,
-    }  # as build_profile records a calibration's busy runs
+    measured["busy_runs"] = busy_record(settings, repeats)  # as calibrate records them
     rows = [{**r, "min_rtt_us": socket["min_rtt_us"]} for r in busy_rows(repeats)]
     note = (
         f" (refitted {settings['date']} by tools/measure_busy_run.py: the busy run's rate added "
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     wake_cpu = not ns.no_wake_cpu
     if ns.repeats_from is not None:
+        if not ns.repeats_from.is_file():
+            sys.exit(f"--repeats-from: no such file: {ns.repeats_from}")
         settings, repeats = recorded(ns.repeats_from)
     else:
         from models.measure.costs import settings as machine_settings  # noqa: PLC0415

@@ -197,6 +197,9 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
     >>> t.loc[(2, "held"), "within_pct"] = 32.0  # an ACK cost that moves the rates
     >>> [k for k, v in findings(t).items() if not v]
     ["holding it lowers no try's share by more than a few points"]
+    >>> t.loc[(1, "fitted"), "ack_us"] = 2.5  # a fit that found the measured ACK
+    >>> "the fitted ACK is far from it in every try" in [k for k, v in findings(t).items() if not v]
+    True
     """
     from models.validation.fidelity import IOPS_SHARE
 
