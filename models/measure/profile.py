@@ -61,6 +61,7 @@ __all__ = [
     "wake_costs",
     "timer_spread",
     "timer_costs",
+    "handoff_byte",
     "TIMER_BENCHMARKS",
     "TIMER_FIELDS",
     "waker_curve",
@@ -122,6 +123,25 @@ def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
         if us > 0 and math.isfinite(us):
             out[field] = round(us * 1e-6, 12)  # us -> s
     return out
+
+
+def handoff_byte(costs: Mapping[str, Any]) -> dict[str, float]:
+    """What a ``send()`` pays per byte beyond the one-thread benchmark's when its reader runs on
+    the other CPU (``large_cross``'s ``send_extra_per_byte_ns``: the same 64 KiB ``send()``, the
+    reader spinning on another CPU, so no wake-up is in it), as the host field
+    ``handoff_byte_cpu_s`` in seconds per byte; left out when the benchmark did not run or found
+    the writer no dearer.  It is measured at 64 KiB only and taken as a cost per byte: a cost
+    per call of the same size would be dearer than a 512-byte ``send()`` itself.
+
+    >>> handoff_byte({"large_cross": {"send_extra_per_byte_ns": 0.1073}})
+    {'handoff_byte_cpu_s': 1.073e-10}
+    >>> handoff_byte({"large_cross": {"send_extra_per_byte_ns": -0.01}}), handoff_byte({})
+    ({}, {})
+    """
+    ns = float((costs.get("large_cross") or {}).get("send_extra_per_byte_ns") or 0.0)
+    if ns > 0 and math.isfinite(ns):
+        return {"handoff_byte_cpu_s": round(ns * 1e-9, 15)}  # ns -> s
+    return {}
 
 
 #: Bound on the fit's simulations of the training rows (three costs searched: the work per
@@ -249,6 +269,7 @@ def build_profile(
     spread = timer_spread(c["wake"])
     waker = waker_curve(c["wake"])
     timers = timer_costs(c)
+    cross = handoff_byte(c)
     if curve:  # the measured curve decides every wake-up: its steps are not set
         for name in WAKE_STEPS:
             fixed.pop(name, None)
@@ -282,6 +303,7 @@ def build_profile(
                 **({"timer_spread_s": spread} if spread else {}),
                 **({"waker_curve_s": waker} if waker else {}),
                 **timers,
+                **cross,
             }
             or None,
         ),
@@ -300,7 +322,10 @@ def build_profile(
     if waker:
         fields["waker_curve_s"] = [list(p) for p in waker]
     fields.update(timers)
+    fields.update(cross)
     how = {
+        "handoff_byte_cpu_s": "measured: what a 64 KiB send() costs per byte more with its "
+        "reader spinning on the other CPU than in one thread (large_cross)",
         "timer_arm_cpu_s": "measured: timerfd_settime() arming a timer that becomes the CPU's "
         "next event less one that does not (timer_arm)",
         "timer_fire_cpu_s": "measured: the longest pause of a thread spinning on the clock while "

@@ -56,8 +56,10 @@ class Simulation:
         self.c2s = channel(loop, rate, c, s, link)
         self.s2c = channel(loop, rate, s, c, link)
         mss = link.mss
-        self.client_ep = endpoint(0, loop, self.clock, profile, mss, c, self.c2s)
-        self.server_ep = endpoint(1, loop, self.clock, profile, mss, s, self.s2c)
+        # both ends on one machine with a CPU each, the frames' soft interrupts on their senders'
+        apart = not link.shared_cpus and link.softirq_on_sender
+        self.client_ep = endpoint(0, loop, self.clock, profile, mss, c, self.c2s, apart)
+        self.server_ep = endpoint(1, loop, self.clock, profile, mss, s, self.s2c, apart)
         self.c2s.out = self.server_ep.receive
         self.s2c.out = self.client_ep.receive
         self.client_ep.inbound = self.s2c  # its soft interrupt
@@ -89,7 +91,6 @@ class Simulation:
         cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
         self.cpu = cpu
         cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
-        apart = cpu is None and link.softirq_on_sender
         if apart:  # a CPU each, with the frames they send
             cpu_c, cpu_s = CpuPool(1), CpuPool(1)
         # seconds per message, with the hand-off between the CPUs of one machine

@@ -108,6 +108,13 @@ COST_RANGES: dict[str, Range] = {
         "by an interrupt between processors, a virtual machine's exit when virtual; at most a "
         "context switch's range",
     ),
+    "handoff_byte_cpu_s": Range(
+        0.0,
+        10e-9,
+        "a copy into buffers the other CPU freed, for a reader on that CPU: cache lines that "
+        "move between CPUs, still well under a nanosecond per byte; 10 ns per byte is a unit "
+        "mistake",
+    ),
     "handoff_ack_cpu_s": Range(
         0.0, 20e-6, "a pure ACK processed away from its socket's CPU, at most a segment's"
     ),

@@ -40,7 +40,9 @@ class Host(Part):
     bytes, ``tcp_write_xmit`` down to the driver) and ``tx_cpu_s`` per
     MSS-sized segment on the wire (the segmentation).  The first two are
     0 by default, as are the per-byte costs of the copies: ``send_byte_cpu_s``
-    (in ``send()``) and ``recv_byte_cpu_s`` (in the read, thread CPU).
+    (in ``send()``) and ``recv_byte_cpu_s`` (in the read, thread CPU);
+    ``handoff_byte_cpu_s`` adds to the first where the two ends have a CPU
+    each of one machine, as ``handoff_cpu_s`` adds to ``proc_s``.
 
     The host cost model adds, each off by default: ``ack_cpu_s`` (soft
     interrupt per pure ACK received), ``wake_fast_s`` and
@@ -147,6 +149,16 @@ class Host(Part):
         "extra thread CPU per message (added to proc_s) when both ends run on one machine "
         "with a CPU each (Link.softirq_on_sender): a message made on the other CPU",
         sample=OneOf(0.0, 2e-6),
+    )
+    handoff_byte_cpu_s: float = param(
+        0.0,
+        "seconds",
+        "seconds per byte",
+        "extra transmit CPU per byte a send() call writes (added to send_byte_cpu_s) when both "
+        "ends run on one machine with a CPU each (Link.softirq_on_sender): the copy fills "
+        "buffers the other CPU freed and its reader takes from another CPU's cache",
+        high=1e-6,
+        sample=OneOf(0.0, 0.1e-9),
     )
     handoff_ack_cpu_s: float = param(
         0.0,

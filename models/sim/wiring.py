@@ -28,17 +28,21 @@ def tx_cost(host) -> int:
         + fs(host.send_cpu_s)
         + fs(host.gso_cpu_s)
         + fs(host.send_byte_cpu_s)  # s/byte -> fs/byte, as TxCosts charges it
+        + fs(host.handoff_byte_cpu_s)
         + max((fs(cost) for _, cost in host.waker_curve_s), default=0)
     )
 
 
-def endpoint(side: int, loop, clock, profile, mss: int, host, channel) -> Endpoint:
+def endpoint(
+    side: int, loop, clock, profile, mss: int, host, channel, apart: bool = False
+) -> Endpoint:
     """One host's TCP endpoint: its socket options, the profile's
-    congestion rule, window and size goal, the host's transmit costs."""
+    congestion rule, window and size goal, the host's transmit costs
+    (with ``apart``, both ends on one machine with a CPU each, a byte's
+    copy also pays ``handoff_byte_cpu_s``)."""
     fs = seconds_to_fs
-    costs = TxCosts(
-        fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s), fs(host.send_byte_cpu_s)
-    )
+    byte_s = host.send_byte_cpu_s + (host.handoff_byte_cpu_s if apart else 0.0)  # s/byte
+    costs = TxCosts(fs(host.send_cpu_s), fs(host.gso_cpu_s), fs(host.tx_cpu_s), fs(byte_s))
     ep = Endpoint(
         side,
         loop,
