@@ -58,6 +58,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
+``handoff_byte_cpu_s``
+    what the same 64 KiB ``send()`` costs per byte more with its reader spinning on the other
+    CPU than in one thread (``large_cross``; no wake-up in it): charged only where both ends
+    have a CPU each of one machine (since 2026-11-29; earlier profiles record the benchmark
+    without the field);
 ``gso_cpu_s``
     the per-segment part: on loopback one super-packet is one segment, and the receiving
     stack's processing runs in the sender's soft interrupt, so this is a super-packet's cost
