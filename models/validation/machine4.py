@@ -230,6 +230,12 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
         **{
             f"{key}_{i}": float(t.iloc[i][key])
             for i in range(len(MODELS))
-            for key in ("within_pct", "large_within_pct", "held_within_pct", "median_q8")
+            for key in (
+                "within_pct",
+                "large_within_pct",
+                "held_within_pct",
+                "others_within_pct",
+                "median_q8",
+            )
         },
     }
