@@ -199,6 +199,8 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
         "another machine's kernel agrees with this one less often than it does with itself": (
             kernel3.within_pct < again.within_pct
         ),
+        "the other machine's profile does worse than that machine's kernel": third.within_pct
+        < kernel3.within_pct,
         "the kernel measured again is near the goal's share": abs(
             again.within_pct - IOPS_SHARE * 100
         )
