@@ -105,12 +105,6 @@ def profiles() -> dict[str, Any]:
     return dict(zip(MODELS, (own, hostprofile.load(d), hostprofile.shipped(kept_name()))))
 
 
-def _held(io: pd.DataFrame) -> pd.Series:
-    from models.validation.machines import bbr_held
-
-    return bbr_held(io)
-
-
 def summary(table: pd.DataFrame) -> dict[str, Any]:
     """One evaluated table's numbers (:func:`evaluate`'s ``tables``): the share of its IOPS rows
     within :data:`IOPS_TOL` (percent), the median ratio of model to kernel at QD 1 and at QD 8
@@ -118,16 +112,18 @@ def summary(table: pd.DataFrame) -> dict[str, Any]:
     the runs under bbr whose server lets Nagle hold data
     (:func:`models.validation.machines.bbr_held`), for the rest, and for the rest's responses of
     :data:`LARGE_BYTES` and more."""
+    from models.validation import ackheld
+    from models.validation.machines import bbr_held
+
+    base = ackheld.summary(table)
     io = iops_table(table)
-    test = table[table["role"] == "test"]
-    held = _held(io)
+    held = bbr_held(io)
     large = ~held & (io["iosize_bytes"] >= LARGE_BYTES)
-    right = int((test["kernel_stalls"] == test["sim_stalls"]).sum())
     return {
-        "within_pct": float(io["within"].mean() * 100),
-        "median_q1": float(io.loc[io["qd"] == 1, "ratio"].median()),
-        "median_q8": float(io.loc[io["qd"] >= 8, "ratio"].median()),
-        "verdicts": f"{right}/{len(test)}",
+        "within_pct": base["within_pct"],
+        "median_q1": base["median_q1"],
+        "median_q8": base["median_q8"],
+        "verdicts": f"{base['verdicts_right']}/{base['test_rows']}",
         "held_within_pct": float(io.loc[held, "within"].mean() * 100),
         "others_within_pct": float(io.loc[~held, "within"].mean() * 100),
         "large_within_pct": float(io.loc[large, "within"].mean() * 100),
@@ -215,8 +211,10 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
     """The numbers chapter 9 quotes (percent, ratios, runs, nanoseconds per byte)."""
     t = ev.table
     own = ev.profiles[MODELS[0]]
+    from models.validation.machines import bbr_held
+
     io = iops_table(ev.tables[MODELS[0]])
-    held = _held(io)
+    held = bbr_held(io)
     busy = own.records["measured"]["busy_runs"]["repeats"]
     return {
         "rows": len(io),
