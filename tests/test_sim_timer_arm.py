@@ -163,3 +163,62 @@ def test_the_timer_fires_after_its_interrupt_and_charges_it():
         tx.cc._on_pace(t, None)
     assert tx0.soft_cpu_fs == 0
     assert tx1.soft_cpu_fs == 12_500_000_000  # charged to the soft interrupt, once
+
+
+def _apart_server(fire_us: float):
+    """:func:`_bbr_server`'s socket with both ends on one machine, a CPU each (the harness's
+    ``--pin apart``): each frame's receive soft interrupt runs on its sender's CPU."""
+    from models.sim import Scenario
+
+    sc = Scenario(
+        kernel={"congestion_control": "bbr", "size_goal": 65536, "autocork": False},
+        server={"timer_fire_cpu_s": fire_us * US},
+        link={"mtu": 1500, "softirq_on_sender": True},
+    )
+    sim = Simulation(sc)
+    tx = sim.server_ep.sender
+    tx.cc.segs_out = 10
+    return sim, tx
+
+
+def test_a_timer_the_thread_armed_does_its_work_on_the_threads_cpu():
+    # the pacing timer is pinned (HRTIMER_MODE_ABS_PINNED_SOFT) to the CPU that armed it: armed
+    # in the server's send(), its interrupt and the push it allows take the server's CPU, which
+    # the server's next work waits for, not the CPU of the soft interrupt that receives the
+    # client's frames (the client's, on one machine)
+    sim, tx = _apart_server(12.5)
+    assert tx.ep.own_cpu is sim.server.cpu is sim.s2c.cpu
+    assert sim.client.cpu is sim.c2s.cpu is not sim.server.cpu
+    now = 1000 * FS_PER_US
+    tx.write(now, 3000, False)
+    tx.write(now, 100, False)  # held by pacing: the send() arms the timer
+    assert tx.cc.timer_arms == 1 and tx.cc.pinned_own
+    fire = tx.cc.timer.entry[0]
+    client_free = list(sim.client.cpu.free_at)
+    tx.cc.timer.entry = None
+    tx.cc._on_pace(fire, None)
+    assert sim.client.cpu.free_at == client_free  # nothing on the client's CPU
+    assert sim.server.cpu.free_at[0] >= fire + 12_500_000_000
+    assert sim.c2s.softirq_busy == 12_500_000_000  # still counted as soft-interrupt time
+    assert tx.soft_cpu_fs == 12_500_000_000
+
+
+def test_a_timer_armed_in_a_soft_interrupt_does_its_work_there():
+    # armed outside a send() (an ACK's push, received on the client's CPU on one machine), the
+    # timer fires on that CPU
+    sim, tx = _apart_server(12.5)
+    now = 1000 * FS_PER_US
+    tx.write(now, 3000, False)
+    assert tx.cc.wstamp > now and not tx.in_send
+    assert tx.cc.paced(tx, now) and not tx.cc.pinned_own
+    fire = tx.cc.timer.entry[0]
+    server_free = list(sim.server.cpu.free_at)
+    tx.cc.timer.entry = None
+    tx.cc._on_pace(fire, None)
+    assert sim.server.cpu.free_at == server_free
+    assert sim.client.cpu.free_at[0] >= fire + 12_500_000_000
+
+
+def test_on_two_machines_a_timer_has_no_threads_cpu_to_pin_to():
+    sim, tx = _bbr_server(12.5)
+    assert tx.ep.own_cpu is None and sim.client_ep.own_cpu is None

@@ -72,6 +72,7 @@ class Endpoint:
         "trace",
         "pure_acks",
         "inbound",
+        "own_cpu",
         "ack",
         "stock_ack",
         "adaptive",
@@ -98,6 +99,9 @@ class Endpoint:
         self.trace: list | None = None  # (time, Segment) pairs, or None
         self.pure_acks = 0
         self.inbound: Any = None  # the channel into this host
+        # the CPU of this host's thread when the two ends share a machine with a CPU
+        # each (a pinned timer's work runs there), or None
+        self.own_cpu: Any = None
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes

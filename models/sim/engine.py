@@ -98,6 +98,8 @@ class Simulation:
         proc_s = s.proc_s + (s.handoff_cpu_s if apart else 0.0)
         # one machine: a frame's receive soft interrupt runs on the sender's CPU(s)
         self.c2s.cpu, self.s2c.cpu = cpu_c, cpu_s
+        if apart:  # a timer pinned to a thread's CPU (bbr's pacing) does its work there
+            self.client_ep.own_cpu, self.server_ep.own_cpu = cpu_c, cpu_s
         wl = sc.workload
         exchange = wl.graph
         setup = (

@@ -347,6 +347,27 @@ class Sender(SenderView):
             if inbound is not None:
                 inbound.charge(now, cpu)
 
+    def charge_own(self, now: int) -> None:
+        """Charge what left outside a ``send()`` to the CPU of this host's
+        thread (``ep.own_cpu``), where a timer the thread armed is pinned
+        (bbr's pacing timer, ``HRTIMER_MODE_ABS_PINNED_SOFT``): its soft
+        interrupt runs there and the thread's next work waits for it.  It
+        still counts as soft-interrupt time.  Without a CPU of the
+        thread's own (two machines, or one shared CPU) it is
+        :meth:`charge_soft`."""
+        own = self.ep.own_cpu
+        if own is None:
+            self.charge_soft(now)
+            return
+        cpu = self.soft_cpu
+        if cpu:
+            self.soft_cpu = 0
+            self.soft_cpu_fs += cpu
+            own.run(now, cpu)
+            inbound = self.ep.inbound
+            if inbound is not None:
+                inbound.softirq_busy += cpu
+
     def set_cork(self, now: int, on: bool) -> int:
         """``setsockopt(TCP_CORK)``; clearing it pushes (with
         TCP_NODELAY: everything).  Returns the segments sent."""

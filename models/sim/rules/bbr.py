@@ -53,6 +53,8 @@ class Bbr(Reno):
         "timer_arm_fs",
         "timer_fire_fs",
         "timer_arms",
+        "pinned_own",
+        "firing_own",
     )
 
     def __init__(
@@ -73,6 +75,10 @@ class Bbr(Reno):
         # CPU of arming it (Host.timer_arm_cpu_s, set by the wiring)
         self.timer_arm_fs = 0
         self.timer_arms = 0  # times it was armed
+        # whether it was armed on the CPU of the host's own thread: in its
+        # send(), or in the soft interrupt of a timer pinned there
+        self.pinned_own = False
+        self.firing_own = False  # (while such a timer's push runs)
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
         self.timer_fire_fs = 0
         self.model.init_rate(init_cwnd, mss, 0)
@@ -101,6 +107,10 @@ class Bbr(Reno):
             # release runs after the timer's interrupt (timer_fire_fs)
             t.arm(self.wstamp + self.timer_fire_fs)
             self.timer_arms += 1
+            # HRTIMER_MODE_ABS_PINNED_SOFT: it fires on the arming CPU
+            self.pinned_own = (
+                getattr(sender, "in_send", False) or self.firing_own
+            )
             cost = self.timer_arm_fs
             if cost:  # the send() that arms it pays, or the soft interrupt
                 if sender.in_send:
@@ -172,11 +182,18 @@ class Bbr(Reno):
     def _on_pace(self, now: int, _arg: object) -> None:
         sender = self.sender
         if sender is not None:
-            # tcp_pace_kick: the interrupt's CPU, then the push it allows
+            # tcp_pace_kick: the interrupt's CPU, then the push it allows,
+            # on the CPU the timer is pinned to: the thread's own if armed
+            # there (one machine, a CPU each), else the soft interrupt's
+            own = self.firing_own = self.pinned_own
             sender.soft_cpu += self.timer_fire_fs
             if sender.queue:
                 sender.push_pending(now)
-            sender.charge_soft(now)
+            self.firing_own = False
+            if own:
+                sender.charge_own(now)
+            else:
+                sender.charge_soft(now)
 
     # end rule: bbr
 
@@ -210,6 +227,7 @@ class Bbr(Reno):
             Reno.cycle_state(self, view),
             self.wstamp - view.now,
             min(self.segs_out, 10),
+            self.pinned_own,
             (
                 m.mode,
                 m.pacing_gain,
