@@ -9,14 +9,22 @@ sample was fitted.  One thing was changed after the sample had been seen: the fi
 left the large responses several times too fast, and ``calibrate`` now also holds what the
 microbenchmarks measure a ``send()`` to pay per byte when its reader runs on the other CPU
 (``Host.handoff_byte_cpu_s``, from ``large_cross``; measured, not fitted); the profile is the
-calibration run again after that change.  Four host models meet the sample's unlimited-link rows
-(:data:`MODELS`):
+calibration run again after that change.  A second correction came later: the microbenchmark of a
+timer's interrupt (``timer_fire``) had read no pause at all on this machine, whose hypervisor
+delivers the interrupt a few microseconds early, before the benchmark's window opened; with the
+window opened earlier it reads 12-16 us, and the profile now holds the median of four such runs
+(``Host.timer_fire_cpu_s``, ``measured.timer_fire_again``; nothing refitted), while the simulator
+now runs a pacing timer's work on the CPU that armed it (the kernel pins it there).  Four host
+models meet the sample's unlimited-link rows (:data:`MODELS`):
 
 ``calibrated here``
-    the fourth machine's own profile, unchanged;
+    the fourth machine's own profile, as corrected;
 ``no cross-CPU copy``
-    the same profile without the cross-CPU copy cost (the wrong model: the copy priced as in one
+    the same profile without the cross-CPU copy cost (a wrong model: the copy priced as in one
     thread);
+``no timer interrupt``
+    the same profile without the pacing timer's interrupt (a wrong model: the profile as its
+    calibration first wrote it);
 ``third machine's``
     the third machine's kept profile (:func:`models.validation.ackheld.kept_name`): what a reader
     gets who takes a profile made on another machine of the same kind instead of calibrating;
@@ -28,7 +36,7 @@ calibration run again after that change.  Four host models meet the sample's unl
     (:data:`AGAIN`), how far the kernel repeats itself.
 
 >>> MODELS[0], len(MODELS)
-('calibrated here', 5)
+('calibrated here', 6)
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ __all__ = [
     "COLUMNS",
     "LARGE_BYTES",
     "NEAR_GOAL_PTS",
+    "MOVED_PTS",
     "profiles",
     "summary",
     "Machine4Evaluation",
@@ -74,6 +83,7 @@ KERNEL = "6.18.44-fc-v595"
 MODELS = (
     "calibrated here",
     "no cross-CPU copy",
+    "no timer interrupt",
     "third machine's",
     "third machine's kernel",
     "this machine, again",
@@ -82,6 +92,9 @@ MODELS = (
 LARGE_BYTES = 16384
 #: Percentage points within which a share is said to be near the goal's.
 NEAR_GOAL_PTS = 5.0
+#: Percentage points a share must move (or may move at most, to be left "hardly moved") between
+#: two models for the findings to call it a change: a run in the 133 is 0.75 points.
+MOVED_PTS = 5.0
 #: :func:`summary`'s keys and the table's column names.
 COLUMNS = {
     "within_pct": f"within {IOPS_TOL:.0%} (%)",
@@ -95,14 +108,17 @@ COLUMNS = {
 
 
 def profiles() -> dict[str, Any]:
-    """The host profiles of the first three :data:`MODELS`, by name."""
+    """The host profiles of the first four :data:`MODELS`, by name."""
     from models.sim import hostprofile
     from models.validation.ackheld import kept_name
 
     own = hostprofile.shipped(PROFILE)
-    d = copy.deepcopy(own.to_dict())
-    d["host"]["handoff_byte_cpu_s"] = 0.0  # the copy priced as in one thread
-    return dict(zip(MODELS, (own, hostprofile.load(d), hostprofile.shipped(kept_name()))))
+    no_copy = copy.deepcopy(own.to_dict())
+    no_copy["host"]["handoff_byte_cpu_s"] = 0.0  # the copy priced as in one thread
+    no_timer = copy.deepcopy(own.to_dict())
+    no_timer["host"]["timer_fire_cpu_s"] = 0.0  # the interrupt as the first benchmark read it
+    made = (own, hostprofile.load(no_copy), hostprofile.load(no_timer))
+    return dict(zip(MODELS, (*made, hostprofile.shipped(kept_name()))))
 
 
 def summary(table: pd.DataFrame) -> dict[str, Any]:
@@ -160,8 +176,8 @@ def evaluate(processes: int | None = None) -> Machine4Evaluation:
     }
     here = run.table("iscsi_loop")
     mine = here[unlimited(here)]
-    tables[MODELS[3]] = kernel_beside(mine, data.load(THIRD))
-    tables[MODELS[4]] = kernel_beside(mine, data.load(AGAIN))
+    tables[MODELS[4]] = kernel_beside(mine, data.load(THIRD))
+    tables[MODELS[5]] = kernel_beside(mine, data.load(AGAIN))
     table = pd.DataFrame({name: summary(t) for name, t in tables.items()}).T
     return Machine4Evaluation(table.loc[list(MODELS)], tables, models)
 
@@ -170,28 +186,38 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
     """What chapter 9 says about :func:`evaluate`'s table, each a claim that holds or not.
 
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"within_pct": [54.1, 43.6, 42.9, 60.2, 80.0],
-    ...                   "median_q1": [1.01, 0.99, 1.10, 1.01, 1.0],
-    ...                   "held_within_pct": [27.6, 27.6, 29.3, 60.3, 75.0],
-    ...                   "others_within_pct": [74.7, 56.0, 53.3, 60.0, 85.0],
-    ...                   "large_within_pct": [76.7, 40.0, 36.7, 33.3, 85.0]}, index=list(MODELS))
+    >>> t = pd.DataFrame({"within_pct": [63.2, 43.6, 54.1, 42.1, 60.2, 80.0],
+    ...                   "median_q1": [1.01, 1.0, 1.01, 1.10, 1.01, 1.0],
+    ...                   "held_within_pct": [50.0, 31.0, 27.6, 27.6, 60.3, 75.0],
+    ...                   "others_within_pct": [73.3, 53.3, 74.7, 53.3, 60.0, 85.0],
+    ...                   "large_within_pct": [73.3, 43.3, 76.7, 33.3, 33.3, 85.0]},
+    ...                  index=list(MODELS))
     >>> all(findings(t).values())
     True
     >>> t.loc["no cross-CPU copy", "large_within_pct"] = 80.0  # a copy cost that changes nothing
-    >>> [k for k, v in findings(t).items() if not v]
-    ['without the cross-CPU copy the large responses miss more']
+    >>> t.loc["no timer interrupt", "held_within_pct"] = 50.0  # an interrupt that changes nothing
+    >>> [k for k, v in findings(t).items() if not v]  # doctest: +NORMALIZE_WHITESPACE
+    ['without the cross-CPU copy the large responses miss more',
+     'without the timer interrupt the runs under bbr behind Nagle miss more']
     """
-    own, wrong, third, kernel3, again = (table.loc[m] for m in MODELS)
+    own, no_copy, no_timer, third, kernel3, again = (table.loc[m] for m in MODELS)
     return {
         "the calibrated profile beats the third machine's": own.within_pct > third.within_pct,
-        "without the cross-CPU copy the large responses miss more": wrong.large_within_pct
+        "without the cross-CPU copy the large responses miss more": no_copy.large_within_pct
         < own.large_within_pct,
+        "without the timer interrupt the runs under bbr behind Nagle miss more": (
+            no_timer.held_within_pct < own.held_within_pct
+        ),
+        "the timer interrupt hardly moves the rest": abs(
+            no_timer.others_within_pct - own.others_within_pct
+        )
+        < MOVED_PTS,
         "QD 1 is within the tolerance at its median": abs(own.median_q1 - 1) <= IOPS_TOL,
-        "the rest, not bbr behind Nagle, is where it is nearly right": own.others_within_pct
-        > 2 * own.held_within_pct,
+        "the rest, not bbr behind Nagle, is where it is nearest": own.others_within_pct
+        > own.held_within_pct,
         "it does not reach the goal's share": own.within_pct < IOPS_SHARE * 100,
         "the kernel measured again agrees with itself more often than any model": again.within_pct
-        > table.loc[list(MODELS[:3]), "within_pct"].max(),
+        > table.loc[list(MODELS[:4]), "within_pct"].max(),
         "another machine's kernel agrees with this one less often than it does with itself": (
             kernel3.within_pct < again.within_pct
         ),
@@ -201,8 +227,8 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
             again.within_pct - IOPS_SHARE * 100
         )
         < NEAR_GOAL_PTS,
-        "behind Nagle under bbr the kernel repeats itself where the model misses": (
-            again.held_within_pct > 2 * own.held_within_pct
+        "behind Nagle under bbr the kernel repeats itself more often than the model meets it": (
+            again.held_within_pct > own.held_within_pct + MOVED_PTS
         ),
     }
 
@@ -216,6 +242,7 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
     io = iops_table(ev.tables[MODELS[0]])
     held = bbr_held(io)
     busy = own.records["measured"]["busy_runs"]["repeats"]
+    fire_runs = own.records["measured"]["timer_fire_again"]["runs"]
     return {
         "rows": len(io),
         "large_kib": LARGE_BYTES // 1024,  # bytes -> KiB
@@ -224,6 +251,10 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
         "misses": int((~io["within"]).sum()),
         "held_misses": int((~io.loc[held, "within"]).sum()),
         "cross_ns": own.host["handoff_byte_cpu_s"] * 1e9,  # s -> ns per byte
+        "fire_us": own.host["timer_fire_cpu_s"] * 1e6,  # s -> us
+        "fire_lo_us": min(r["fire_us"] for r in fire_runs),
+        "fire_hi_us": max(r["fire_us"] for r in fire_runs),
+        "fire_first_us": own.records["measured"]["timer_fire"]["fire_us"],
         "send_byte_ns": own.host["send_byte_cpu_s"] * 1e9,  # s -> ns per byte
         "busy_lo_k": min(r["iops"] for r in busy) / 1e3,  # operations/s -> thousands
         "busy_hi_k": max(r["iops"] for r in busy) / 1e3,
