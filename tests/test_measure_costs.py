@@ -125,14 +125,14 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert 0 < t["far_us"] <= t["near_us"] < 1000 and t["samples"] >= 50
         assert t["arm_us"] == pytest.approx(t["near_us"] - t["far_us"])
         # a timer firing on a busy CPU: its interrupt is the longest pause of the spinning
-        # thread's clock less the longest without a timer; it fires near its time.  On the
-        # third machine the interrupt paused the thread for 12.6 us; on the fourth the pause
-        # was no longer than without a timer (why is not known: the same kernel, another
-        # build and host), so the cost is zero there, never negative.
+        # thread's clock less the longest without a timer; it fires near its time, on a
+        # virtual machine often a little before it (12-16 us on the fourth machine, 12.6 on
+        # the third); never negative.  How often a window saw it is reported with it.
         f = c["timer_fire"]
         assert 0 <= f["base_us"] <= f["gap_us"] < 1000 and f["samples"] >= 50
         assert f["fire_us"] == pytest.approx(max(f["gap_us"] - f["base_us"], 0.0))
-        assert -5 < f["at_us"] < 100
+        assert -10 < f["at_us"] < 100
+        assert 0 <= f["seen_share"] <= 1
         x = c["large_cross"]  # 64 KiB from a writer on one CPU to a reader on another
         assert x["bytes"] == 65536 and x["segments"] >= 1
         assert 0.05 < x["recv_cpu_us"] < 1000 and 0.05 < x["send_cpu_us"] < 1000
@@ -514,3 +514,23 @@ def test_calibrate_tries_out_of_range_names_the_option(tmp_path, capsys, tries):
         measure_main(["calibrate", "--out", str(tmp_path / "p.json"), "--tries", tries])
     assert e.value.code == 2
     assert f"argument --tries: must be 1..10, got {tries}" in capsys.readouterr().err
+
+
+def test_a_timer_benchmark_that_missed_the_interrupt_is_reported():
+    # the fourth machine's first calibration: its windows opened after the interrupt, most read
+    # no pause, and the median cost came out 0
+    from models.measure.costs import timer_seen_share
+    from models.measure.costs_text import TIMER_SEEN_MIN, format_costs
+    from models.sim import hostprofile
+
+    p = hostprofile.shipped("kernel6_machine4")
+
+    missed = timer_seen_share([0.03] * 7 + [12.0] * 3, [0.03] * 10)
+    seen = timer_seen_share([0.03] + [12.0] * 9, [0.03] * 10)
+    assert missed == pytest.approx(0.3) and seen == pytest.approx(0.9)
+    for share, warned in ((missed, True), (seen, False)):
+        fire = {"fire_us": 0.0, "gap_us": 0.03, "base_us": 0.03, "at_us": 7.0, "samples": 10,
+                "seen_share": share}  # fmt: skip
+        costs = {**p.records["measured"], "timer_fire": fire}
+        text = format_costs({"settings": p.records["settings"], "costs": costs})
+        assert ("not reliable" in text) is warned and (share < TIMER_SEEN_MIN) is warned

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_costs"]
+#: Below this share of its windows seeing the timer's interrupt (``timer_fire``'s
+#: ``seen_share``), :func:`format_costs` warns that the cost is not reliable.
+TIMER_SEEN_MIN = 0.5
+
+__all__ = ["TIMER_SEEN_MIN", "format_costs"]
 
 
 def format_costs(result: dict[str, Any]) -> str:
@@ -79,6 +83,12 @@ def format_costs(result: dict[str, Any]) -> str:
             f"timer, beginning {t['at_us']:+.2f} us from the timer's time; bbr's pacing timer; "
             f"Host.timer_fire_cpu_s)"
         )
+        seen = t.get("seen_share")
+        if seen is not None and seen < TIMER_SEEN_MIN:
+            lines.append(
+                f"warning: the timer's interrupt was seen in only {seen:.0%} of the windows: "
+                "timer_fire is not reliable on this machine"
+            )
     if "ack" in c:
         a = c["ack"]
         lines.append(
