@@ -73,6 +73,8 @@ class Endpoint:
         "pure_acks",
         "inbound",
         "own_cpu",
+        "ctx_cpu",
+        "rx_ctx",
         "ack",
         "stock_ack",
         "adaptive",
@@ -102,6 +104,10 @@ class Endpoint:
         # the CPU of this host's thread when the two ends share a machine with a CPU
         # each (a pinned timer's work runs there), or None
         self.own_cpu: Any = None
+        # while its receive soft interrupt reacts to a segment (one machine, a CPU each): the
+        # CPU that runs it, which what it sends leaves from and what it pushes is charged to
+        self.ctx_cpu: Any = None
+        self.rx_ctx = False  # whether it does (Link.replies_on_rx_cpu)
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes
@@ -147,6 +153,9 @@ class Endpoint:
             app = self.app
             if not (app.busy or app.waking):  # (else on_data does nothing)
                 app.on_data(now)
+        ctx = None
+        if self.rx_ctx:  # this soft interrupt runs where the segment was received
+            ctx = self.ctx_cpu = seg.cpu or self.inbound.cpu
         if advanced and sender.queue:
             sender.push(now, CORK if sender.corked else sender.mode)  # push_pending
             if sender.soft_cpu:
@@ -170,11 +179,16 @@ class Endpoint:
                     t.ticks > ato or (now - t.armed_at) * ack.hz > (t.ticks - (ato >> 2) - 1) * FS
                 ):  # (else it keeps the earlier timer, not almost due)
                     ack._arm_delayed_ack(now, ato)
+        if ctx is not None:
+            self.ctx_cpu = None
 
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
         rcv_nxt = self.receiver.rcv_nxt
         seg = Segment(self.side, seq, end, rcv_nxt, psh)
+        ctx = self.ctx_cpu
+        if ctx is not None and ctx is not self.channel.cpu:
+            seg.cpu = ctx  # sent from the other direction's soft interrupt
         ack = self.ack
         if self.stock_ack:  # LinuxAck.ack_sent and .data_sent, inline
             if ack.space is not None:
@@ -208,7 +222,11 @@ class Endpoint:
         ack = rcv.ack
         ack.ack_sent(now)
         ack.data_sent(now)
-        sent = self.channel.send_gso(now, Segment(self.side, seq, end, rcv.rcv_nxt, psh), mss)
+        seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
+        ctx = self.ctx_cpu
+        if ctx is not None and ctx is not self.channel.cpu:
+            seg.cpu = ctx  # sent from the other direction's soft interrupt
+        sent = self.channel.send_gso(now, seg, mss)
         if self.trace is not None:
             self.trace.extend((now, seg) for seg in sent)
 
@@ -217,6 +235,9 @@ class Endpoint:
         nxt = self.sender.snd_nxt
         rcv_nxt = self.receiver.rcv_nxt
         seg = Segment(self.side, nxt, nxt, rcv_nxt, False)
+        ctx = self.ctx_cpu
+        if ctx is not None and ctx is not self.channel.cpu:
+            seg.cpu = ctx  # sent from the other direction's soft interrupt
         ack = self.ack
         if self.stock_ack:  # LinuxAck.ack_sent, inline
             if ack.space is not None:

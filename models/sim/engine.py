@@ -100,6 +100,8 @@ class Simulation:
         self.c2s.cpu, self.s2c.cpu = cpu_c, cpu_s
         if apart:  # a timer pinned to a thread's CPU (bbr's pacing) does its work there
             self.client_ep.own_cpu, self.server_ep.own_cpu = cpu_c, cpu_s
+            if link.replies_on_rx_cpu:  # a soft interrupt's sends leave from its CPU
+                self.client_ep.rx_ctx = self.server_ep.rx_ctx = True
         wl = sc.workload
         exchange = wl.graph
         setup = (

@@ -76,7 +76,7 @@ _GRO_MAX_BYTES = framing.mss(65536)
 class Segment:
     """A TCP segment: payload ``[seq, end)`` (``end == seq``: pure ACK)."""
 
-    __slots__ = ("src", "seq", "end", "ack", "psh", "t_tx", "t_rx")
+    __slots__ = ("src", "seq", "end", "ack", "psh", "t_tx", "t_rx", "cpu")
 
     def __init__(self, src: int, seq: int, end: int, ack: int, psh: bool) -> None:
         self.src = src  # 0 = client, 1 = server
@@ -86,6 +86,10 @@ class Segment:
         self.psh = psh  # PSH flag
         self.t_tx = 0  # fs: handed to the NIC (tcpdump, sender)
         self.t_rx = 0  # fs: at the receiver's capture point
+        # the CPU whose soft interrupt receives it, when not its channel's: sent from the
+        # receive soft interrupt of the other direction (an ACK, a push that ACK allowed),
+        # it leaves from the CPU that runs that soft interrupt (one machine), or None
+        self.cpu = None
 
     @property
     def length(self) -> int:
@@ -359,10 +363,11 @@ class Channel(ChannelView):
         seg.t_rx = seen
         if cost:
             free = self.softirq_free
-            if self.cpu is None:
+            cpu = seg.cpu or self.cpu
+            if cpu is None:
                 ready = (seen if seen > free else free) + cost
             else:  # one machine: runs as it is sent (netif_rx), then in order
-                ready = self.cpu.run(now, cost)
+                ready = cpu.run(now, cost)
                 if ready < seen:
                     ready = seen
                 if ready < free:
@@ -403,6 +408,7 @@ class Channel(ChannelView):
         while seq < end:
             nxt = seq + mss if end - seq > mss else end
             part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end)
+            part.cpu = seg.cpu
             self.send(now, part)
             out.append(part)
             seq = nxt
@@ -442,17 +448,20 @@ class Channel(ChannelView):
         for seg in batch:
             out(now, seg)
 
-    def charge(self, now: int, cost: int) -> None:
+    def charge(self, now: int, cost: int, cpu: Any = None) -> None:
         """The receiving host's soft interrupt spends ``cost`` fs more,
         after the work queued on it (a push it released: the sending
         half's CPU, :meth:`Sender.charge_soft
-        <models.sim.sender.Sender.charge_soft>`).  Deliveries already
-        scheduled keep their times; later frames wait for it."""
+        <models.sim.sender.Sender.charge_soft>`), on ``cpu`` if given (the
+        CPU that runs it, when not the channel's: see ``Segment.cpu``).
+        Deliveries already scheduled keep their times; later frames wait
+        for it."""
         free = self.softirq_free
-        if self.cpu is None:
+        cpu = cpu or self.cpu
+        if cpu is None:
             self.softirq_free = (free if free > now else now) + cost
         else:  # one machine: on its CPUs now, later frames still in order
-            end = self.cpu.run(now, cost)
+            end = cpu.run(now, cost)
             self.softirq_free = end if end > free else free
         self.softirq_busy += cost
 

@@ -85,7 +85,14 @@ class ChannelView:
         their sender's stream, the ACK in the other)."""
         seq = view.seq
         segs = tuple(
-            (g.src, seq(g.seq, g.src), seq(g.end, g.src), seq(g.ack, 1 - g.src), g.psh)
+            (
+                g.src,
+                seq(g.seq, g.src),
+                seq(g.end, g.src),
+                seq(g.ack, 1 - g.src),
+                g.psh,
+                g.cpu is not None,  # (received on the other CPU: the only other one)
+            )
             for g in batch
         )
         return view.time(time), segs

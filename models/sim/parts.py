@@ -239,6 +239,16 @@ class Link(Part):
         "with that host's thread (with shared_cpus: on the shared CPUs)",
         sample=OneOf(False, True),
     )
+    replies_on_rx_cpu: bool = param(
+        False,
+        "flag",
+        "",
+        "with softirq_on_sender and no shared_cpus: what a receive soft interrupt sends (an "
+        "immediate ACK, data an ACK lets go) leaves from the CPU that runs it, the peer's, and is "
+        "received there, as on a veth pair or the loopback; off: every frame a host sends is "
+        "received on that host's own CPU",
+        sample=OneOf(False, True),
+    )
 
     def _check_together(self, where: str) -> None:
         frame = framing.bucket_bytes(self.mss)

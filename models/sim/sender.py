@@ -344,8 +344,8 @@ class Sender(SenderView):
             self.soft_cpu = 0
             self.soft_cpu_fs += cpu
             inbound = getattr(self.ep, "inbound", None)
-            if inbound is not None:
-                inbound.charge(now, cpu)
+            if inbound is not None:  # (on the CPU of the soft interrupt it runs in)
+                inbound.charge(now, cpu, getattr(self.ep, "ctx_cpu", None))
 
     def charge_own(self, now: int) -> None:
         """Charge what left outside a ``send()`` to the CPU of this host's

@@ -76,7 +76,8 @@ class Bbr(Reno):
         self.timer_arm_fs = 0
         self.timer_arms = 0  # times it was armed
         # whether it was armed on the CPU of the host's own thread: in its
-        # send(), or in the soft interrupt of a timer pinned there
+        # send(), in the soft interrupt of a timer pinned there, or in a
+        # receive soft interrupt that ran there
         self.pinned_own = False
         self.firing_own = False  # (while such a timer's push runs)
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
@@ -107,9 +108,15 @@ class Bbr(Reno):
             # release runs after the timer's interrupt (timer_fire_fs)
             t.arm(self.wstamp + self.timer_fire_fs)
             self.timer_arms += 1
-            # HRTIMER_MODE_ABS_PINNED_SOFT: it fires on the arming CPU
+            # HRTIMER_MODE_ABS_PINNED_SOFT: it fires on the arming CPU,
+            # the thread's own when armed in its send(), in a timer pinned
+            # there, or in a soft interrupt run there
+            ep = getattr(sender, "ep", None)
+            ctx = getattr(ep, "ctx_cpu", None)
             self.pinned_own = (
-                getattr(sender, "in_send", False) or self.firing_own
+                getattr(sender, "in_send", False)
+                or self.firing_own
+                or (ctx is not None and ctx is getattr(ep, "own_cpu", None))
             )
             cost = self.timer_arm_fs
             if cost:  # the send() that arms it pays, or the soft interrupt
