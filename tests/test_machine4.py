@@ -39,7 +39,7 @@ def test_the_profile_and_the_sample_come_from_the_fourth_machine():
 
 
 def test_the_findings_hold(ev):
-    assert list(ev.table.index) == list(M4.MODELS)
+    assert list(ev.table.index) == list(M4.ROWS)
     assert M4.findings(ev.table) == dict.fromkeys(M4.findings(ev.table), True)
     n = M4.numbers(ev)
     assert n["held_misses"] <= n["misses"] <= n["rows"]
@@ -68,3 +68,11 @@ def test_a_profile_made_elsewhere_fails_as_the_calibrated_one(ev):
     failed = [k for k, v in M4.findings(t).items() if not v]
     assert "the calibrated profile beats the third machine's" in failed
     assert "without the cross-CPU copy the large responses miss more" in failed
+
+
+def test_replies_that_change_nothing_fail_their_finding(ev):
+    """The wrong model in the replies row's place: the calibrated profile as it is."""
+    t = ev.table.copy()
+    t.loc[M4.REPLIES] = t.loc[M4.MODELS[0]]
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert "with replies on their CPU more runs are within" in failed
