@@ -182,13 +182,18 @@ class Endpoint:
         if ctx is not None:
             self.ctx_cpu = None
 
+    def _from_soft_irq(self, seg: Segment) -> None:
+        """``seg`` is sent from the receive soft interrupt running on ``ctx_cpu``: it is
+        received there too (``Segment.cpu``) when that is not its channel's CPU."""
+        if self.ctx_cpu is not self.channel.cpu:
+            seg.cpu = self.ctx_cpu
+
     def transmit(self, now: int, seq: int, end: int, psh: bool) -> None:
         """Send a data segment ``[seq, end)`` carrying the ACK."""
         rcv_nxt = self.receiver.rcv_nxt
         seg = Segment(self.side, seq, end, rcv_nxt, psh)
-        ctx = self.ctx_cpu
-        if ctx is not None and ctx is not self.channel.cpu:
-            seg.cpu = ctx  # sent from the other direction's soft interrupt
+        if self.ctx_cpu is not None:
+            self._from_soft_irq(seg)
         ack = self.ack
         if self.stock_ack:  # LinuxAck.ack_sent and .data_sent, inline
             if ack.space is not None:
@@ -223,9 +228,8 @@ class Endpoint:
         ack.ack_sent(now)
         ack.data_sent(now)
         seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
-        ctx = self.ctx_cpu
-        if ctx is not None and ctx is not self.channel.cpu:
-            seg.cpu = ctx  # sent from the other direction's soft interrupt
+        if self.ctx_cpu is not None:
+            self._from_soft_irq(seg)
         sent = self.channel.send_gso(now, seg, mss)
         if self.trace is not None:
             self.trace.extend((now, seg) for seg in sent)
@@ -235,9 +239,8 @@ class Endpoint:
         nxt = self.sender.snd_nxt
         rcv_nxt = self.receiver.rcv_nxt
         seg = Segment(self.side, nxt, nxt, rcv_nxt, False)
-        ctx = self.ctx_cpu
-        if ctx is not None and ctx is not self.channel.cpu:
-            seg.cpu = ctx  # sent from the other direction's soft interrupt
+        if self.ctx_cpu is not None:
+            self._from_soft_irq(seg)
         ack = self.ack
         if self.stock_ack:  # LinuxAck.ack_sent, inline
             if ack.space is not None:

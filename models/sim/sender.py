@@ -336,37 +336,25 @@ class Sender(SenderView):
         self.thread_cpu = 0
         return cpu
 
-    def charge_soft(self, now: int) -> None:
+    def charge_soft(self, now: int, own: bool = False) -> None:
         """Charge what left outside a ``send()`` to this host's soft
-        interrupt (``ep.inbound``), after the work queued there."""
+        interrupt (``ep.inbound``), after the work queued there, on the CPU
+        that runs it (``ep.ctx_cpu``, else the channel's); with ``own``, on
+        the CPU of the host's thread where a timer it armed is pinned
+        (``ep.own_cpu``; bbr's pacing timer), which its next work waits for."""
         cpu = self.soft_cpu
         if cpu:
             self.soft_cpu = 0
             self.soft_cpu_fs += cpu
-            inbound = getattr(self.ep, "inbound", None)
-            if inbound is not None:  # (on the CPU of the soft interrupt it runs in)
-                inbound.charge(now, cpu, getattr(self.ep, "ctx_cpu", None))
-
-    def charge_own(self, now: int) -> None:
-        """Charge what left outside a ``send()`` to the CPU of this host's
-        thread (``ep.own_cpu``), where a timer the thread armed is pinned
-        (bbr's pacing timer, ``HRTIMER_MODE_ABS_PINNED_SOFT``): its soft
-        interrupt runs there and the thread's next work waits for it.  It
-        still counts as soft-interrupt time.  Without a CPU of the
-        thread's own (two machines, or one shared CPU) it is
-        :meth:`charge_soft`."""
-        own = self.ep.own_cpu
-        if own is None:
-            self.charge_soft(now)
-            return
-        cpu = self.soft_cpu
-        if cpu:
-            self.soft_cpu = 0
-            self.soft_cpu_fs += cpu
-            own.run(now, cpu)
-            inbound = self.ep.inbound
-            if inbound is not None:
-                inbound.softirq_busy += cpu
+            ep = self.ep
+            inbound = getattr(ep, "inbound", None)
+            pinned = getattr(ep, "own_cpu", None) if own else None
+            if pinned is not None:  # (later frames into this host need not wait)
+                pinned.run(now, cpu)
+                if inbound is not None:
+                    inbound.softirq_busy += cpu
+            elif inbound is not None:
+                inbound.charge(now, cpu, getattr(ep, "ctx_cpu", None))
 
     def set_cork(self, now: int, on: bool) -> int:
         """``setsockopt(TCP_CORK)``; clearing it pushes (with

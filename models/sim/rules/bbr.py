@@ -197,10 +197,7 @@ class Bbr(Reno):
             if sender.queue:
                 sender.push_pending(now)
             self.firing_own = False
-            if own:
-                sender.charge_own(now)
-            else:
-                sender.charge_soft(now)
+            sender.charge_soft(now, own)
 
     # end rule: bbr
 
