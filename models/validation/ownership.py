@@ -1,0 +1,186 @@
+"""Where a segment waits on one machine: the socket's owner, its backlog, and bbr's long send().
+
+While a thread is inside ``send()`` or ``recv()`` on a socket, Linux queues a segment that
+arrives for that socket to its backlog and processes it when the call releases the socket
+(``tcp_add_backlog``; ``release_sock``).  The dataset (:data:`DATASET`,
+``tools/ownership_trace.py``) traced the fourth machine's kernel in the loop of chapter 9's
+pacing section with the two ends pinned a CPU apart (veth at MTU 1500, NODELAY client, 16 KiB
+responses, QD 8), a ``MSG_MORE`` and a Nagle server, each under bbr and reno: how long the
+server's ``send()`` of a response's data lasted, how much of the time its thread spent in those
+calls, how many of the segments each socket processed came from its backlog, and how often bbr's
+pacing timer fired.
+
+The simulator processes every segment when it arrives (it has no socket owner), and its ``send()``
+takes the thread's transmit CPU and nothing else.  :func:`table` puts beside each traced run what
+the simulator does with the fourth machine's calibrated profile (:data:`models.validation.machine4.PROFILE`):
+its rate and its pacing timers per operation (the class of
+:func:`models.validation.pacingtimer.classify` is the test, as for the third machine's counts).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
+
+__all__ = [
+    "DATASET",
+    "KEY",
+    "MOST_PCT",
+    "SLOWER",
+    "COVERED",
+    "kernel",
+    "table",
+    "numbers",
+    "findings",
+]
+
+#: The traced runs (``tools/ownership_trace.py``).
+DATASET = "kernel6_machine4_ownership"
+#: The columns that name a run.
+KEY = ["server_sock_mode", "cc"]
+#: A share above this many percent is "most".
+MOST_PCT = 50.0
+#: bbr's ``send()`` of a response's data is called long when it lasts at least this many times
+#: reno's for the same server.
+SLOWER = 2.0
+#: The share of the time per operation bbr adds that its longer ``send()`` must cover for the
+#: findings to call the ``send()`` the cause.
+COVERED = 2 / 3
+
+
+def kernel() -> pd.DataFrame:
+    """The traced runs, one per (server mode, congestion control)."""
+    from models.data import load
+
+    return load(DATASET)
+
+
+def _row(mode: str, cc: str) -> dict[str, Any]:
+    """The pinned sample's row of the traced scenario (``mode`` server, ``cc``), or one of its
+    rows with those two changed: the scenario :func:`table` simulates."""
+    from models.kernel import load_kernel_run
+    from models.validation import machine4
+
+    t = load_kernel_run(prefix=machine4.PREFIX).table("iscsi_loop")
+    pick = (
+        (t["link"] == "veth-1500")
+        & (t["client_sock_mode"] == "nodelay")
+        & (t["qd"] == 8)
+        & (t["iosize_bytes"] == 16384)
+        & t["rate_limit_bits_per_s"].isna()
+    )
+    same = t[pick & (t["sock_mode"] == mode) & (t["cc"] == cc)]
+    base = same if len(same) else t[pick]
+    return {**base.iloc[0].to_dict(), "sock_mode": mode, "cc": cc}
+
+
+def table(profile: Any = None) -> pd.DataFrame:
+    """:func:`kernel` with the simulator's rate (``sim_iops``) and pacing timers per operation
+    (``sim_arms_per_op``) on the same scenarios with ``profile`` (default the fourth machine's
+    calibrated one), the two classes (:func:`models.validation.pacingtimer.classify`) and
+    ``right``."""
+    from models.kernel import load_kernel_run, simulate_summary
+    from models.sim import hostprofile
+    from models.validation import machine4, pacingtimer
+    from models.validation.fidelity import ProfileHost, field_scenario
+
+    p = profile if profile is not None else hostprofile.shipped(machine4.PROFILE)
+    hz = load_kernel_run(prefix=machine4.PREFIX).hz
+    t = kernel().copy()
+    rows = [_row(r["server_sock_mode"], r["cc"]) for r in t.to_dict("records")]
+    t["sim_iops"] = [
+        simulate_summary(field_scenario("iscsi_loop", r, ProfileHost(p), hz)).iops for r in rows
+    ]
+    t["sim_arms_per_op"] = [pacingtimer.simulated_arms(p, r, hz) for r in rows]
+    t["kernel_class"] = t["pace_kicks_per_op"].map(pacingtimer.classify)
+    t["sim_class"] = t["sim_arms_per_op"].map(pacingtimer.classify)
+    t["right"] = t["kernel_class"] == t["sim_class"]
+    return t
+
+
+def _pair(t: pd.DataFrame, mode: str) -> tuple[Any, Any]:
+    """The bbr and reno runs of server ``mode``."""
+    s = t[t["server_sock_mode"] == mode].set_index("cc")
+    return s.loc["bbr"], s.loc["reno"]
+
+
+def numbers(t: pd.DataFrame) -> dict[str, float]:
+    """What the text quotes from :func:`kernel` (or :func:`table`) ``t``: per server mode
+    (``more``, ``nagle``) the ``send()`` of a response's data under bbr and reno
+    (``{mode}_send_bbr``, ``{mode}_send_reno``, microseconds), the time per operation each
+    congestion control gives (``{mode}_op_bbr``, ``{mode}_op_reno``, microseconds, from the
+    traced rates), and the share of the time bbr adds that the longer ``send()`` covers
+    (``{mode}_covered``); over all runs the lowest and highest share of the server's segments
+    processed from its backlog (``backlog_lo``, ``backlog_hi``, percent) and of the client's data
+    segments under each congestion control (``client_bbr_hi``, ``client_reno_lo``), the highest
+    share of the time the server spent in ``send()`` (``busy_hi``) and the lowest pacing timers
+    per operation under bbr (``kicks_lo``)."""
+    out: dict[str, float] = {}
+    for mode in ("more", "nagle"):
+        bbr, reno = _pair(t, mode)
+        op_bbr, op_reno = 1e6 / bbr["iops"], 1e6 / reno["iops"]  # operations/s -> us each
+        out[f"{mode}_send_bbr"] = float(bbr["send_us_p50"])
+        out[f"{mode}_send_reno"] = float(reno["send_us_p50"])
+        out[f"{mode}_op_bbr"] = float(op_bbr)
+        out[f"{mode}_op_reno"] = float(op_reno)
+        out[f"{mode}_covered"] = float(
+            (bbr["send_us_p50"] - reno["send_us_p50"]) / (op_bbr - op_reno)
+        )
+    by_cc = t.set_index("cc")
+    out["backlog_lo"] = float(t["server_backlog_pct"].min())
+    out["backlog_hi"] = float(t["server_backlog_pct"].max())
+    out["client_bbr_hi"] = float(by_cc.loc["bbr", "client_backlog_pct"].max())
+    out["client_reno_lo"] = float(by_cc.loc["reno", "client_backlog_pct"].min())
+    out["busy_hi"] = float(t["send_busy_pct"].max())
+    out["kicks_lo"] = float(by_cc.loc["bbr", "pace_kicks_per_op"].min())
+    return out
+
+
+def findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What the text says of :func:`kernel` ``t``, each a claim that holds or not: under either
+    congestion control most of the segments reaching the server's socket wait in its backlog
+    (above :data:`MOST_PCT`); under bbr the server's ``send()`` of a response's data lasts at least
+    :data:`SLOWER` times reno's, and bbr's pacing timer fires about once per operation or more
+    (:data:`models.validation.pacingtimer.PER_OP`) and never under reno; that longer ``send()``
+    covers at least :data:`COVERED` of the time per operation bbr adds, for both servers; and
+    the client's data wait in its backlog less under bbr than under reno (its thread, less busy,
+    is less often inside a call when they arrive).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"server_sock_mode": ["more", "more", "nagle", "nagle"],
+    ...                   "cc": ["bbr", "reno"] * 2, "iops": [30e3, 80e3, 32e3, 78e3],
+    ...                   "send_us_p50": [28.0, 10.0, 30.0, 10.0],
+    ...                   "send_busy_pct": [82.0, 78.0, 81.0, 77.0],
+    ...                   "server_backlog_pct": [88.0, 76.0, 85.0, 78.0],
+    ...                   "client_backlog_pct": [9.0, 62.0, 10.0, 57.0],
+    ...                   "pace_kicks_per_op": [0.88, 0.0, 0.89, 0.0]})
+    >>> all(findings(t).values())
+    True
+    >>> t.loc[t.cc == "bbr", "send_us_p50"] = 12.0  # the send() not longer: the claims fail
+    >>> f = findings(t)
+    >>> f["under bbr the server's send() lasts at least twice reno's"], f[
+    ...     "the longer send() covers most of the time bbr adds"]
+    (False, False)
+    """
+    from models.validation.pacingtimer import PER_OP
+
+    n = numbers(t)
+    bbr, reno = t[t["cc"] == "bbr"], t[t["cc"] == "reno"]
+    return {
+        "most segments reaching the server wait in its backlog": bool(
+            (t["server_backlog_pct"] > MOST_PCT).all()
+        ),
+        "under bbr the server's send() lasts at least twice reno's": all(
+            n[f"{m}_send_bbr"] >= SLOWER * n[f"{m}_send_reno"] for m in ("more", "nagle")
+        ),
+        "bbr's pacing timer fires about once per operation, reno's never": bool(
+            (bbr["pace_kicks_per_op"] >= PER_OP).all() and (reno["pace_kicks_per_op"] == 0).all()
+        ),
+        "the longer send() covers most of the time bbr adds": all(
+            n[f"{m}_covered"] >= COVERED for m in ("more", "nagle")
+        ),
+        "the client's data wait in its backlog less under bbr": n["client_bbr_hi"]
+        < n["client_reno_lo"],
+    }

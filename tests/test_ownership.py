@@ -1,0 +1,99 @@
+"""The socket-ownership trace: tools/ownership_trace.py reads tracefs lines as the kernel prints them,
+and models.validation.ownership states what the bundled runs show, each claim able to fail."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import ownership_trace  # noqa: E402
+
+from models.measure.netns import CLIENT_ADDR, SERVER_ADDR  # noqa: E402
+from models.validation import ownership as OWN  # noqa: E402
+
+
+def _line(pid: int, cpu: int, flags: str, t_us: int, event: str, rest: str) -> str:
+    # the default trace format: task-pid, [cpu], the five context columns, seconds
+    return f"   qdperf-{pid}    [{cpu:03d}] {flags} 100.{t_us:06d}: {event}{rest}"
+
+
+def _probe(addr: str, data_len: int) -> str:
+    return f": family=AF_INET src={addr}:4000 dest=10.0.0.9:5000 mark=0x0 data_len={data_len} "
+
+
+def test_a_window_is_summarised_per_send_and_per_context():
+    server, client = 7, 8
+    big = f"(fd: 4, buff: 0x1, len: {ownership_trace.IOSIZE:#x}, flags: 0x4000, addr: 0, addr_len: 0)"
+    lines = [
+        "# tracer: nop",
+        _line(server, 0, ".....", 0, "sys_sendto", big),
+        _line(server, 0, "..s1.", 2, "tcp_probe", _probe(CLIENT_ADDR, 15928)),  # soft interrupt
+        _line(server, 0, "..s1.", 5, "hrtimer_expire_entry", ": function=tcp_pace_kick now=1"),
+        _line(server, 0, ".....", 6, "tcp_probe", _probe(SERVER_ADDR, 48)),  # from the backlog
+        _line(server, 0, ".....", 8, "tcp_probe", _probe(SERVER_ADDR, 0)),
+        _line(server, 0, ".....", 9, "sys_sendto", " -> 0x4000"),
+        # a short send() of another size is not a response's data
+        _line(
+            client, 1, ".....", 10, "sys_sendto", "(fd: 3, buff: 0x2, len: 0x30, flags: 0x4000)"
+        ),
+        _line(client, 1, ".....", 11, "sys_sendto", " -> 0x30"),
+        _line(client, 1, "..s1.", 12, "tcp_probe", _probe(SERVER_ADDR, 48)),
+        _line(client, 1, ".....", 13, "tcp_probe", _probe(CLIENT_ADDR, 504)),  # its backlog
+        _line(client, 1, ".....", 14, "tcp_probe", _probe(CLIENT_ADDR, 0)),  # an ACK: not data
+        _line(server, 0, ".....", 20, "sys_sendto", big),
+        _line(server, 0, ".....", 23, "sys_sendto", " -> 0x4000"),
+    ]
+    row = ownership_trace.summarise(lines, ownership_trace.IOSIZE)
+    assert row["ops"] == 2
+    assert row["send_us_p50"] == pytest.approx(6.0)  # 9 us and 3 us
+    assert row["window_ms"] == pytest.approx(0.023)
+    assert row["send_busy_pct"] == pytest.approx(100 * 12 / 23, abs=0.01)
+    assert row["server_backlog_pct"] == pytest.approx(100 * 2 / 3, abs=0.01)
+    assert row["client_backlog_pct"] == pytest.approx(50.0)
+    assert row["pace_kicks_per_op"] == pytest.approx(0.5)
+
+
+def test_a_window_without_a_response_is_an_error():
+    with pytest.raises(RuntimeError, match="no send"):
+        ownership_trace.summarise(["# tracer: nop"], ownership_trace.IOSIZE)
+
+
+def test_the_bundled_runs_show_what_the_text_says():
+    t = OWN.kernel()
+    assert sorted(map(tuple, t[OWN.KEY].values.tolist())) == [
+        ("more", "bbr"),
+        ("more", "reno"),
+        ("nagle", "bbr"),
+        ("nagle", "reno"),
+    ]
+    f = OWN.findings(t)
+    assert all(f.values()), f
+
+
+def test_a_wrong_kernel_fails_the_claims():
+    # the pacing timer's cost taken out of bbr's send(): bbr's send() as long as reno's
+    t = OWN.kernel().copy()
+    reno = t[t.cc == "reno"].set_index("server_sock_mode")["send_us_p50"]
+    t.loc[t.cc == "bbr", "send_us_p50"] = t.loc[t.cc == "bbr", "server_sock_mode"].map(reno)
+    f = OWN.findings(t)
+    assert not f["under bbr the server's send() lasts at least twice reno's"]
+    assert not f["the longer send() covers most of the time bbr adds"]
+    # and a server that never owns its socket when segments arrive
+    t = OWN.kernel().assign(server_backlog_pct=5.0)
+    assert not OWN.findings(t)["most segments reaching the server wait in its backlog"]
+
+
+def test_the_simulator_misses_the_pacing_timer_behind_both_servers():
+    # the simulator has no socket owner, and its bbr estimate stays far above the kernel's: the
+    # timer the kernel's bbr fires per operation the simulator fires seldom (MSG_MORE) or only
+    # between (Nagle); under reno neither fires it
+    t = OWN.table().set_index(OWN.KEY)
+    assert t.loc[("more", "bbr"), "sim_class"] == "seldom"
+    assert t.loc[("nagle", "bbr"), "sim_class"] != "per_op"
+    assert (t.xs("reno", level="cc")["right"]).all()
+    assert (t.xs("bbr", level="cc")["kernel_class"] == "per_op").all()
