@@ -20,12 +20,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _toc_pages() -> list[tuple[str, bool]]:
-    """(docname, is_numbered_chapter) for every page of the table of contents."""
+    """(docname, is_numbered_chapter) for every page of the table of contents: each chapter, then
+    the pages listed as its ``sections`` (a chapter's further pages, never a numbered chapter)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     pages = [(toc["root"], False)]
+
+    def sections(entry: dict) -> None:
+        for sub in entry.get("sections", []):
+            pages.append((sub["file"], False))
+            sections(sub)
+
     for part in toc.get("parts", []):
         for ch in part.get("chapters", []):
             pages.append((ch["file"], bool(part.get("numbered"))))
+            sections(ch)
     return pages
 
 
