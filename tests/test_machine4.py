@@ -76,3 +76,43 @@ def test_replies_that_change_nothing_fail_their_finding(ev):
     t.loc[M4.REPLIES] = t.loc[M4.MODELS[0]]
     failed = [k for k, v in M4.findings(t).items() if not v]
     assert "with replies on their CPU more runs are within" in failed
+
+
+def test_the_refit_alone_fails_the_sent_findings(ev):
+    """The wrong model in the sent row's place: the refitted costs with each segment leaving at its
+    send()'s start again (the flag off), simulated as the row is. What moves the runs under bbr
+    behind Nagle is where the segment leaves, not the refit's costs."""
+    d = M4.sent_profile().to_dict()
+    assert d["host"]["send_cpu_first"] is True
+    assert "refit_profile.py" in d["fit"]["refit"]
+    d["host"]["send_cpu_first"] = False
+    from models.kernel import load_kernel_run
+    from models.validation.ackheld import unlimited
+
+    run = load_kernel_run(prefix=M4.PREFIX)
+    table = FID.simulate_loop(
+        run, hostprofile.load(d), rows=unlimited, scenario=M4.replies_scenario
+    )
+    t = ev.table.copy()
+    t.loc[M4.SENT] = M4.summary(table)
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert "sent after its CPU, the runs under bbr behind Nagle are within more often" in failed
+    assert "sent after its CPU, QD 1 is slower, still within the tolerance" in failed
+
+
+def test_the_sent_profile_is_the_calibration_refitted_with_nothing_measured_again():
+    own, sent = hostprofile.shipped(M4.PROFILE), M4.sent_profile()
+    assert sent.records["measured"] == own.records["measured"]
+    assert (
+        sent.records["fit"]["training_rows"][0].keys()
+        == own.records["fit"]["training_rows"][0].keys()
+    )
+    assert [r["measured_p50_us"] for r in sent.records["fit"]["training_rows"][:8]] == [
+        r["measured_p50_us"] for r in own.records["fit"]["training_rows"][:8]
+    ]
+    # every measured cost is the calibration's; only the fitted ones move
+    fitted = {"proc_s", "gso_cpu_s", "wake_cpu_s"}
+    for name, value in own.host.items():
+        if name not in fitted:
+            assert sent.host[name] == value, name
+    assert not sent.records["fit"]["at_bound"]

@@ -210,6 +210,7 @@ def build_profile(
     training: str | None = None,
     fit_wake_cpu: bool = False,
     busy_repeats: list[dict[str, Any]] | None = None,
+    flags: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -240,6 +241,10 @@ def build_profile(
     busy_repeats
         The busy runs' repeats (:func:`~models.measure.calruns.calibration_sweep`), recorded in
         the profile's ``measured.busy_runs`` with the date, kernel and load of ``costs_result``.
+    flags
+        ``Host`` flags (:data:`models.sim.hostprofile.FLAGS`, e.g. ``send_cpu_first``) set on both
+        ends of every simulation of the fit and in the profile: the costs are fitted under the
+        mechanisms the profile will be simulated with (default: none).
 
     Raises
     ------
@@ -249,6 +254,10 @@ def build_profile(
     from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
     from models.kernel.runs import STALL_SHARE_PCT  # noqa: PLC0415
 
+    flags = dict(flags or {})
+    unknown = sorted(set(flags) - set(hostprofile.FLAGS))
+    if unknown:
+        raise ValueError(f"flags: {unknown} are not Host flags; known: {list(hostprofile.FLAGS)}")
     st, c = costs_result["settings"], costs_result["costs"]
     hz = st["kernel"]["config_hz"] or 250  # ticks per second; 250 if the config is unreadable
     train = [r for r in rows if float(r["stalled_pct"]) < STALL_SHARE_PCT]
@@ -304,6 +313,7 @@ def build_profile(
                 **({"waker_curve_s": waker} if waker else {}),
                 **timers,
                 **cross,
+                **flags,
             }
             or None,
         ),
@@ -323,6 +333,7 @@ def build_profile(
         fields["waker_curve_s"] = [list(p) for p in waker]
     fields.update(timers)
     fields.update(cross)
+    fields.update(flags)
     how = {
         "handoff_byte_cpu_s": "measured: what a 64 KiB send() costs per byte more with its "
         "reader spinning on the other CPU than in one thread (large_cross)",
@@ -355,6 +366,8 @@ def build_profile(
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
         "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
         "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
+        "send_cpu_first": "set: the fit's simulations and the profile's send a thread's "
+        "segment after its send()'s CPU up to it",
     }
     if socket:
         how["path_s"] = (
