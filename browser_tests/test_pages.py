@@ -40,6 +40,27 @@ def _toc_pages() -> list[tuple[str, bool]]:
 PAGES = _toc_pages()
 
 
+def _chapter_sections() -> set[str]:
+    """The further pages of the numbered chapters (``sections``): notebooks like their chapter."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found: set[str] = set()
+
+    def walk(entry: dict) -> None:
+        for sub in entry.get("sections", []):
+            found.add(sub["file"])
+            walk(sub)
+
+    for part in toc.get("parts", []):
+        if part.get("numbered"):
+            for ch in part.get("chapters", []):
+                walk(ch)
+    return found
+
+
+#: Pages offering Binder and an .ipynb download: the numbered chapters and their further pages.
+NOTEBOOKS = [p for p, numbered in PAGES if numbered or p in _chapter_sections()]
+
+
 @pytest.mark.parametrize("docname, numbered", PAGES, ids=[p for p, _ in PAGES])
 def test_page(browser, book_url, screenshots, docname, numbered):
     page, problems = visit(browser, f"{book_url}/{docname}.html")
@@ -106,10 +127,10 @@ def test_page(browser, book_url, screenshots, docname, numbered):
 
 
 def test_launch_and_download_buttons(browser, book_url):
-    """Chapters offer Binder and an .ipynb download, and the files those links name exist."""
-    for docname, numbered in PAGES:
-        if not numbered:
-            continue
+    """Chapters (and their further pages) offer Binder and an .ipynb download, and the files those
+    links name exist."""
+    assert "book/09b_host_profiles" in NOTEBOOKS
+    for docname in NOTEBOOKS:
         page, problems = visit(browser, f"{book_url}/{docname}.html")
         try:
             hrefs = page.eval_on_selector_all(

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.data import sha256_of, table_schema  # noqa: E402
+from models.data import tool_sidecar  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.sim.rules.bbr_model import BBR_UNIT, BW_SCALE, DRAIN, PROBE_BW, STARTUP  # noqa: E402
 
@@ -208,14 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     k = sysinfo.kernel_info()
     kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
     command = f"tools/bbr_trace.py --out {ns.out} --prefix {ns.prefix} --duration {ns.duration}"
-    meta = {
-        "name": ns.prefix,
-        "path": csv_path.name,
-        "profile": "tabular-data-resource",
-        "format": "csv",
-        "encoding": "utf-8",
-        "title": "bbr's state on the server socket, segment by segment, Nagle and NODELAY servers",
-        "description": (
+    meta = tool_sidecar(
+        csv_path,
+        FIELDS,
+        ["server_sock_mode", "row"],
+        title="bbr's state on the server socket, segment by segment, Nagle and NODELAY servers",
+        description=(
             "Two harness runs of the iSCSI-like loop on veth at MTU 1500 (bbr, NODELAY client, "
             "16 KiB responses, QD 8), one with a Nagle server and one with a TCP_NODELAY server, "
             "traced with bpftrace at every segment the server socket received (tracepoint "
@@ -223,26 +221,17 @@ def main(argv: list[str] | None = None) -> int:
             "its pacing rate and bbr's state. Rows of a window in the middle of each run. "
             f"Tracing slows the runs: IOPS of the traced runs {json.dumps(runs)}."
         ),
-        "sources": [
-            {
-                "title": "Queue Depth bbr trace",
-                "author": "Queue Depth authors",
-                "year": int(start[:4]),
-                "file": "tools/bbr_trace.py",
-                "section": f"command line: {command}",
-            }
-        ],
-        "transcription": (
+        source=("Queue Depth bbr trace", "tools/bbr_trace.py", f"command line: {command}"),
+        year=int(start[:4]),
+        transcription=(
             f"Measured by `{command}` on kernel {kernel} (default congestion control "
             f"{sysinfo.tcp_sysctls().get('net.ipv4.tcp_congestion_control', '?')}), started {start}; "
             f"{ns.window_ms:g} ms of rows kept from the middle of each run. The machine was "
             "otherwise idle; bpftrace's own CPU time shows in each run's other_cpu_pct "
             "(under 'measurement')."
         ),
-        "hash": sha256_of(csv_path),
-        "schema": table_schema(FIELDS, ["server_sock_mode", "row"]),
-        "measurement": {"runs": runs},
-    }
+        measurement={"runs": runs},
+    )
     (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {csv_path} ({len(rows)} rows): {runs}")
     return 0

@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.data import sha256_of, table_schema  # noqa: E402
+from models.data import tool_sidecar  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import CLIENT_ADDR, SERVER_ADDR  # noqa: E402
 
@@ -220,14 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         f"tools/ownership_trace.py --out {ns.out} --prefix {ns.prefix} "
         f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
     )
-    meta = {
-        "name": ns.prefix,
-        "path": csv_path.name,
-        "profile": "tabular-data-resource",
-        "format": "csv",
-        "encoding": "utf-8",
-        "title": "Segments processed from a socket's backlog, and the server's send(), traced",
-        "description": (
+    meta = tool_sidecar(
+        csv_path,
+        FIELDS,
+        KEY,
+        title="Segments processed from a socket's backlog, and the server's send(), traced",
+        description=(
             "Four harness runs of the iSCSI-like loop on veth at MTU 1500 with the two ends "
             "pinned a CPU apart (NODELAY client, 16 KiB responses, QD 8): a MSG_MORE server and "
             "a Nagle server, each under bbr and reno. A window in the middle of each run was "
@@ -235,24 +233,19 @@ def main(argv: list[str] | None = None) -> int:
             "hrtimer_expire_entry); one row per run. Tracing slows the runs a little: IOPS and "
             f"other CPU of the traced runs {json.dumps(runs)}."
         ),
-        "sources": [
-            {
-                "title": "Queue Depth ownership trace",
-                "author": "Queue Depth authors",
-                "year": int(start[:4]),
-                "file": "tools/ownership_trace.py",
-                "section": f"command line: {command}",
-            }
-        ],
-        "transcription": (
+        source=(
+            "Queue Depth ownership trace",
+            "tools/ownership_trace.py",
+            f"command line: {command}",
+        ),
+        year=int(start[:4]),
+        transcription=(
             f"Measured by `{command}` on kernel {kernel} (default congestion control "
             f"{sysinfo.tcp_sysctls().get('net.ipv4.tcp_congestion_control', '?')}), started "
             f"{start}, the machine otherwise idle."
         ),
-        "hash": sha256_of(csv_path),
-        "schema": table_schema(FIELDS, KEY),
-        "measurement": {"runs": runs},
-    }
+        measurement={"runs": runs},
+    )
     (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {csv_path} ({len(rows)} rows)")
     return 0

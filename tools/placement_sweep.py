@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.data import sha256_of, table_schema  # noqa: E402
+from models.data import tool_sidecar  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import Link, LinkSpec  # noqa: E402
 from models.measure.plan import ETHERNET_MTU  # noqa: E402
@@ -148,34 +148,27 @@ def write_dataset(
         w.writerows(rows)
     first = sweeps[-1]["machine"]
     kernel = f"{first['kernel']} (CONFIG_HZ={first['config_hz']}, {first['cpus']} CPUs)"
-    meta = {
-        "name": prefix,
-        "path": csv_path.name,
-        "profile": "tabular-data-resource",
-        "format": "csv",
-        "encoding": "utf-8",
-        "title": title,
-        "description": description,
-        "sources": [
-            {
-                "title": source[0],
-                "author": "Queue Depth authors",
-                "year": int(sweeps[-1]["machine"]["date"][:4]),
-                "file": source[1],
-                "section": "command lines: " + "; ".join(w["command"] for w in sweeps),
-            }
-        ],
-        "transcription": (
+    meta = tool_sidecar(
+        csv_path,
+        fields,
+        key,
+        title=title,
+        description=description,
+        source=(
+            source[0],
+            source[1],
+            "command lines: " + "; ".join(w["command"] for w in sweeps),
+        ),
+        year=int(sweeps[-1]["machine"]["date"][:4]),
+        transcription=(
             f"Measured by {source[1]} on kernel {kernel} (default congestion "
             f"control {first['congestion_control']}, tcp_autocorking "
             f"{first['autocorking']}); sweeps started "
             f"{', '.join(w['machine']['date'] for w in sweeps)}; no other job was run on the "
             f"machine meanwhile ({others})."
         ),
-        "hash": sha256_of(csv_path),
-        "schema": table_schema(fields, key),
-        "measurement": {"sweeps": sweeps},
-    }
+        measurement={"sweeps": sweeps},
+    )
     (out / f"{prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
     return csv_path
 

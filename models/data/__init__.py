@@ -53,6 +53,7 @@ from .maintenance import (
     rehash,
     rehash_all,
     table_schema,
+    tool_sidecar,
     write_datapackage,
 )
 from .table import check_table, load, validate
@@ -74,6 +75,7 @@ __all__ = [
     "write_datapackage",
     "check_datapackage",
     "table_schema",
+    "tool_sidecar",
     "citation",
     "main",
 ]

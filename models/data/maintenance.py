@@ -33,6 +33,7 @@ __all__ = [
     "write_datapackage",
     "check_datapackage",
     "table_schema",
+    "tool_sidecar",
 ]
 
 
@@ -55,6 +56,60 @@ def table_schema(fields: Iterable[tuple[str, str, str | None, str]], key: list[s
             for name, typ, unit, desc in fields
         ],
         "primaryKey": list(key),
+    }
+
+
+def tool_sidecar(
+    csv_path: Path,
+    fields: Iterable[tuple[str, str, str | None, str]],
+    key: list[str],
+    *,
+    title: str,
+    description: str,
+    source: tuple[str, str, str],
+    year: int,
+    transcription: str,
+    measurement: dict,
+) -> dict:
+    """The sidecar a measuring tool writes beside the CSV it wrote (``csv_path``): its
+    :func:`table_schema`, the CSV's hash, and its provenance: ``source`` is (title, the tool's
+    file, the section: its command line), ``transcription`` how and where it was measured,
+    ``measurement`` the run's own records.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = Path(d) / "t.csv"
+    ...     _ = path.write_text("n\\n1\\n")
+    ...     meta = tool_sidecar(path, [("n", "integer", "", "a count")], ["n"], title="T",
+    ...                         description="D", source=("S", "tools/t.py", "command line: tools/t.py --x"),
+    ...                         year=2026, transcription="measured", measurement={})
+    >>> meta["name"], meta["path"], meta["sources"][0]["section"]
+    ('t', 't.csv', 'command line: tools/t.py --x')
+    """
+    from .descriptor import sha256_of
+
+    src_title, src_file, section = source
+    return {
+        "name": csv_path.stem,
+        "path": csv_path.name,
+        "profile": "tabular-data-resource",
+        "format": "csv",
+        "encoding": "utf-8",
+        "title": title,
+        "description": description,
+        "sources": [
+            {
+                "title": src_title,
+                "author": "Queue Depth authors",
+                "year": year,
+                "file": src_file,
+                "section": section,
+            }
+        ],
+        "transcription": transcription,
+        "hash": sha256_of(csv_path),
+        "schema": table_schema(fields, key),
+        "measurement": measurement,
     }
 
 
