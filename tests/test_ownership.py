@@ -88,12 +88,28 @@ def test_a_wrong_kernel_fails_the_claims():
     assert not OWN.findings(t)["most segments reaching the server wait in its backlog"]
 
 
-def test_the_simulator_misses_the_pacing_timer_behind_both_servers():
-    # the simulator has no socket owner, and its bbr estimate stays far above the kernel's: the
-    # timer the kernel's bbr fires per operation the simulator fires seldom (MSG_MORE) or only
-    # between (Nagle); under reno neither fires it
-    t = OWN.table().set_index(OWN.KEY)
-    assert t.loc[("more", "bbr"), "sim_class"] == "seldom"
-    assert t.loc[("nagle", "bbr"), "sim_class"] != "per_op"
-    assert (t.xs("reno", level="cc")["right"]).all()
-    assert (t.xs("bbr", level="cc")["kernel_class"] == "per_op").all()
+def test_the_two_models_beside_the_traced_runs():
+    # the calibrated profile: its bbr estimate stays far above the kernel's, and the timer the
+    # kernel's bbr fires per operation it fires seldom (MSG_MORE) or only between (Nagle); the
+    # refitted one, sent after its CPU, fires it per operation and runs at the kernel's rates
+    t = OWN.table()
+    k = t.set_index(OWN.KEY)
+    assert k.loc[("more", "bbr"), "sim_class"] == "seldom"
+    assert k.loc[("nagle", "bbr"), "sim_class"] != "per_op"
+    assert (k.xs("reno", level="cc")["right"]).all()
+    f = OWN.model_findings(t)
+    assert all(f.values()), f
+
+
+def test_the_sent_model_without_its_rule_fails_its_claims():
+    # the refitted profile with each segment leaving at its send()'s start again: the pacing
+    # timer behind the servers and the rates are what the claims of the sent model fail on
+    from models.sim import hostprofile
+    from models.validation import machine4
+
+    d = machine4.sent_profile().to_dict()
+    d["host"]["send_cpu_first"] = False
+    t = OWN.table(sent=hostprofile.load(d))
+    f = OWN.model_findings(t)
+    assert not f["sent after its CPU, the timer class is the kernel's in every run"]
+    assert not f["sent after its CPU, every rate is within the tolerance"]

@@ -12,9 +12,13 @@ pacing timer fired.
 
 The simulator processes every segment when it arrives (it has no socket owner), and its ``send()``
 takes the thread's transmit CPU and nothing else.  :func:`table` puts beside each traced run what
-the simulator does with the fourth machine's calibrated profile (:data:`models.validation.machine4.PROFILE`):
-its rate and its pacing timers per operation (the class of
-:func:`models.validation.pacingtimer.classify` is the test, as for the third machine's counts).
+the simulator does with two host models: the fourth machine's calibrated profile
+(:data:`models.validation.machine4.PROFILE`, columns ``sim_``) and the same calibration refitted
+with a segment sent after its ``send()``'s CPU, simulated with replies on their CPU
+(:data:`models.validation.machine4.SENT`, columns ``sent_``): each model's rate and pacing timers
+per operation, and whether its timer class (:func:`models.validation.pacingtimer.classify`, the
+test for the third machine's counts too) is the kernel's.  Nothing of either model was fitted to
+these runs.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ __all__ = [
     "COVERED",
     "kernel",
     "table",
+    "model_findings",
     "numbers",
     "findings",
 ]
@@ -76,28 +81,84 @@ def _row(mode: str, cc: str) -> dict[str, Any]:
     return {**base.iloc[0].to_dict(), "sock_mode": mode, "cc": cc}
 
 
-def table(profile: Any = None) -> pd.DataFrame:
-    """:func:`kernel` with the simulator's rate (``sim_iops``) and pacing timers per operation
-    (``sim_arms_per_op``) on the same scenarios with ``profile`` (default the fourth machine's
-    calibrated one), the two classes (:func:`models.validation.pacingtimer.classify`) and
-    ``right``."""
-    from models.kernel import load_kernel_run, simulate_summary
+def _simulated(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[float, float]:
+    """(operations/s, pacing timers per operation) of the scenario ``make`` builds for ``row``
+    with ``profile``; the timers counted over :data:`models.validation.pacingtimer.OPS`
+    operations, as for the third machine's counts."""
+    from models.kernel import simulate_summary
+    from models.sim.engine import Simulation
+    from models.validation.fidelity import ProfileHost
+    from models.validation.pacingtimer import OPS
+
+    sc = make("iscsi_loop", row, ProfileHost(profile), hz)
+    iops = simulate_summary(sc).iops
+    sim = Simulation(sc.replace(run={"ops": OPS}))
+    r = sim.run()
+    return iops, getattr(sim.server_ep.sender.cc, "timer_arms", 0) / max(1, r.completed_total)
+
+
+def table(profile: Any = None, sent: Any = None) -> pd.DataFrame:
+    """:func:`kernel` with two models' rate (``sim_iops``, ``sent_iops``) and pacing timers per
+    operation (``sim_arms_per_op``, ``sent_arms_per_op``) on the same scenarios: ``profile``
+    (default the fourth machine's calibrated one) as chapter 9 simulates a pinned run, and
+    ``sent`` (default :func:`models.validation.machine4.sent_profile`) with replies on their CPU
+    (:func:`models.validation.machine4.replies_scenario`); the classes
+    (:func:`models.validation.pacingtimer.classify`) and whether each model's is the kernel's
+    (``right``, ``sent_right``)."""
+    from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import machine4, pacingtimer
-    from models.validation.fidelity import ProfileHost, field_scenario
+    from models.validation.fidelity import field_scenario
 
-    p = profile if profile is not None else hostprofile.shipped(machine4.PROFILE)
+    models = {
+        "sim": (profile or hostprofile.shipped(machine4.PROFILE), field_scenario),
+        "sent": (sent or machine4.sent_profile(), machine4.replies_scenario),
+    }
     hz = load_kernel_run(prefix=machine4.PREFIX).hz
     t = kernel().copy()
     rows = [_row(r["server_sock_mode"], r["cc"]) for r in t.to_dict("records")]
-    t["sim_iops"] = [
-        simulate_summary(field_scenario("iscsi_loop", r, ProfileHost(p), hz)).iops for r in rows
-    ]
-    t["sim_arms_per_op"] = [pacingtimer.simulated_arms(p, r, hz) for r in rows]
     t["kernel_class"] = t["pace_kicks_per_op"].map(pacingtimer.classify)
-    t["sim_class"] = t["sim_arms_per_op"].map(pacingtimer.classify)
+    for name, (p, make) in models.items():
+        got = [_simulated(p, r, hz, make) for r in rows]
+        t[f"{name}_iops"] = [g[0] for g in got]
+        t[f"{name}_arms_per_op"] = [g[1] for g in got]
+        t[f"{name}_class"] = t[f"{name}_arms_per_op"].map(pacingtimer.classify)
     t["right"] = t["kernel_class"] == t["sim_class"]
+    t["sent_right"] = t["kernel_class"] == t["sent_class"]
     return t
+
+
+def model_findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What the text says of the two models in :func:`table` ``t``: the calibrated profile fires
+    the pacing timer per operation behind neither server under bbr, where the kernel does; the
+    refitted one, sent after its CPU, has the kernel's timer class in every run and its rate
+    within :data:`models.validation.fidelity.IOPS_TOL` of the kernel's traced rate in every run.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
+    ...                   "kernel_class": ["per_op", "seldom"], "sim_class": ["seldom", "seldom"],
+    ...                   "sent_right": [True, True], "sent_iops": [33e3, 77e3]})
+    >>> all(model_findings(t).values())
+    True
+    >>> t.loc[0, "sent_iops"] = 95e3  # the refitted model as fast as the calibrated one
+    >>> model_findings(t)["sent after its CPU, every rate is within the tolerance"]
+    False
+    """
+    from models.validation.fidelity import IOPS_TOL
+
+    bbr = t[t["cc"] == "bbr"]
+    ratio = t["sent_iops"] / t["iops"]
+    return {
+        "the calibrated profile fires the timer per operation behind neither server": bool(
+            (bbr["kernel_class"] == "per_op").all() and (bbr["sim_class"] != "per_op").all()
+        ),
+        "sent after its CPU, the timer class is the kernel's in every run": bool(
+            t["sent_right"].all()
+        ),
+        "sent after its CPU, every rate is within the tolerance": bool(
+            ((ratio - 1).abs() <= IOPS_TOL).all()
+        ),
+    }
 
 
 def _pair(t: pd.DataFrame, mode: str) -> tuple[Any, Any]:
