@@ -50,3 +50,18 @@ def test_only_host_flags_are_taken():
         P.build_profile({"settings": {}, "costs": {}}, [], flags={"nodelay": True})
     with pytest.raises(SystemExit):
         refit_profile.main(["x.json", "--out", "y.json", "--set", "send_cpu_first=yes"])
+
+
+def test_a_callers_scenarios_take_the_flags_from_the_costs():
+    class Costs:
+        cpus = 2
+
+        def scenario_options(self):
+            return {"client": {"proc_s": 1e-6}, "server": {"proc_s": 2e-6}}
+
+    got = P._WithFlags(Costs(), {"send_cpu_first": True})
+    assert got.scenario_options() == {
+        "client": {"proc_s": 1e-6, "send_cpu_first": True},
+        "server": {"proc_s": 2e-6, "send_cpu_first": True},
+    }
+    assert got.cpus == 2  # everything else is the costs'

@@ -49,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", required=True, help="where to write the new profile (JSON)")
     ap.add_argument("--evaluations", type=int, default=300, help="bound on the fit's rounds")
+    ap.add_argument(
+        "--set",
+        type=hostprofile.flag_setting,
+        action="append",
+        default=[],
+        help="a Host flag set in the fit's simulations and the profile, NAME=true",
+    )
     args = ap.parse_args(argv)
     base = json.loads(Path(args.costs).read_text())
     hostprofile.validate(base)
@@ -67,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         mean_us,
         max_evaluations=args.evaluations,
         target="mean",
+        flags=dict(args.set),
         training=(
             f"{FID.FIELD_TABLES[0]}: training rows (loopback, 512 B and 4 KiB, bbr), servers "
             f"{', '.join(FIT_MODES)}, QD {', '.join(map(str, FIT_QDS))}, both client modes, "
@@ -77,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     fit = d["fit"]
     print(f"{len(fit['training_rows'])} rows, loss {fit['loss']:.4f}, at bound {fit['at_bound']}")
     for k, v in d["host"].items():
-        print(f"{k} = {v * 1e6:.3f} us  ({d['provenance'][k]})")
+        shown = f"{v}" if isinstance(v, bool) else f"{v * 1e6:.3f} us"
+        print(f"{k} = {shown}  ({d['provenance'][k]})")
     return 0
 
 

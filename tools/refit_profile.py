@@ -116,18 +116,17 @@ def refit(
     return out
 
 
-def _flag(text: str) -> tuple[str, bool]:
-    name, _, value = text.partition("=")
-    if value not in ("true", "false"):
-        raise argparse.ArgumentTypeError(f"--set takes NAME=true or NAME=false, got {text!r}")
-    return name, value == "true"
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("profile", type=Path, help="a calibrate profile (JSON)")
     p.add_argument("--out", type=Path, required=True, help="the refitted profile to write")
-    p.add_argument("--set", type=_flag, action="append", default=[], help="a Host flag, NAME=true")
+    p.add_argument(
+        "--set",
+        type=hostprofile.flag_setting,
+        action="append",
+        default=[],
+        help="a Host flag, NAME=true",
+    )
     p.add_argument("--keep", nargs="*", default=list(KEEP), help="host fields carried over")
     ns = p.parse_args(argv)
     src = json.loads(ns.profile.read_text())

@@ -174,6 +174,22 @@ def _simulated_median(
     return median_us
 
 
+class _WithFlags:
+    """Fitted costs (anything with ``scenario_options``) whose scenarios set ``Host`` flags on both
+    ends: how :func:`build_profile` hands its ``flags`` to a ``median_us`` of the caller's."""
+
+    def __init__(self, costs: Any, flags: Mapping[str, bool]) -> None:
+        self._costs = costs
+        self._flags = dict(flags)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._costs, name)
+
+    def scenario_options(self) -> dict:
+        got = self._costs.scenario_options()
+        return {side: {**opts, **self._flags} for side, opts in got.items()}
+
+
 def _bound_note(fit: Any, name: str) -> str:
     bound = dict(fit.at_bound).get(name)
     return f", at the {bound} bound of its range" if bound else ""
@@ -292,6 +308,11 @@ def build_profile(
         raise ValueError(f"target must be 'median' or 'mean', got {target!r}")
     if target == "mean" and median_us is None:
         raise ValueError("target='mean' needs median_us: the model's mean operation time")
+    if flags and median_us is not None:  # the caller's scenarios take the flags from the costs
+        given = median_us
+
+        def median_us(row: Mapping[str, Any], costs: Any) -> float:
+            return given(row, _WithFlags(costs, flags))
 
     def mean(r: Mapping[str, Any]) -> bool:
         return target == "mean" or fit_target(r) == "mean"

@@ -118,6 +118,7 @@ __all__ = [
     "SIDES",
     "handoff_totals",
     "handoff_split",
+    "flag_setting",
 ]
 
 #: The value of the ``schema`` key.
@@ -154,6 +155,24 @@ def _curve(where: str, value: Any) -> list:
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
 FLAGS = ("send_cpu_first",)
+
+
+def flag_setting(text: str) -> tuple[str, bool]:
+    """A command line's ``NAME=true`` or ``NAME=false`` for a flag of :data:`FLAGS`.
+
+    >>> flag_setting("send_cpu_first=true")
+    ('send_cpu_first', True)
+    >>> flag_setting("nodelay=true")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'nodelay' is not a flag a profile may set; known: send_cpu_first
+    """
+    name, _, value = text.partition("=")
+    if name not in FLAGS:
+        raise ValueError(f"{name!r} is not a flag a profile may set; known: {', '.join(FLAGS)}")
+    if value not in ("true", "false"):
+        raise ValueError(f"{name} takes true or false, got {value!r}")
+    return name, value == "true"
 
 
 def _costs(where: str, d: Any) -> dict[str, Any]:
