@@ -15,6 +15,11 @@ Three suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     the second machine's seeded sample of the field runs, against the shipped profile, that
     profile carried over, and the machine's first ``calibrate`` profile, beside two audits
     (:func:`models.validation.machines.evaluate`);
+``machine4``
+    the fourth machine's pinned sample, against its own ``calibrate`` profile, that profile with
+    replies on their CPU, the calibration refitted with a segment sent after its CPU, two wrong
+    models and the third machine's profile, beside two audits
+    (:func:`models.validation.machine4.evaluate`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -25,7 +30,8 @@ A column is a model (a test) or an audit (kernel runs held to kernel runs); an a
 as a model's pass.  For each goal a column reports its value and whether the goal is met; a
 sample cannot tell the largest stalling QD of a group (``-``).
 
-    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2,burst] [--json]
+    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2,machine4,burst]
+        [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -38,7 +44,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2", "burst")
+SUITES = ("field", "apart", "machine2", "machine4", "burst")
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -77,6 +83,19 @@ def _machine2() -> dict[str, Column]:
     }
 
 
+def _machine4() -> dict[str, Column]:
+    from models.validation import fidelity as FID
+    from models.validation import machine4 as M4
+    from models.validation import machines as MA
+
+    ev = M4.evaluate()
+    audits = M4.MODELS[4:]  # kernel runs in the model's place
+    return {
+        name: (FID.goals(ev.tables[name]), "audit" if name in audits else "test", MA.GOALS)
+        for name in M4.ROWS
+    }
+
+
 def _burst() -> dict[str, Column]:
     from models.validation import burst as BU
 
@@ -91,6 +110,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "field": _field,
     "apart": _apart,
     "machine2": _machine2,
+    "machine4": _machine4,
     "burst": _burst,
 }
 
