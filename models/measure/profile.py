@@ -258,7 +258,7 @@ def build_profile(
         The busy runs' repeats (:func:`~models.measure.calruns.calibration_sweep`), recorded in
         the profile's ``measured.busy_runs`` with the date, kernel and load of ``costs_result``.
     flags
-        ``Host`` flags (:data:`models.sim.hostprofile.FLAGS`, e.g. ``send_cpu_first``) set on both
+        ``Host`` flags (``models.sim.hostprofile.FLAGS``, e.g. ``send_cpu_first``) set on both
         ends of every simulation of the fit and in the profile: the costs are fitted under the
         mechanisms the profile will be simulated with (default: none).
 

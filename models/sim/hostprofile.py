@@ -158,7 +158,7 @@ FLAGS = ("send_cpu_first",)
 
 
 def flag_setting(text: str) -> tuple[str, bool]:
-    """A command line's ``NAME=true`` or ``NAME=false`` for a flag of :data:`FLAGS`.
+    """A command line's ``NAME=true`` or ``NAME=false`` for a flag of ``FLAGS``.
 
     >>> flag_setting("send_cpu_first=true")
     ('send_cpu_first', True)
