@@ -83,18 +83,15 @@ def _row(mode: str, cc: str) -> dict[str, Any]:
 
 def _simulated(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[float, float]:
     """(operations/s, pacing timers per operation) of the scenario ``make`` builds for ``row``
-    with ``profile``; the timers counted over :data:`models.validation.pacingtimer.OPS`
-    operations, as for the third machine's counts."""
+    with ``profile``: the rate as chapter 9 simulates a row, the timers over
+    :data:`models.validation.pacingtimer.OPS` operations
+    (:func:`models.validation.pacingtimer.simulated_arms`)."""
     from models.kernel import simulate_summary
-    from models.sim.engine import Simulation
     from models.validation.fidelity import ProfileHost
-    from models.validation.pacingtimer import OPS
+    from models.validation.pacingtimer import simulated_arms
 
-    sc = make("iscsi_loop", row, ProfileHost(profile), hz)
-    iops = simulate_summary(sc).iops
-    sim = Simulation(sc.replace(run={"ops": OPS}))
-    r = sim.run()
-    return iops, getattr(sim.server_ep.sender.cc, "timer_arms", 0) / max(1, r.completed_total)
+    iops = simulate_summary(make("iscsi_loop", row, ProfileHost(profile), hz)).iops
+    return iops, simulated_arms(profile, row, hz, make=make)
 
 
 def table(profile: Any = None, sent: Any = None) -> pd.DataFrame:

@@ -121,16 +121,19 @@ def _sample_rows() -> dict[tuple, dict[str, Any]]:
     return {tuple(_plain(r[k]) for k in CONFIG_KEY): r for r in t.to_dict("records")}
 
 
-def simulated_arms(profile: Any, row: dict[str, Any], hz: int, ops: int = OPS) -> float:
+def simulated_arms(
+    profile: Any, row: dict[str, Any], hz: int, ops: int = OPS, make: Any = None
+) -> float:
     """The simulator's pacing timers per operation on the pinned sample's ``row`` with the host
     ``profile``, as chapter 9 simulates the sample
-    (:func:`models.validation.fidelity.field_scenario`) but ``ops`` operations long: the
-    sample's own runs are a few hundred operations, in which bbr's start-up still weighs on a
-    count per operation, and the kernel's runs count tens of thousands."""
+    (:func:`models.validation.fidelity.field_scenario`, or ``make`` with its arguments) but
+    ``ops`` operations long: the sample's own runs are a few hundred operations, in which bbr's
+    start-up still weighs on a count per operation, and the kernel's runs count tens of
+    thousands."""
     from models.sim.engine import Simulation
     from models.validation.fidelity import ProfileHost, field_scenario
 
-    sc = field_scenario("iscsi_loop", row, ProfileHost(profile), hz)
+    sc = (make or field_scenario)("iscsi_loop", row, ProfileHost(profile), hz)
     sim = Simulation(sc.replace(run={"ops": ops}))
     r = sim.run()
     return getattr(sim.server_ep.sender.cc, "timer_arms", 0) / max(1, r.completed_total)
