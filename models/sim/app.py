@@ -128,6 +128,7 @@ class AppThread:
         self.stock_ack = ep.stock_ack  # LinuxAck.on_read runs inline in _step
         self.cpu = OwnCpu() if cpu is None else cpu
         self.own_cpu = cpu is None  # work ends when done (a shortcut)
+        self.hold_cpu = getattr(cpu, "hold", False)  # held from wake-up to block
         self.proc = proc
         self.wake = wake
         self.tx_cpu = tx_cpu
@@ -188,6 +189,8 @@ class AppThread:
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
 
     def _wake(self, now: int, _arg: object) -> None:
+        if self.hold_cpu and not self.cpu.acquire(self):
+            return  # (still waking) the CPU's holder runs on; it wakes us when it blocks
         self.waking = False
         self.wake_paid = False
         self.busy = True
@@ -238,6 +241,8 @@ class AppThread:
             self.ep.sender.flush(now)
         self.busy = False
         self.idle_since = now
+        if self.hold_cpu:
+            self.cpu.release(self, now)
         self.busy_fs += now - self.busy_start
         if self.count:
             self.busy_counts[self.count] = self.busy_counts.get(self.count, 0) + 1

@@ -20,6 +20,8 @@ to its end (no preemption).  Times are in femtoseconds (fs).
 
 from __future__ import annotations
 
+from collections import deque
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,13 +50,46 @@ class OwnCpu:
 
 class CpuPool:
     """``n`` CPUs shared by both hosts' threads, first come first
-    served, each stretch of work run to its end."""
+    served, each stretch of work run to its end.
 
-    __slots__ = ("n", "free_at")
+    With ``hold``, a thread keeps a CPU from its wake-up until it blocks
+    (goes idle): a thread woken while every CPU is held waits, in the
+    order woken, until a holder blocks (:meth:`acquire`,
+    :meth:`release`).  That is Linux's fair scheduler on a CPU shared by
+    two threads that wake each other: the woken thread does not preempt
+    the running one while that one is within its slice (EEVDF's
+    ``RUN_TO_PARITY``, kernel/sched/fair.c), and a burst of a few sends
+    is far shorter than a slice (0.75 ms or more).  No slice ends here.
+    """
 
-    def __init__(self, n: int) -> None:
+    __slots__ = ("n", "free_at", "hold", "holders", "waiting")
+
+    def __init__(self, n: int, hold: bool = False) -> None:
         self.n = n
         self.free_at = [0] * n  # fs: when each CPU is next free
+        self.hold = hold
+        self.holders: list = []  # threads that hold a CPU (hold)
+        self.waiting: deque = deque()  # threads woken, waiting for one
+
+    def acquire(self, thread) -> bool:
+        """Whether ``thread`` holds a CPU now (it takes one if one is not
+        held); if not, it waits and :meth:`release` wakes it again."""
+        if thread in self.holders:
+            return True
+        if len(self.holders) < self.n:
+            self.holders.append(thread)
+            return True
+        self.waiting.append(thread)
+        return False
+
+    def release(self, thread, now: int) -> None:
+        """``thread`` blocks at ``now``: the first waiting thread takes its
+        CPU and its wake-up runs now."""
+        self.holders.remove(thread)
+        if self.waiting:
+            nxt = self.waiting.popleft()
+            self.holders.append(nxt)
+            heappush(nxt.heap, [now, next(nxt.ticket), nxt.wake_up, None])
 
     def run(self, now: int, work: int) -> int:
         free = self.free_at
@@ -66,7 +101,10 @@ class CpuPool:
     def cycle_state(self, view: View) -> Hashable:
         """How long each CPU is still busy (which CPU is which does not
         matter)."""
-        return tuple(sorted(max(view.time(t), 0) for t in self.free_at))
+        busy = tuple(sorted(max(view.time(t), 0) for t in self.free_at))
+        if not self.hold:
+            return busy
+        return busy, tuple(t.side for t in self.holders), tuple(t.side for t in self.waiting)
 
     def cycle_shift(self, shift: Shift) -> None:
         self.free_at = [t + shift.dt for t in self.free_at]

@@ -97,6 +97,8 @@ class ClientThread(AppThread):
             self.idle_since = now  # (it ran now, whatever came before the run)
             return
         self.busy = True  # (a wake-up's bookkeeping: the thread runs)
+        if self.hold_cpu and not self.cpu.acquire(self):
+            raise AssertionError("a CPU is held before the run starts")
         self.wakeups += 1
         self.busy_start = now
         self.count = 0

@@ -88,7 +88,7 @@ class Simulation:
                 return None
             return lambda: rng.random() < share
 
-        cpu = CpuPool(link.shared_cpus) if link.shared_cpus else None
+        cpu = CpuPool(link.shared_cpus, link.run_to_block) if link.shared_cpus else None
         self.cpu = cpu
         cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
         if apart:  # a CPU each, with the frames they send

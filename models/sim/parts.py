@@ -220,6 +220,15 @@ class Link(Part):
         high=1024,
         sample=OneOf(None, 1, 2),
     )
+    run_to_block: bool = param(
+        False,
+        "flag",
+        "",
+        "with shared_cpus: a thread keeps its CPU from its wake-up until it blocks, and a "
+        "thread woken meanwhile waits for it (Linux's fair scheduler within a slice); off: "
+        "the threads' stretches of work take turns first come, first served",
+        sample=OneOf(False, True),
+    )
     watchdog_wake: bool = param(
         False,
         "flag",
