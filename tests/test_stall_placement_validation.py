@@ -67,3 +67,38 @@ def test_known_failures_name_configurations_of_the_sweep(table):
 def test_a_link_label_without_an_mtu_is_refused_by_name(bad):
     with pytest.raises(ValueError, match="link must be"):
         SP.mtu_bytes(bad)
+
+
+@pytest.fixture(scope="module")
+def one_cpu(table) -> dict[str, pd.DataFrame]:
+    """The kernel's one-CPU verdicts beside the simulator's on one CPU, with a thread holding
+    the CPU until it blocks (the model) and with the threads' work taking turns first come,
+    first served (the wrong model: the CPU pool as it was before)."""
+    out = {}
+    for name, hold in (("hold", True), ("turns", False)):
+        link = {**SP.ONE_CPU_LINK, "run_to_block": hold}
+        sim = SP.simulated_verdicts(table.index, one_cpu=link)
+        out[name] = SP.verdict_table(table[["same", "apart", "none"]], sim, sim)
+    return out
+
+
+def test_on_one_cpu_the_simulator_stalls_as_deep_as_the_kernel_with_a_nodelay_client(one_cpu):
+    t = one_cpu["hold"]
+    nodelay = t.xs("nodelay", level="client_sock_mode")
+    assert (nodelay[SP.ONE_CPU] == nodelay["same"]).all()
+    # down to QD 64 on the loopback with 512-byte responses, where a CPU each stops after 8
+    assert SP.deepest(t, SP.ONE_CPU)[("loopback", "nodelay", 512)] == 64
+    assert SP.deepest(t, "apart")[("loopback", "nodelay", 512)] <= 16
+    rows = SP.one_cpu_rows(t, source="test")
+    assert len(rows) == 8 and all(r.ok for r in rows), [r.status for r in rows if not r.ok]
+    assert sum(not r.passed for r in rows) == len(SP.ONE_CPU_FAILING) == 3
+
+
+def test_turns_on_one_cpu_miss_the_nodelay_stalls(one_cpu):
+    """The wrong model: stretches of work that take turns let the server answer between the
+    client's writes, and the stall ends."""
+    t = one_cpu["turns"]
+    nodelay = t.xs("nodelay", level="client_sock_mode")
+    assert int((nodelay[SP.ONE_CPU] != nodelay["same"]).sum()) >= 8
+    rows = SP.one_cpu_rows(t, source="test")
+    assert sum(not r.passed for r in rows) > len(SP.ONE_CPU_FAILING)
