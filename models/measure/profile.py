@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from models.sim import hostprofile
+from models.sim.hostranges import COST_RANGES, CURVE_RANGES
 
 from .calruns import (
     QUICK_WINDOW_S,
@@ -175,10 +176,11 @@ def _simulated_median(
 
 
 class _WithFlags:
-    """Fitted costs (anything with ``scenario_options``) whose scenarios set ``Host`` flags on both
-    ends: how :func:`build_profile` hands its ``flags`` to a ``median_us`` of the caller's."""
+    """Fitted costs (anything with ``scenario_options``) whose scenarios set ``Host`` flags (or
+    other ``Host`` fields) on both ends: how :func:`build_profile` hands its ``flags`` and its
+    ``host`` to a ``median_us`` of the caller's."""
 
-    def __init__(self, costs: Any, flags: Mapping[str, bool]) -> None:
+    def __init__(self, costs: Any, flags: Mapping[str, Any]) -> None:
         self._costs = costs
         self._flags = dict(flags)
 
@@ -188,6 +190,30 @@ class _WithFlags:
     def scenario_options(self) -> dict:
         got = self._costs.scenario_options()
         return {side: {**opts, **self._flags} for side, opts in got.items()}
+
+
+def _given_host(host: Mapping[str, Any] | None, fitted: Iterable[str]) -> dict[str, Any]:
+    """:func:`build_profile`'s ``host``, checked: ``Host`` fields a profile may set, none of them
+    a cost the fit searches or holds (``fitted``, its ``Host`` names).
+
+    >>> _given_host({"timer_fire_cpu_s": 2e-5}, ["proc_s"])
+    {'timer_fire_cpu_s': 2e-05}
+    >>> _given_host({"proc_s": 1e-6}, ["proc_s"])
+    Traceback (most recent call last):
+    ...
+    ValueError: host: ['proc_s'] are costs the fit searches or holds; give them by costs_result
+    """
+    given = dict(host or {})
+    known = {*COST_RANGES, *CURVE_RANGES, *hostprofile.FLAGS}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"host: {unknown} are not Host fields a profile may set")
+    held = sorted(set(given) & set(fitted))
+    if held:
+        raise ValueError(
+            f"host: {held} are costs the fit searches or holds; give them by costs_result"
+        )
+    return given
 
 
 def _bound_note(fit: Any, name: str) -> str:
@@ -227,6 +253,7 @@ def build_profile(
     fit_wake_cpu: bool = False,
     busy_repeats: list[dict[str, Any]] | None = None,
     flags: Mapping[str, bool] | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -261,11 +288,18 @@ def build_profile(
         ``Host`` flags (``models.sim.hostprofile.FLAGS``, e.g. ``send_cpu_first``) set on both
         ends of every simulation of the fit and in the profile: the costs are fitted under the
         mechanisms the profile will be simulated with (default: none).
+    host
+        Other ``Host`` fields (profile units: seconds, curves of ``[idle, latency]`` seconds) on
+        both ends of every simulation of the fit and in the profile, over those this function
+        takes from ``costs_result``: e.g. a timer cost measured after the calibration
+        (``tools/refit_profile.py``'s ``--keep``).  Never a cost the fit searches or holds
+        (:data:`models.kernel.calibrate.FIELDS`); default: none.
 
     Raises
     ------
     ValueError
-        No row without a stall to fit, or a profile value outside its range.
+        No row without a stall to fit, a ``flags`` or ``host`` name the fit does not take, or a
+        profile value outside its range.
     """
     from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
     from models.kernel.runs import STALL_SHARE_PCT  # noqa: PLC0415
@@ -274,6 +308,7 @@ def build_profile(
     unknown = sorted(set(flags) - set(hostprofile.FLAGS))
     if unknown:
         raise ValueError(f"flags: {unknown} are not Host flags; known: {list(hostprofile.FLAGS)}")
+    given_host = _given_host(host, calibrate.FIELDS.values())
     st, c = costs_result["settings"], costs_result["costs"]
     hz = st["kernel"]["config_hz"] or 250  # ticks per second; 250 if the config is unreadable
     train = [r for r in rows if float(r["stalled_pct"]) < STALL_SHARE_PCT]
@@ -308,11 +343,11 @@ def build_profile(
         raise ValueError(f"target must be 'median' or 'mean', got {target!r}")
     if target == "mean" and median_us is None:
         raise ValueError("target='mean' needs median_us: the model's mean operation time")
-    if flags and median_us is not None:  # the caller's scenarios take the flags from the costs
-        given = median_us
+    if (flags or given_host) and median_us is not None:  # the caller's scenarios take them
+        given = median_us  # from the costs
 
         def median_us(row: Mapping[str, Any], costs: Any) -> float:
-            return given(row, _WithFlags(costs, flags))
+            return given(row, _WithFlags(costs, {**flags, **given_host}))
 
     def mean(r: Mapping[str, Any]) -> bool:
         return target == "mean" or fit_target(r) == "mean"
@@ -335,6 +370,7 @@ def build_profile(
                 **timers,
                 **cross,
                 **flags,
+                **given_host,
             }
             or None,
         ),
@@ -355,6 +391,7 @@ def build_profile(
     fields.update(timers)
     fields.update(cross)
     fields.update(flags)
+    fields.update(given_host)
     how = {
         "handoff_byte_cpu_s": "measured: what a 64 KiB send() costs per byte more with its "
         "reader spinning on the other CPU than in one thread (large_cross)",
@@ -400,6 +437,9 @@ def build_profile(
             "measured: CPU of a pure ACK sent and processed on loopback (one thread), the "
             "difference of TCP_QUICKACK 2 and 0 batches per ACK"
         )
+    how.update(
+        {f: "given: in every simulation of the fit (build_profile's host)" for f in given_host}
+    )
     names = {v: k for k, v in calibrate.FIELDS.items()}
     provenance = {f: how.get(f) or _provenance(names.get(f, "path_s"), fit, how) for f in fields}
     # On the loopback a segment is one super-packet (its MSS is about 64 KiB), so the fitted
