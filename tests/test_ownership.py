@@ -113,3 +113,30 @@ def test_the_sent_model_without_its_rule_fails_its_claims():
     f = OWN.model_findings(t)
     assert not f["sent after its CPU, the timer class is the kernel's in every run"]
     assert not f["sent after its CPU, every rate is within the tolerance"]
+
+
+def test_the_tool_runs_the_scenario_the_comparison_simulates():
+    from models.measure import cli
+
+    for mode, cc in ownership_trace.RUNS:
+        args = cli.parser().parse_args(
+            ["run", "--sock", mode, "--cc", cc, *ownership_trace.RUN_ARGS]
+        )
+        assert (args.link, args.mtu, args.rate) == (
+            OWN.LINK.kind,
+            OWN.LINK.mtu,
+            OWN.LINK.rate_bits_per_s,
+        )
+        assert (args.client_sock, args.qd, args.iosize) == tuple(
+            OWN.SCENARIO[k] for k in ("client_sock_mode", "qd", "iosize_bytes")
+        )
+        row = OWN._row(mode, cc)  # the pinned sample's row the comparison simulates
+        assert row["link"] == OWN.LINK.label
+        assert {k: row[k] for k in OWN.SCENARIO} == OWN.SCENARIO
+
+
+def test_the_tool_writes_the_bundled_description_again():
+    from models import data
+
+    desc = data.describe(OWN.DATASET)
+    assert ownership_trace.description(desc["measurement"]["runs"]) == desc["description"]
