@@ -140,3 +140,24 @@ def test_the_tool_writes_the_bundled_description_again():
 
     desc = data.describe(OWN.DATASET)
     assert ownership_trace.description(desc["measurement"]["runs"]) == desc["description"]
+
+
+def test_the_tool_says_in_one_line_what_it_needs_to_trace(tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "no_tracefs"
+    # not root: root is needed, and tracefs
+    got = ownership_trace.tracing_problem(missing, euid=1000)
+    assert "root" in got and f"tracefs at {missing}" in got
+    # root, without tracefs: how to mount it
+    got = ownership_trace.tracing_problem(missing, euid=0)
+    assert f"tracefs mounted at {missing}" in got and "mount -t tracefs" in got
+    # root and tracefs: nothing lacks
+    (tmp_path / "trace").write_text("")
+    assert ownership_trace.tracing_problem(tmp_path, euid=0) is None
+    # the command line stops before any run, with that one line and no traceback
+    monkeypatch.setattr(ownership_trace, "TRACEFS", missing)
+    with pytest.raises(SystemExit) as e:
+        ownership_trace.main(["--out", str(tmp_path / "out")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tracefs" in err and "root" in err
+    assert not (tmp_path / "out").exists()

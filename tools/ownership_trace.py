@@ -22,7 +22,8 @@ length), the share of the segments each socket processed from its backlog, and t
 per operation.
 
 Tracing costs each event a few hundred nanoseconds, so the traced runs are somewhat slower than
-untraced ones; the sidecar records each run's own IOPS.  Needs root and a kernel with tracefs.
+untraced ones; the sidecar records each run's own IOPS.  Needs root and a kernel with tracefs
+(:func:`tracing_problem`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -178,6 +180,30 @@ def description(runs: dict) -> str:
     )
 
 
+def tracing_problem(tracefs: Path | None = None, euid: int | None = None) -> str | None:
+    """What this machine lacks for the trace, in one line, or ``None``: root (the tool writes
+    tracefs, the harness makes network namespaces) and tracefs mounted at ``tracefs`` (default
+    :data:`TRACEFS`); ``euid`` is this process's effective user id unless given.
+
+    >>> tracing_problem(Path("/no/such/tracefs"), euid=1000)
+    'needs root and tracefs at /no/such/tracefs (running as uid 1000: run it with sudo)'
+    """
+    tracefs = TRACEFS if tracefs is None else tracefs
+    euid = os.geteuid() if euid is None else euid
+    if euid != 0:
+        return f"needs root and tracefs at {tracefs} (running as uid {euid}: run it with sudo)"
+    try:
+        mounted = (tracefs / "trace").is_file()
+    except OSError:  # (a folder this user may not read)
+        mounted = False
+    if not mounted:
+        return (
+            f"needs tracefs mounted at {tracefs}, found none "
+            f"(as root: mount -t tracefs nodev {tracefs})"
+        )
+    return None
+
+
 def _tracefs(path: str, value: str) -> None:
     (TRACEFS / path).write_text(value)
 
@@ -216,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=2.0, help="measured seconds of each run")
     p.add_argument("--window-ms", type=float, default=20.0, help="traced ms of each run")
     ns = p.parse_args(argv)
-    if not (TRACEFS / "trace").exists():
-        p.error(f"no tracefs at {TRACEFS} (as root: mount -t tracefs nodev {TRACEFS})")
     if not 0 < ns.window_ms <= 250 * ns.duration:
         p.error(f"--window-ms must be in (0, {250 * ns.duration:g}], got {ns.window_ms}")
+    problem = tracing_problem()
+    if problem:
+        p.exit(2, f"ownership_trace.py: error: {problem}\n")
     start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows, runs = [], {}
     for mode, cc in RUNS:
