@@ -113,3 +113,51 @@ def test_the_sent_model_without_its_rule_fails_its_claims():
     f = OWN.model_findings(t)
     assert not f["sent after its CPU, the timer class is the kernel's in every run"]
     assert not f["sent after its CPU, every rate is within the tolerance"]
+
+
+def test_the_tool_runs_the_scenario_the_comparison_simulates():
+    from models.measure import cli
+
+    for mode, cc in ownership_trace.RUNS:
+        args = cli.parser().parse_args(
+            ["run", "--sock", mode, "--cc", cc, *ownership_trace.RUN_ARGS]
+        )
+        assert (args.link, args.mtu, args.rate) == (
+            OWN.LINK.kind,
+            OWN.LINK.mtu,
+            OWN.LINK.rate_bits_per_s,
+        )
+        assert (args.client_sock, args.qd, args.iosize) == tuple(
+            OWN.SCENARIO[k] for k in ("client_sock_mode", "qd", "iosize_bytes")
+        )
+        row = OWN._row(mode, cc)  # the pinned sample's row the comparison simulates
+        assert row["link"] == OWN.LINK.label
+        assert {k: row[k] for k in OWN.SCENARIO} == OWN.SCENARIO
+
+
+def test_the_tool_writes_the_bundled_description_again():
+    from models import data
+
+    desc = data.describe(OWN.DATASET)
+    assert ownership_trace.description(desc["measurement"]["runs"]) == desc["description"]
+
+
+def test_the_tool_says_in_one_line_what_it_needs_to_trace(tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "no_tracefs"
+    # not root: root is needed, and tracefs
+    got = ownership_trace.tracing_problem(missing, euid=1000)
+    assert "root" in got and f"tracefs at {missing}" in got
+    # root, without tracefs: how to mount it
+    got = ownership_trace.tracing_problem(missing, euid=0)
+    assert f"tracefs mounted at {missing}" in got and "mount -t tracefs" in got
+    # root and tracefs: nothing lacks
+    (tmp_path / "trace").write_text("")
+    assert ownership_trace.tracing_problem(tmp_path, euid=0) is None
+    # the command line stops before any run, with that one line and no traceback
+    monkeypatch.setattr(ownership_trace, "TRACEFS", missing)
+    with pytest.raises(SystemExit) as e:
+        ownership_trace.main(["--out", str(tmp_path / "out")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tracefs" in err and "root" in err
+    assert not (tmp_path / "out").exists()

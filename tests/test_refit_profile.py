@@ -65,3 +65,52 @@ def test_a_callers_scenarios_take_the_flags_from_the_costs():
         "server": {"proc_s": 2e-6, "send_cpu_first": True},
     }
     assert got.cpus == 2  # everything else is the costs'
+
+
+@pytest.mark.parametrize("missing", ["measured", "fit.training_rows"])
+def test_a_profile_without_its_records_is_refused_by_name(missing, tmp_path, capsys):
+    d = json.loads((ROOT / "data" / "hosts" / "kernel6_machine4.json").read_text())
+    if missing == "measured":
+        del d["measured"]
+    else:
+        del d["fit"]["training_rows"]
+    with pytest.raises(ValueError, match=f"no {missing};"):
+        refit_profile.refit(d, {})
+    src = tmp_path / "p.json"
+    src.write_text(json.dumps(d))
+    with pytest.raises(SystemExit) as e:
+        refit_profile.main([str(src), "--out", str(tmp_path / "out.json")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"no {missing};" in err.splitlines()[-1] and "Traceback" not in err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_kept_fields_are_in_every_simulation_of_the_fit_and_in_the_result(monkeypatch):
+    # the simulator stands aside (each row's model time is its measured time): what matters is
+    # the Host fields every simulation of the fit is given
+    d = json.loads((ROOT / "data" / "hosts" / "kernel6_machine4.json").read_text())
+    seen = []
+
+    def simulated_median(hz, cpus=None, host=None):
+        seen.append(dict(host or {}))
+        return lambda row, costs: float(row["lat_p50_us"])
+
+    monkeypatch.setattr(
+        sys.modules[P.build_profile.__module__], "_simulated_median", simulated_median
+    )
+    out = refit_profile.refit(d, {"send_cpu_first": True})
+    kept = d["host"]["timer_fire_cpu_s"]
+    # the calibration's own timer benchmark gave none; the profile holds one measured later
+    assert "timer_fire_cpu_s" not in P.timer_costs(d["measured"])
+    assert [h["timer_fire_cpu_s"] for h in seen] == [kept]
+    assert seen[0]["send_cpu_first"] is True
+    assert out["host"]["timer_fire_cpu_s"] == kept
+    assert out["provenance"]["timer_fire_cpu_s"] == d["provenance"]["timer_fire_cpu_s"]
+
+
+def test_a_kept_field_the_fit_sets_is_refused():
+    with pytest.raises(ValueError, match=r"host: \['proc_s'\] are costs the fit"):
+        P.build_profile({"settings": {}, "costs": {}}, [], host={"proc_s": 1e-6})
+    with pytest.raises(ValueError, match=r"host: \['nodelay'\] are not Host fields"):
+        P.build_profile({"settings": {}, "costs": {}}, [], host={"nodelay": True})

@@ -8,8 +8,9 @@ processed by the receive soft interrupt but queued to the socket's backlog (``tc
 and processed when the thread releases the socket at the end of its call (``release_sock`` ->
 ``__release_sock``), in the thread's own context and on its CPU.  This tool measures how often
 that happens in the book's iSCSI-like loop with the two ends on one machine, pinned a CPU apart
-(veth at MTU 1500, NODELAY client, 16 KiB responses, QD 8), for a MSG_MORE server and a Nagle
-server, each under bbr and under reno.
+(the scenario of :data:`models.validation.ownership.LINK` and
+:data:`~models.validation.ownership.SCENARIO`, which the comparison simulates), for a MSG_MORE
+server and a Nagle server, each under bbr and under reno.
 
 For each run it reads the kernel's own tracepoints through tracefs (no bpftrace needed) for a
 window in the middle of the run: ``syscalls:sys_enter_sendto`` / ``sys_exit_sendto``,
@@ -21,7 +22,8 @@ length), the share of the segments each socket processed from its backlog, and t
 per operation.
 
 Tracing costs each event a few hundred nanoseconds, so the traced runs are somewhat slower than
-untraced ones; the sidecar records each run's own IOPS.  Needs root and a kernel with tracefs.
+untraced ones; the sidecar records each run's own IOPS.  Needs root and a kernel with tracefs
+(:func:`tracing_problem`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -43,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from models.data import tool_sidecar  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import CLIENT_ADDR, SERVER_ADDR  # noqa: E402
+from models.validation.ownership import LINK, SCENARIO  # noqa: E402
 
 TRACEFS = Path("/sys/kernel/tracing")
 EVENTS = (
@@ -54,10 +58,14 @@ EVENTS = (
 )
 #: The runs: (server socket mode, congestion control); every other setting is in RUN_ARGS.
 RUNS = (("more", "bbr"), ("more", "reno"), ("nagle", "bbr"), ("nagle", "reno"))
-IOSIZE = 16384  # bytes of a response's data
+IOSIZE = int(SCENARIO["iosize_bytes"])  # bytes of a response's data
+#: The harness's options of every run: the comparison's scenario, the two ends a CPU apart.
 RUN_ARGS = [
-    "--proto", "iscsi", "--client-sock", "nodelay", "--qd", "8", "--iosize", str(IOSIZE),
-    "--link", "veth", "--mtu", "1500", "--pin", "apart", "--no-capture", "--json",
+    "--proto", "iscsi", "--client-sock", str(SCENARIO["client_sock_mode"]),
+    "--qd", str(SCENARIO["qd"]), "--iosize", str(IOSIZE),
+    "--link", LINK.kind, "--mtu", str(LINK.mtu),
+    *(["--rate", str(LINK.rate_bits_per_s)] if LINK.rate_bits_per_s else []),
+    "--pin", "apart", "--no-capture", "--json",
 ]  # fmt: skip
 
 # "  comm-pid  [cpu] flags  seconds: event: fields" (the default trace format, Linux 6)
@@ -158,6 +166,44 @@ def summarise(lines: list[str], iosize: int) -> dict:
     }
 
 
+def description(runs: dict) -> str:
+    """The sidecar's description of the traced runs, ``runs`` their IOPS and other CPU (the
+    sidecar's ``measurement.runs``)."""
+    return (
+        f"Four harness runs of the iSCSI-like loop on {LINK.kind} at MTU {LINK.mtu} with the two "
+        f"ends pinned a CPU apart ({str(SCENARIO['client_sock_mode']).upper()} client, "
+        f"{IOSIZE // 1024} KiB responses, QD {SCENARIO['qd']}): a MSG_MORE server and "
+        "a Nagle server, each under bbr and reno. A window in the middle of each run was "
+        "traced through tracefs (sendto entry and exit, net_dev_queue, tcp_probe, "
+        "hrtimer_expire_entry); one row per run. Tracing slows the runs a little: IOPS and "
+        f"other CPU of the traced runs {json.dumps(runs)}."
+    )
+
+
+def tracing_problem(tracefs: Path | None = None, euid: int | None = None) -> str | None:
+    """What this machine lacks for the trace, in one line, or ``None``: root (the tool writes
+    tracefs, the harness makes network namespaces) and tracefs mounted at ``tracefs`` (default
+    :data:`TRACEFS`); ``euid`` is this process's effective user id unless given.
+
+    >>> tracing_problem(Path("/no/such/tracefs"), euid=1000)
+    'needs root and tracefs at /no/such/tracefs (running as uid 1000: run it with sudo)'
+    """
+    tracefs = TRACEFS if tracefs is None else tracefs
+    euid = os.geteuid() if euid is None else euid
+    if euid != 0:
+        return f"needs root and tracefs at {tracefs} (running as uid {euid}: run it with sudo)"
+    try:
+        mounted = (tracefs / "trace").is_file()
+    except OSError:  # (a folder this user may not read)
+        mounted = False
+    if not mounted:
+        return (
+            f"needs tracefs mounted at {tracefs}, found none "
+            f"(as root: mount -t tracefs nodev {tracefs})"
+        )
+    return None
+
+
 def _tracefs(path: str, value: str) -> None:
     (TRACEFS / path).write_text(value)
 
@@ -196,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=2.0, help="measured seconds of each run")
     p.add_argument("--window-ms", type=float, default=20.0, help="traced ms of each run")
     ns = p.parse_args(argv)
-    if not (TRACEFS / "trace").exists():
-        p.error(f"no tracefs at {TRACEFS} (as root: mount -t tracefs nodev {TRACEFS})")
     if not 0 < ns.window_ms <= 250 * ns.duration:
         p.error(f"--window-ms must be in (0, {250 * ns.duration:g}], got {ns.window_ms}")
+    problem = tracing_problem()
+    if problem:
+        p.exit(2, f"ownership_trace.py: error: {problem}\n")
     start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows, runs = [], {}
     for mode, cc in RUNS:
@@ -225,14 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         FIELDS,
         KEY,
         title="Segments processed from a socket's backlog, and the server's send(), traced",
-        description=(
-            "Four harness runs of the iSCSI-like loop on veth at MTU 1500 with the two ends "
-            "pinned a CPU apart (NODELAY client, 16 KiB responses, QD 8): a MSG_MORE server and "
-            "a Nagle server, each under bbr and reno. A window in the middle of each run was "
-            "traced through tracefs (sendto entry and exit, net_dev_queue, tcp_probe, "
-            "hrtimer_expire_entry); one row per run. Tracing slows the runs a little: IOPS and "
-            f"other CPU of the traced runs {json.dumps(runs)}."
-        ),
+        description=description(runs),
         source=(
             "Queue Depth ownership trace",
             "tools/ownership_trace.py",

@@ -82,33 +82,58 @@ def training_rows(profile: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def records(profile: dict[str, Any]) -> None:
+    """Check that ``profile`` (a JSON object) holds what a refit reads: a host profile with the
+    microbenchmarks (``measured``), the machine's settings (``settings``) and the training rows
+    (``fit.training_rows``), as ``python -m models.measure calibrate`` writes them.
+
+    >>> records({"schema": "queue-depth-host-profile", "version": 1, "host": {},
+    ...          "machine": {"kernel": "6.1", "config_hz": 250, "congestion_control": "bbr",
+    ...                      "date": "2026-01-01"}})
+    Traceback (most recent call last):
+    ...
+    ValueError: profile: no measured, settings, fit.training_rows; only calibrate's profiles refit
+    """
+    hostprofile.validate(profile)
+    fit = profile.get("fit") or {}
+    missing = [
+        name
+        for name, value in (
+            ("measured", profile.get("measured")),
+            ("settings", profile.get("settings")),
+            ("fit.training_rows", fit.get("training_rows")),
+        )
+        if not value
+    ]
+    if missing:
+        raise ValueError(f"profile: no {', '.join(missing)}; only calibrate's profiles refit")
+
+
 def refit(
     profile: dict[str, Any], flags: dict[str, bool], keep: tuple[str, ...] = KEEP
 ) -> dict[str, Any]:
-    """``profile`` fitted again from its records with ``flags`` (see the module's docstring)."""
-    from models.measure import profile as P
+    """``profile`` fitted again from its records with ``flags`` (see the module's docstring).
 
+    Raises
+    ------
+    ValueError
+        The profile lacks a record the refit reads (:func:`records`), or a value outside its range.
+    """
+    from models.measure.profile import build_profile  # noqa: PLC0415 - NumPy and SciPy
+
+    records(profile)
     kept = {k: profile["host"][k] for k in keep if k in profile["host"]}
     measured = dict(profile["measured"])
     costs = {k: v for k, v in measured.items() if k != "busy_runs"}
     wake_cpu = "wcpu_s" in (profile.get("fit") or {}).get("fitted", [])
-    base = P._simulated_median
-
-    def simulated(hz: int, cpus: int | None = None, host: Any = None) -> Any:
-        return base(hz, cpus, {**(host or {}), **kept})
-
-    P._simulated_median = simulated  # the kept fields in every simulation of the fit
-    try:
-        out = P.build_profile(
-            {"settings": profile["settings"], "costs": costs},
-            training_rows(profile),
-            fit_wake_cpu=wake_cpu,
-            training=profile["fit"].get("training"),
-            flags=flags,
-        )
-    finally:
-        P._simulated_median = base
-    out["host"].update(kept)
+    out = build_profile(
+        {"settings": profile["settings"], "costs": costs},
+        training_rows(profile),
+        fit_wake_cpu=wake_cpu,
+        training=profile["fit"].get("training"),
+        flags=flags,
+        host=kept,  # the kept fields in every simulation of the fit, and in the result
+    )
     for k in kept:
         out["provenance"][k] = profile.get("provenance", {}).get(k, "carried over")
     out["measured"] = measured  # (the busy runs' record too)
@@ -129,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--keep", nargs="*", default=list(KEEP), help="host fields carried over")
     ns = p.parse_args(argv)
-    src = json.loads(ns.profile.read_text())
-    out = refit(src, dict(ns.set), tuple(ns.keep))
+    try:
+        src = json.loads(ns.profile.read_text())
+        out = refit(src, dict(ns.set), tuple(ns.keep))
+    except (OSError, ValueError) as e:  # (a JSON syntax error is a ValueError)
+        p.error(f"{ns.profile}: {e}")
     flags = " ".join(f"--set {k}={'true' if v else 'false'}" for k, v in ns.set)
     out["fit"]["refit"] = (
         f"tools/refit_profile.py {ns.profile.name} {flags}".strip()

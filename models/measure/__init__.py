@@ -21,7 +21,8 @@ Modules
 * ``models.measure.costs`` -- host-cost microbenchmarks (``csrc/qdcosts.c``: wake-up, ``send()``
   and ``recv()`` CPU); ``models.measure.profile`` -- ``calibrate``: the microbenchmarks, a short
   loopback sweep and a fit of the rest, written as a host profile
-  (:mod:`models.sim.hostprofile`).
+  (:mod:`models.sim.hostprofile`); ``models.measure.hostfields`` -- what a profile takes from the
+  microbenchmarks as measured, and a profile moved to another machine by them.
 """
 
 from .netns import Link, LinkSpec

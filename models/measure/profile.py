@@ -20,17 +20,20 @@ Three steps, each bounded:
 
 The result is a host profile (:mod:`models.sim.hostprofile`, JSON) with the machine's kernel,
 HZ, congestion control and the date, for ``python -m models.sim --host FILE`` and
-``Scenario(host=...)``.
+``Scenario(host=...)``.  What it takes from the microbenchmarks as they measured it, and
+:func:`carry_over`, are :mod:`models.measure.hostfields`' (their names are importable from here
+too).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from models.sim import hostprofile
+from models.sim.hostranges import COST_RANGES, CURVE_RANGES
 
 from .calruns import (
     QUICK_WINDOW_S,
@@ -41,6 +44,15 @@ from .calruns import (
     fit_target,
     smallest_round_trip_us,
     sweep_rows,
+)
+from .hostfields import (
+    TIMER_BENCHMARKS,
+    TIMER_FIELDS,
+    carry_over,
+    handoff_byte,
+    machine_record,
+    measured_costs,
+    timer_costs,
 )
 from .wakeups import (
     FAST_FACTOR,
@@ -76,74 +88,6 @@ __all__ = [
 ]
 
 
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) and x > 0 else 0.0
-
-
-def measured_costs(costs: Mapping[str, Any]) -> dict[str, float]:
-    """The fixed costs (seconds, :data:`models.kernel.calibrate.COSTS` names) from a
-    :func:`models.measure.costs.summarise` result, and the floor of the work per message.
-    A pure ACK's cost (``ack_s``) is among them when the ACK benchmark ran and gave a number."""
-    m = costs["send_model"]
-    ack = _finite(costs.get("ack", {}).get("cpu_us_per_ack", 0.0))  # none before the benchmark
-    return {
-        **({"ack_s": ack * 1e-6} if ack else {}),  # us -> s
-        **wake_costs(costs["wake"]),
-        "send_s": max(m["per_call_us"], 0.0) * 1e-6,  # us -> s
-        "gso_s": max(m["per_segment_us"], 0.0) * 1e-6,  # us -> s
-        "op_floor_s": costs["recv"]["cpu_us_per_segment"] * 1e-6,  # us -> s
-        "send_byte_s": max(m.get("per_byte_ns", 0.0), 0.0) * 1e-9,  # ns -> s
-        "recv_byte_s": _finite(costs["recv"].get("large", {}).get("per_byte_ns", 0.0)) * 1e-9,
-    }
-
-
-#: The pacing timer's host fields, each with the costs benchmark and key that measure it
-#: (microseconds).
-TIMER_BENCHMARKS = {
-    "timer_arm_cpu_s": ("timer_arm", "arm_us"),
-    "timer_fire_cpu_s": ("timer_fire", "fire_us"),
-}
-#: Those fields, in order.
-TIMER_FIELDS = tuple(TIMER_BENCHMARKS)
-
-
-def timer_costs(costs: Mapping[str, Any]) -> dict[str, float]:
-    """The pacing timer's two costs from :func:`models.measure.costs.summarise`'s ``costs``, as
-    host fields in seconds (``timer_arm_cpu_s``, ``timer_fire_cpu_s``); a cost the benchmark
-    did not give (an older program) or found to be nothing is left out.
-
-    >>> timer_costs({"timer_arm": {"arm_us": 5.79}, "timer_fire": {"fire_us": 12.5}})
-    {'timer_arm_cpu_s': 5.79e-06, 'timer_fire_cpu_s': 1.25e-05}
-    >>> timer_costs({})
-    {}
-    """
-    out = {}
-    for field, (name, key) in TIMER_BENCHMARKS.items():
-        us = float((costs.get(name) or {}).get(key) or 0.0)
-        if us > 0 and math.isfinite(us):
-            out[field] = round(us * 1e-6, 12)  # us -> s
-    return out
-
-
-def handoff_byte(costs: Mapping[str, Any]) -> dict[str, float]:
-    """What a ``send()`` pays per byte beyond the one-thread benchmark's when its reader runs on
-    the other CPU (``large_cross``'s ``send_extra_per_byte_ns``: the same 64 KiB ``send()``, the
-    reader spinning on another CPU, so no wake-up is in it), as the host field
-    ``handoff_byte_cpu_s`` in seconds per byte; left out when the benchmark did not run or found
-    the writer no dearer.  It is measured at 64 KiB only and taken as a cost per byte: a cost
-    per call of the same size would be dearer than a 512-byte ``send()`` itself.
-
-    >>> handoff_byte({"large_cross": {"send_extra_per_byte_ns": 0.1073}})
-    {'handoff_byte_cpu_s': 1.073e-10}
-    >>> handoff_byte({"large_cross": {"send_extra_per_byte_ns": -0.01}}), handoff_byte({})
-    ({}, {})
-    """
-    ns = float((costs.get("large_cross") or {}).get("send_extra_per_byte_ns") or 0.0)
-    if ns > 0 and math.isfinite(ns):
-        return {"handoff_byte_cpu_s": round(ns * 1e-9, 15)}  # ns -> s
-    return {}
-
-
 #: Bound on the fit's simulations of the training rows (three costs searched: the work per
 #: message, the cost per segment, a thread's CPU per wake-up; 300 stopped most fits before the
 #: simplex settled).
@@ -175,10 +119,11 @@ def _simulated_median(
 
 
 class _WithFlags:
-    """Fitted costs (anything with ``scenario_options``) whose scenarios set ``Host`` flags on both
-    ends: how :func:`build_profile` hands its ``flags`` to a ``median_us`` of the caller's."""
+    """Fitted costs (anything with ``scenario_options``) whose scenarios set ``Host`` flags (or
+    other ``Host`` fields) on both ends: how :func:`build_profile` hands its ``flags`` and its
+    ``host`` to a ``median_us`` of the caller's."""
 
-    def __init__(self, costs: Any, flags: Mapping[str, bool]) -> None:
+    def __init__(self, costs: Any, flags: Mapping[str, Any]) -> None:
         self._costs = costs
         self._flags = dict(flags)
 
@@ -188,6 +133,30 @@ class _WithFlags:
     def scenario_options(self) -> dict:
         got = self._costs.scenario_options()
         return {side: {**opts, **self._flags} for side, opts in got.items()}
+
+
+def _given_host(host: Mapping[str, Any] | None, fitted: Iterable[str]) -> dict[str, Any]:
+    """:func:`build_profile`'s ``host``, checked: ``Host`` fields a profile may set, none of them
+    a cost the fit searches or holds (``fitted``, its ``Host`` names).
+
+    >>> _given_host({"timer_fire_cpu_s": 2e-5}, ["proc_s"])
+    {'timer_fire_cpu_s': 2e-05}
+    >>> _given_host({"proc_s": 1e-6}, ["proc_s"])
+    Traceback (most recent call last):
+    ...
+    ValueError: host: ['proc_s'] are costs the fit searches or holds; give them by costs_result
+    """
+    given = dict(host or {})
+    known = {*COST_RANGES, *CURVE_RANGES, *hostprofile.FLAGS}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"host: {unknown} are not Host fields a profile may set")
+    held = sorted(set(given) & set(fitted))
+    if held:
+        raise ValueError(
+            f"host: {held} are costs the fit searches or holds; give them by costs_result"
+        )
+    return given
 
 
 def _bound_note(fit: Any, name: str) -> str:
@@ -202,21 +171,6 @@ def _provenance(name: str, fit: Any, how: dict[str, str]) -> str:
     return "fitted" + (f", at the {bound} bound of its range" if bound else "")
 
 
-def _machine(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """A profile's ``machine`` from the microbenchmarks' ``settings``."""
-    k = settings["kernel"]
-    return {
-        "kernel": k["release"],
-        "config_hz": k["config_hz"],
-        "cpus": k["cpus"],
-        "machine": k["machine"],
-        "congestion_control": settings["congestion_control"] or "unknown",
-        "autocorking": settings["autocorking"],
-        "date": settings["date"],
-        "load": settings["load"],
-    }
-
-
 def build_profile(
     costs_result: Mapping[str, Any],
     rows: list[dict[str, Any]],
@@ -227,6 +181,7 @@ def build_profile(
     fit_wake_cpu: bool = False,
     busy_repeats: list[dict[str, Any]] | None = None,
     flags: Mapping[str, bool] | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -261,11 +216,18 @@ def build_profile(
         ``Host`` flags (``models.sim.hostprofile.FLAGS``, e.g. ``send_cpu_first``) set on both
         ends of every simulation of the fit and in the profile: the costs are fitted under the
         mechanisms the profile will be simulated with (default: none).
+    host
+        Other ``Host`` fields (profile units: seconds, curves of ``[idle, latency]`` seconds) on
+        both ends of every simulation of the fit and in the profile, over those this function
+        takes from ``costs_result``: e.g. a timer cost measured after the calibration
+        (``tools/refit_profile.py``'s ``--keep``).  Never a cost the fit searches or holds
+        (:data:`models.kernel.calibrate.FIELDS`); default: none.
 
     Raises
     ------
     ValueError
-        No row without a stall to fit, or a profile value outside its range.
+        No row without a stall to fit, a ``flags`` or ``host`` name the fit does not take, or a
+        profile value outside its range.
     """
     from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
     from models.kernel.runs import STALL_SHARE_PCT  # noqa: PLC0415
@@ -274,6 +236,7 @@ def build_profile(
     unknown = sorted(set(flags) - set(hostprofile.FLAGS))
     if unknown:
         raise ValueError(f"flags: {unknown} are not Host flags; known: {list(hostprofile.FLAGS)}")
+    given_host = _given_host(host, calibrate.FIELDS.values())
     st, c = costs_result["settings"], costs_result["costs"]
     hz = st["kernel"]["config_hz"] or 250  # ticks per second; 250 if the config is unreadable
     train = [r for r in rows if float(r["stalled_pct"]) < STALL_SHARE_PCT]
@@ -308,11 +271,11 @@ def build_profile(
         raise ValueError(f"target must be 'median' or 'mean', got {target!r}")
     if target == "mean" and median_us is None:
         raise ValueError("target='mean' needs median_us: the model's mean operation time")
-    if flags and median_us is not None:  # the caller's scenarios take the flags from the costs
-        given = median_us
+    if (flags or given_host) and median_us is not None:  # the caller's scenarios take them
+        given = median_us  # from the costs
 
         def median_us(row: Mapping[str, Any], costs: Any) -> float:
-            return given(row, _WithFlags(costs, flags))
+            return given(row, _WithFlags(costs, {**flags, **given_host}))
 
     def mean(r: Mapping[str, Any]) -> bool:
         return target == "mean" or fit_target(r) == "mean"
@@ -335,6 +298,7 @@ def build_profile(
                 **timers,
                 **cross,
                 **flags,
+                **given_host,
             }
             or None,
         ),
@@ -355,6 +319,7 @@ def build_profile(
     fields.update(timers)
     fields.update(cross)
     fields.update(flags)
+    fields.update(given_host)
     how = {
         "handoff_byte_cpu_s": "measured: what a 64 KiB send() costs per byte more with its "
         "reader spinning on the other CPU than in one thread (large_cross)",
@@ -400,6 +365,9 @@ def build_profile(
             "measured: CPU of a pure ACK sent and processed on loopback (one thread), the "
             "difference of TCP_QUICKACK 2 and 0 batches per ACK"
         )
+    how.update(
+        {f: "given: in every simulation of the fit (build_profile's host)" for f in given_host}
+    )
     names = {v: k for k, v in calibrate.FIELDS.items()}
     provenance = {f: how.get(f) or _provenance(names.get(f, "path_s"), fit, how) for f in fields}
     # On the loopback a segment is one super-packet (its MSS is about 64 KiB), so the fitted
@@ -431,7 +399,7 @@ def build_profile(
     d = {
         "schema": hostprofile.SCHEMA,
         "version": hostprofile.VERSION,
-        "machine": _machine(st),
+        "machine": machine_record(st),
         "host": fields,
         "provenance": provenance,
         "measured": {
@@ -454,98 +422,6 @@ def build_profile(
         "settings": st,
     }
     hostprofile.validate(d)  # a value outside its plausible range is an error, not a profile
-    return d
-
-
-def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
-    """``profile`` (a host profile made on another machine, e.g. the book's) moved to the machine of
-    ``costs_result`` (:func:`models.measure.costs.run_costs`): each cost the microbenchmarks
-    measure (:func:`measured_costs`, the ``Host`` field of :data:`models.kernel.calibrate.FIELDS`)
-    moves by the difference between this machine's measurement and the profile's own (its
-    ``measured`` record), so a measured cost becomes this machine's and a cost that is measured plus
-    fitted keeps its fitted part; the fitted costs, and any cost the profile leaves out, stay as
-    they are.  The pacing timer's costs (:func:`timer_costs`), measured alone, are this
-    machine's (or left out if it gave none).  The machine and the settings are the new
-    machine's; ``notes`` says where the rest came from.
-
-    >>> old = {"wake": {"pipe_cross": {"median_us": 40.0}},
-    ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.0, "per_byte_ns": 0.1},
-    ...        "recv": {"cpu_us_per_segment": 1.0}}
-    >>> new = {"wake": {"pipe_cross": {"median_us": 25.0}},
-    ...        "send_model": {"per_call_us": 0.5, "per_segment_us": 2.5, "per_byte_ns": 0.05},
-    ...        "recv": {"cpu_us_per_segment": 0.6}}
-    >>> book = {"schema": hostprofile.SCHEMA, "version": 1, "measured": old,
-    ...         "machine": {"kernel": "6.1-a", "config_hz": 250, "congestion_control": "bbr",
-    ...                     "date": "2026-01-01"},
-    ...         "host": {"wake_s": 40e-6, "gso_cpu_s": 2.8e-6, "proc_s": 1.4e-6}}
-    >>> settings = {"kernel": {"release": "6.1-b", "config_hz": 250, "cpus": 2,
-    ...             "machine": "x86_64"}, "congestion_control": "bbr", "autocorking": "1",
-    ...             "date": "2026-02-01", "load": [0.1, 0.1, 0.1]}
-    >>> d = carry_over(book, {"costs": new, "settings": settings})
-    >>> {k: round(v * 1e6, 3) for k, v in d["host"].items()}  # us; gso keeps its fitted 0.8
-    {'wake_s': 25.0, 'gso_cpu_s': 3.3, 'proc_s': 1.4}
-    >>> d["machine"]["kernel"], d["notes"][:33]
-    ('6.1-b', 'carried over from the profile of ')
-
-    Raises
-    ------
-    ValueError
-        The profile has no ``measured`` record to move from.
-    """
-    from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
-
-    base = hostprofile.load(profile)
-    if "measured" not in base.records:
-        raise ValueError(
-            "profile: has no 'measured' record (the microbenchmarks it was made with), so its "
-            "measured costs cannot be moved to another machine"
-        )
-    st, c = costs_result["settings"], costs_result["costs"]
-    old, new = measured_costs(base.records["measured"]), measured_costs(c)
-    host = dict(base.host)
-    provenance = dict(base.provenance)
-    fast_off = not new["wake_fast_idle_s"]  # this machine's wake-ups show no fast step
-    for name, value in new.items():
-        field = calibrate.FIELDS.get(name)
-        if field is None or field not in host:  # not a Host field, or one the profile leaves out
-            continue
-        if name not in old:  # the profile fitted it (no measurement to move from): it stays
-            continue
-        if fast_off and name in ("wake_fast_s", "wake_fast_idle_s"):
-            host.pop(field, None)
-            provenance[field] = "off: this machine's wake-ups show no fast step"
-            continue
-        shift = value - old.get(name, 0.0)  # seconds
-        host[field] += shift  # a negative result fails validate() below, naming the field
-        provenance[field] = (
-            f"moved by {shift * 1e6:+.3f} us to this machine's microbenchmarks; was "
-            + provenance.get(field, "not set")
-        )
-    timers = timer_costs(c)  # measured alone, never fitted: this machine's, or none
-    for field in TIMER_FIELDS:
-        host.pop(field, None)
-        provenance.pop(field, None)
-        if field in timers:
-            host[field] = timers[field]
-            provenance[field] = "measured on this machine (timer_arm, timer_fire)"
-    d = {
-        "schema": hostprofile.SCHEMA,
-        "version": hostprofile.VERSION,
-        "machine": _machine(st),
-        "host": host,
-        "provenance": provenance,
-        "measured": c,
-        "settings": st,
-        "notes": (
-            f"carried over from the profile of kernel {base.machine['kernel']} "
-            f"({base.machine['date']}): its fitted costs as they were, its measured costs moved "
-            "to this machine's microbenchmarks"
-        ),
-    }
-    for side in hostprofile.SIDES:
-        if getattr(base, side):
-            d[side] = dict(getattr(base, side))
-    hostprofile.validate(d)
     return d
 
 

@@ -4,8 +4,8 @@ While a thread is inside ``send()`` or ``recv()`` on a socket, Linux queues a se
 arrives for that socket to its backlog and processes it when the call releases the socket
 (``tcp_add_backlog``; ``release_sock``).  The dataset (:data:`DATASET`,
 ``tools/ownership_trace.py``) traced the fourth machine's kernel in the loop of chapter 9's
-pacing section with the two ends pinned a CPU apart (veth at MTU 1500, NODELAY client, 16 KiB
-responses, QD 8), a ``MSG_MORE`` and a Nagle server, each under bbr and reno: how long the
+pacing section with the two ends pinned a CPU apart (on :data:`LINK`, in :data:`SCENARIO`), a
+``MSG_MORE`` and a Nagle server, each under bbr and reno: how long the
 server's ``send()`` of a response's data lasted, how much of the time its thread spent in those
 calls, how many of the segments each socket processed came from its backlog, and how often bbr's
 pacing timer fired.
@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from models.measure.netns import LinkSpec
+
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
 __all__ = [
     "DATASET",
+    "LINK",
+    "SCENARIO",
     "KEY",
     "MOST_PCT",
     "SLOWER",
@@ -43,6 +47,12 @@ __all__ = [
 
 #: The traced runs (``tools/ownership_trace.py``).
 DATASET = "kernel6_machine4_ownership"
+#: The traced runs' link (``tools/ownership_trace.py`` runs on it; :func:`table` simulates the
+#: pinned sample's rows of its label).
+LINK = LinkSpec("veth", mtu=1500)
+#: The rest of the traced runs' scenario besides the server's socket mode and the congestion
+#: control, in the harness's ``iscsi_loop`` columns (bytes for ``iosize_bytes``).
+SCENARIO: dict[str, str | int] = {"client_sock_mode": "nodelay", "qd": 8, "iosize_bytes": 16384}
 #: The columns that name a run.
 KEY = ["server_sock_mode", "cc"]
 #: A share above this many percent is "most".
@@ -63,19 +73,19 @@ def kernel() -> pd.DataFrame:
 
 
 def _row(mode: str, cc: str) -> dict[str, Any]:
-    """The pinned sample's row of the traced scenario (``mode`` server, ``cc``), or one of its
-    rows with those two changed: the scenario :func:`table` simulates."""
+    """The pinned sample's row of the traced scenario (:data:`LINK`, :data:`SCENARIO`, ``mode``
+    server, ``cc``), or one of its rows with those two changed: the scenario :func:`table`
+    simulates."""
     from models.kernel import load_kernel_run
     from models.validation import machine4
 
     t = load_kernel_run(prefix=machine4.PREFIX).table("iscsi_loop")
-    pick = (
-        (t["link"] == "veth-1500")
-        & (t["client_sock_mode"] == "nodelay")
-        & (t["qd"] == 8)
-        & (t["iosize_bytes"] == 16384)
-        & t["rate_limit_bits_per_s"].isna()
+    rate = t["rate_limit_bits_per_s"]
+    pick = (t["link"] == LINK.label) & (
+        rate.isna() if LINK.rate_bits_per_s is None else rate == LINK.rate_bits_per_s
     )
+    for column, value in SCENARIO.items():
+        pick &= t[column] == value
     same = t[pick & (t["sock_mode"] == mode) & (t["cc"] == cc)]
     base = same if len(same) else t[pick]
     return {**base.iloc[0].to_dict(), "sock_mode": mode, "cc": cc}
