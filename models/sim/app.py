@@ -128,7 +128,7 @@ class AppThread:
         self.stock_ack = ep.stock_ack  # LinuxAck.on_read runs inline in _step
         self.cpu = OwnCpu() if cpu is None else cpu
         self.own_cpu = cpu is None  # work ends when done (a shortcut)
-        self.hold_cpu = getattr(cpu, "hold", False)  # held from wake-up to block
+        self.hold_cpu = self.cpu.hold  # held from its wake-up until it blocks
         self.proc = proc
         self.wake = wake
         self.tx_cpu = tx_cpu

@@ -37,9 +37,19 @@ class OwnCpu:
 
     __slots__ = ()
 
+    #: Never held against another thread (see :class:`CpuPool`).
+    hold = False
+
     def run(self, now: int, work: int) -> int:
         """When ``work`` fs asked for at ``now`` ends."""
         return now + work
+
+    def acquire(self, thread) -> bool:
+        """Always: no other thread runs on it."""
+        return True
+
+    def release(self, thread, now: int) -> None:
+        """Nothing waits for it."""
 
     def cycle_state(self, view: View) -> Hashable:
         return None  # no state
