@@ -105,7 +105,12 @@ _ONE_NAGLE = (
 )
 _ONE_OVER = (
     "on one CPU the simulator stalls where a queue's responses overflow a 9000-byte MTU's "
-    "segment, which the kernel and the bound do not: the mechanism is not found yet"
+    "segment, which the kernel and the bound do not. Its trace: the client's quick ACK lets the "
+    "server's last response go, but the client's turn starts before that frame arrives, so its "
+    "next request acknowledges less than it has, its Nagle holds the rest and the server's "
+    "delayed ACK ends the wait. In the kernel the ACK, the data it releases and their receipt "
+    "all run inside the sender's call (soft interrupt, socket backlog). With the frames' host "
+    "latencies at zero these rows pass (a lead, not a rule: loopback, 4 KiB, QD 8 then fails)"
 )
 #: The one-CPU groups ``(link, client, size)`` whose largest stalling QD the simulator on
 #: :data:`ONE_CPU_LINK` gets wrong, each with its cause (set from the bundled sweep).
