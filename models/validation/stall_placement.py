@@ -101,7 +101,12 @@ ONE_CPU_LINK = {"shared_cpus": 1, "run_to_block": True}
 
 _ONE_NAGLE = (
     "with a Nagle client on one CPU the kernel keeps stalling past QD 2 and the simulator does "
-    "not: the mechanism is not found yet (its NODELAY clients' verdicts are all right)"
+    "not (its NODELAY clients' verdicts are all right). A capture of the kernel (python -m "
+    "models.measure run --pin same --client-sock nagle --qd 8 --iosize 512 --pcap FILE) shows "
+    "the client answering the server's data before the server has served the requests it had "
+    "just let in, so the next header goes alone with no request left to carry its ACK: the "
+    "woken client ran first (wake-up preemption), which a thread that keeps its CPU until it "
+    "blocks does not allow"
 )
 _ONE_OVER = (
     "on one CPU the simulator stalls where a queue's responses overflow a 9000-byte MTU's "
