@@ -161,3 +161,10 @@ def test_the_tool_says_in_one_line_what_it_needs_to_trace(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tracefs" in err and "root" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_trace_buffer_size_to_put_back():
+    """The tool puts tracefs's buffer size back after each run; before the buffer is first used
+    tracefs reads "7 (expanded: 1408)", and 1408 is the size to restore, not 7."""
+    assert ownership_trace._buffer_kb("16387\n") == "16387"
+    assert ownership_trace._buffer_kb("7 (expanded: 1408)\n") == "1408"

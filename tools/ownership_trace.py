@@ -204,6 +204,18 @@ def tracing_problem(tracefs: Path | None = None, euid: int | None = None) -> str
     return None
 
 
+def _buffer_kb(text: str) -> str:
+    """The per-CPU trace buffer's size in KiB from tracefs's ``buffer_size_kb``, which reads
+    ``7 (expanded: 1408)`` before the buffer was first used.
+
+    >>> _buffer_kb("16387"), _buffer_kb("7 (expanded: 1408)")
+    ('16387', '1408')
+    """
+    if "expanded:" in text:
+        return text.split("expanded:")[1].strip(" )\n")
+    return text.split()[0]
+
+
 def _tracefs(path: str, value: str) -> None:
     (TRACEFS / path).write_text(value)
 
@@ -214,6 +226,7 @@ def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[d
     cmd += [*RUN_ARGS, "--duration", str(duration_s), "--warmup", "0.3"]
     _tracefs("tracing_on", "0")
     _tracefs("trace", "")
+    buffer_kb = _buffer_kb((TRACEFS / "buffer_size_kb").read_text())  # put back after the run
     _tracefs("buffer_size_kb", "16384")
     for e in EVENTS:
         _tracefs(f"events/{e}/enable", "1")
@@ -229,9 +242,10 @@ def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[d
         _tracefs("tracing_on", "0")
         for e in EVENTS:
             _tracefs(f"events/{e}/enable", "0")
+    lines = (TRACEFS / "trace").read_text().splitlines()
+    _tracefs("buffer_size_kb", buffer_kb)  # (resizing empties the buffer: read it first)
     if run.returncode:
         raise RuntimeError(f"harness run failed ({run.returncode}): {' '.join(cmd)}")
-    lines = (TRACEFS / "trace").read_text().splitlines()
     return summarise(lines, IOSIZE), json.loads(out)
 
 

@@ -85,6 +85,7 @@ __all__ = [
     "build_profile",
     "fit_target",
     "carry_over",
+    "at_bound_lines",
 ]
 
 

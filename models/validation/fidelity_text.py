@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.measure import hostfields
 from models.validation import fidelity as FID
 
 __all__ = ["MISSED", "TIMER_DONOR", "v1500_rows", "timer_what_if", "numbers", "findings"]
@@ -20,7 +21,7 @@ MISSED = frozenset({"stall verdicts", "largest stalling QD", "IOPS within 25%"})
 #: made before they were measured): the third machine's kept one.
 TIMER_DONOR = "kernel6_machine3"
 #: The pacing timer's costs (``Host`` fields) the what-if lends.
-TIMER_FIELDS = ("timer_arm_cpu_s", "timer_fire_cpu_s")
+TIMER_FIELDS = hostfields.TIMER_FIELDS
 
 
 def v1500_rows(df: Any) -> Any:
