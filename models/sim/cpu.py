@@ -65,11 +65,15 @@ class CpuPool:
     With ``hold``, a thread keeps a CPU from its wake-up until it blocks
     (goes idle): a thread woken while every CPU is held waits, in the
     order woken, until a holder blocks (:meth:`acquire`,
-    :meth:`release`).  That is Linux's fair scheduler on a CPU shared by
-    two threads that wake each other: the woken thread does not preempt
-    the running one while that one is within its slice (EEVDF's
-    ``RUN_TO_PARITY``, kernel/sched/fair.c), and a burst of a few sends
-    is far shorter than a slice (0.75 ms or more).  No slice ends here.
+    :meth:`release`).  It approximates Linux's fair scheduler on a CPU
+    shared by two threads that wake each other, where a running task is
+    mostly let run on within its slice (EEVDF's ``RUN_TO_PARITY``,
+    kernel/sched/fair.c) and a burst of a few sends is far shorter than a
+    slice (0.75 ms or more).  Mostly: a scheduler trace of the book's loop
+    pinned to one CPU shows the server's wake-ups never preempting the
+    client, but the woken client preempting the server at the end of some
+    of its ``send()`` calls.  That wake-up preemption, and a slice's end,
+    are not modelled.
     """
 
     __slots__ = ("n", "free_at", "hold", "holders", "waiting")

@@ -225,7 +225,8 @@ class Link(Part):
         "flag",
         "",
         "with shared_cpus: a thread keeps its CPU from its wake-up until it blocks, and a "
-        "thread woken meanwhile waits for it (Linux's fair scheduler within a slice); off: "
+        "thread woken meanwhile waits for it (Linux's fair scheduler, its wake-up preemption "
+        "left out); off: "
         "the threads' stretches of work take turns first come, first served",
         sample=OneOf(False, True),
     )

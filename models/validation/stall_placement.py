@@ -95,8 +95,8 @@ def mtu_bytes(link: str) -> int:
 #: The simulator's machine of one CPU, as ``Link`` options over
 #: :func:`models.validation.fidelity.field_scenario`'s: both threads and the receive soft interrupts
 #: share the CPU, and a thread keeps it from its wake-up until it blocks (``Link.run_to_block``, the
-#: kernel's fair scheduler within a slice), so a server woken by the client's first request waits
-#: while the client writes the rest.
+#: kernel's fair scheduler with its wake-up preemption left out), so a server woken by the client's
+#: first request waits while the client writes the rest.
 ONE_CPU_LINK = {"shared_cpus": 1, "run_to_block": True}
 
 _ONE_NAGLE = (
