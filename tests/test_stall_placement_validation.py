@@ -102,3 +102,24 @@ def test_turns_on_one_cpu_miss_the_nodelay_stalls(one_cpu):
     assert int((nodelay[SP.ONE_CPU] != nodelay["same"]).sum()) >= 8
     rows = SP.one_cpu_rows(t, source="test")
     assert sum(not r.passed for r in rows) > len(SP.ONE_CPU_FAILING)
+
+
+def test_the_scheduler_trace_findings_hold_and_can_fail():
+    """The scheduler trace of the loop on one CPU (data/kernel6_machine4_preempt): every finding
+    holds, and a trace where the server preempts the client it wakes, or where the client never
+    preempts the server, fails the finding it contradicts."""
+    df = data.load(SP.PREEMPT_DATASET)
+    assert all(SP.preemption_findings(df).values())
+    assert set(df["client_sock_mode"]) == {"nagle", "nodelay"}
+    # the wrong traces
+    server_preempts = df.copy()
+    client = server_preempts["caller"] == "client"
+    server_preempts.loc[client, "preempted"] = server_preempts.loc[client, "wakeups"]
+    got = SP.preemption_findings(server_preempts)
+    assert not got["the server's wake-ups seldom preempt the client"]
+    never = df.assign(preempted=0)
+    got = SP.preemption_findings(never)
+    assert not got[
+        "with a Nagle client, the woken client often preempts the server after its sends"
+    ]
+    assert got["with a NODELAY client, it seldom does"]

@@ -220,15 +220,17 @@ def _tracefs(path: str, value: str) -> None:
     (TRACEFS / path).write_text(value)
 
 
-def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[dict, dict]:
-    """One harness run traced for ``window_s`` in its middle: (row, the run's JSON)."""
-    cmd = [sys.executable, "-m", "models.measure", "run", "--sock", mode, "--cc", cc]
-    cmd += [*RUN_ARGS, "--duration", str(duration_s), "--warmup", "0.3"]
+def traced(
+    cmd: list[str], events: tuple[str, ...], duration_s: float, window_s: float
+) -> tuple[list[str], str]:
+    """Run the harness command ``cmd`` (a run of ``duration_s`` measured seconds) with the tracefs
+    ``events`` recorded for ``window_s`` in its middle: (the trace's lines, the run's output).
+    The trace buffer's size is put back afterwards."""
     _tracefs("tracing_on", "0")
     _tracefs("trace", "")
     buffer_kb = _buffer_kb((TRACEFS / "buffer_size_kb").read_text())  # put back after the run
     _tracefs("buffer_size_kb", "16384")
-    for e in EVENTS:
+    for e in events:
         _tracefs(f"events/{e}/enable", "1")
     try:
         run = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -240,28 +242,100 @@ def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[d
         out, _ = run.communicate(timeout=4 * duration_s + 120)
     finally:
         _tracefs("tracing_on", "0")
-        for e in EVENTS:
+        for e in events:
             _tracefs(f"events/{e}/enable", "0")
     lines = (TRACEFS / "trace").read_text().splitlines()
     _tracefs("buffer_size_kb", buffer_kb)  # (resizing empties the buffer: read it first)
     if run.returncode:
         raise RuntimeError(f"harness run failed ({run.returncode}): {' '.join(cmd)}")
+    return lines, out
+
+
+def write_dataset(
+    ns: argparse.Namespace,
+    start: str,
+    tool: tuple[str, str],
+    rows: list[dict],
+    fields: list,
+    key: list[str],
+    *,
+    title: str,
+    description: str,
+    runs: dict,
+) -> Path:
+    """``rows`` as ``ns.out/ns.prefix.csv`` with its sidecar (:func:`models.data.tool_sidecar`):
+    ``tool`` is the tool's (title, file), ``ns`` its options (:func:`trace_args`), ``start``
+    when it started, ``runs`` the runs' own records; the CSV's path."""
+    command = (
+        f"{tool[1]} --out {ns.out} --prefix {ns.prefix} "
+        f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
+    )
+    ns.out.mkdir(parents=True, exist_ok=True)
+    csv_path = ns.out / f"{ns.prefix}.csv"
+    with csv_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[name for name, *_ in fields], lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    meta = tool_sidecar(
+        csv_path,
+        fields,
+        key,
+        title=title,
+        description=description,
+        source=(tool[0], tool[1], f"command line: {command}"),
+        year=int(start[:4]),
+        transcription=measured_on(command, start),
+        measurement={"runs": runs},
+    )
+    (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"wrote {csv_path} ({len(rows)} rows)")
+    return csv_path
+
+
+def measured_on(command: str, start: str) -> str:
+    """The sidecar's transcription: the command, the kernel and its default congestion
+    control, when it started."""
+    k = sysinfo.kernel_info()
+    kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
+    return (
+        f"Measured by `{command}` on kernel {kernel} (default congestion control "
+        f"{sysinfo.tcp_sysctls().get('net.ipv4.tcp_congestion_control', '?')}), started "
+        f"{start}, the machine otherwise idle."
+    )
+
+
+def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[dict, dict]:
+    """One harness run traced for ``window_s`` in its middle: (row, the run's JSON)."""
+    cmd = [sys.executable, "-m", "models.measure", "run", "--sock", mode, "--cc", cc]
+    cmd += [*RUN_ARGS, "--duration", str(duration_s), "--warmup", "0.3"]
+    lines, out = traced(cmd, EVENTS, duration_s, window_s)
     return summarise(lines, IOSIZE), json.loads(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def trace_args(
+    doc: str, tool: str, argv: list[str] | None, prefix: str, duration_s: float, window_ms: float
+) -> tuple[argparse.Namespace, str]:
+    """A tracing tool's command line (``--out``, ``--prefix``, ``--duration``, ``--window-ms``,
+    the window at most half the run, in its middle), refused before any run without root or tracefs:
+    (the options, the start time in UTC)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="folder for PREFIX.csv and .json")
-    p.add_argument("--prefix", default="kernel6_machine4_ownership")
-    p.add_argument("--duration", type=float, default=2.0, help="measured seconds of each run")
-    p.add_argument("--window-ms", type=float, default=20.0, help="traced ms of each run")
+    p.add_argument("--prefix", default=prefix)
+    p.add_argument("--duration", type=float, default=duration_s, help="measured s of each run")
+    p.add_argument("--window-ms", type=float, default=window_ms, help="traced ms of each run")
     ns = p.parse_args(argv)
-    if not 0 < ns.window_ms <= 250 * ns.duration:
-        p.error(f"--window-ms must be in (0, {250 * ns.duration:g}], got {ns.window_ms}")
+    if not 0 < ns.window_ms <= 500 * ns.duration:  # s -> ms, halved
+        p.error(f"--window-ms must be in (0, {500 * ns.duration:g}], got {ns.window_ms}")
     problem = tracing_problem()
     if problem:
-        p.exit(2, f"ownership_trace.py: error: {problem}\n")
-    start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        p.exit(2, f"{tool}: error: {problem}\n")
+    return ns, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns, start = trace_args(
+        __doc__, "ownership_trace.py", argv, "kernel6_machine4_ownership", 2.0, 20.0
+    )
     rows, runs = [], {}
     for mode, cc in RUNS:
         row, run = trace_run(mode, cc, ns.duration, ns.window_ms / 1e3)  # ms -> s
@@ -269,39 +343,17 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"server_sock_mode": mode, "cc": cc, "iops": iops, **row})
         runs[f"{mode}/{cc}"] = {"iops": iops, "other_cpu_pct": run.get("other_cpu_pct")}
         print(rows[-1], flush=True)
-    ns.out.mkdir(parents=True, exist_ok=True)
-    csv_path = ns.out / f"{ns.prefix}.csv"
-    with csv_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[name for name, *_ in FIELDS], lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    k = sysinfo.kernel_info()
-    kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
-    command = (
-        f"tools/ownership_trace.py --out {ns.out} --prefix {ns.prefix} "
-        f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
-    )
-    meta = tool_sidecar(
-        csv_path,
+    write_dataset(
+        ns,
+        start,
+        ("Queue Depth ownership trace", "tools/ownership_trace.py"),
+        rows,
         FIELDS,
         KEY,
         title="Segments processed from a socket's backlog, and the server's send(), traced",
         description=description(runs),
-        source=(
-            "Queue Depth ownership trace",
-            "tools/ownership_trace.py",
-            f"command line: {command}",
-        ),
-        year=int(start[:4]),
-        transcription=(
-            f"Measured by `{command}` on kernel {kernel} (default congestion control "
-            f"{sysinfo.tcp_sysctls().get('net.ipv4.tcp_congestion_control', '?')}), started "
-            f"{start}, the machine otherwise idle."
-        ),
-        measurement={"runs": runs},
+        runs=runs,
     )
-    (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
-    print(f"wrote {csv_path} ({len(rows)} rows)")
     return 0
 
 

@@ -70,7 +70,7 @@ class CpuPool:
     mostly let run on within its slice (EEVDF's ``RUN_TO_PARITY``,
     kernel/sched/fair.c) and a burst of a few sends is far shorter than a
     slice (0.75 ms or more).  Mostly: a scheduler trace of the book's loop
-    pinned to one CPU shows the server's wake-ups never preempting the
+    pinned to one CPU (``data/kernel6_machine4_preempt``) shows the server's wake-ups never preempting the
     client, but the woken client preempting the server at the end of some
     of its ``send()`` calls.  That wake-up preemption, and a slice's end,
     are not modelled.

@@ -64,6 +64,11 @@ __all__ = [
     "ONE_CPU_FAILING",
     "ONE_CPU",
     "one_cpu_rows",
+    "PREEMPT_DATASET",
+    "SELDOM",
+    "OFTEN",
+    "preemption",
+    "preemption_findings",
 ]
 
 #: The bundled sweep.
@@ -105,8 +110,9 @@ _ONE_NAGLE = (
     "models.measure run --pin same --client-sock nagle --qd 8 --iosize 512 --pcap FILE) shows "
     "the client answering the server's data before the server has served the requests it had "
     "just let in, so the next header goes alone with no request left to carry its ACK: the "
-    "woken client ran first (wake-up preemption), which a thread that keeps its CPU until it "
-    "blocks does not allow"
+    "woken client ran first: the scheduler trace (PREEMPT_DATASET) shows the woken client "
+    "preempting the server at the end of many of its send() calls with a Nagle client, a "
+    "wake-up preemption that a thread keeping its CPU until it blocks does not allow"
 )
 _ONE_OVER = (
     "on one CPU the simulator stalls where a queue's responses overflow a 9000-byte MTU's "
@@ -124,6 +130,45 @@ ONE_CPU_FAILING: dict[tuple[str, str, int], str] = {
     ("veth-9000", "nagle", 512): _ONE_NAGLE,
     ("veth-9000", "nagle", 4096): _ONE_OVER,
 }
+
+#: The scheduler trace of the loop pinned to one CPU (``tools/preempt_trace.py``): for each
+#: ``send()`` that woke the other end, whether that end then preempted the caller.
+PREEMPT_DATASET = "kernel6_machine4_preempt"
+#: Shares of wake-ups that preempt (fractions), the findings' bounds: "seldom" at most
+#: :data:`SELDOM`, "often" at least :data:`OFTEN` (set after seeing the trace, whose shares are
+#: 0-0.08 and 0.48-0.75, so that each finding keeps a margin).
+SELDOM, OFTEN = 0.15, 0.35
+
+
+def preemption(df: pd.DataFrame) -> pd.Series:
+    """Per ``(client_sock_mode, caller, call)`` of the scheduler trace
+    (:data:`PREEMPT_DATASET`): the share of the ``send()`` calls that woke the other end after
+    which that end preempted the caller.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"client_sock_mode": ["nagle"], "caller": ["server"],
+    ...                    "call": ["data"], "wakeups": [20], "preempted": [15]})
+    >>> preemption(df).tolist()
+    [0.75]
+    """
+    t = df.set_index(["client_sock_mode", "caller", "call"])
+    return (t["preempted"] / t["wakeups"]).rename("share")
+
+
+def preemption_findings(df: pd.DataFrame) -> dict[str, bool]:
+    """What chapter 9 says of the scheduler trace, each a test the trace can fail."""
+    share = preemption(df)
+    client_calls = share.xs("client", level="caller")
+    nagle_server = share.loc[("nagle", "server")]
+    nodelay_server = share.loc[("nodelay", "server")]
+    return {
+        "the server's wake-ups seldom preempt the client": bool((client_calls <= SELDOM).all()),
+        "with a Nagle client, the woken client often preempts the server after its sends": bool(
+            (nagle_server >= OFTEN).all()
+        ),
+        "with a NODELAY client, it seldom does": bool((nodelay_server <= SELDOM).all()),
+    }
+
 
 #: The model each placement's verdicts are held to (see the module's text).
 MODEL = {"apart": "simulator", "same": "bound", "none": "bound"}

@@ -1,0 +1,182 @@
+"""Who preempts whom when the two ends share one CPU: the scheduler's switches, traced.
+
+    sudo .venv/bin/python tools/preempt_trace.py --out data --prefix kernel6_machine4_preempt
+
+With client and server pinned to one CPU, a ``send()`` of one end delivers its segment to the
+other end's socket inside the call (the loopback's receive soft interrupt runs on the sending
+CPU) and wakes the other end's thread.  Whether that thread runs at once, preempting the sender
+when its call returns, or waits until the sender blocks, decides whether a Nagle server's lone
+header finds a request still to come that carries its ACK (chapter 9, "Where the two ends run,
+for the stalls").  This tool runs the book's loop on the loopback pinned to one CPU (a Nagle
+server, 512-byte responses, QD 8; a Nagle and a NODELAY client) and reads the kernel's
+tracepoints through tracefs for a window in the middle of each run: ``sched:sched_switch``,
+``sched:sched_wakeup`` and ``syscalls:sys_enter_sendto`` / ``sys_exit_sendto``.
+
+For every ``send()`` that woke the other end it records whether the next thing on the CPU after
+the call returned was a switch to that end with the caller still runnable (``prev_state=R``:
+preempted) or the caller going on.  One row per run, caller and kind of call (the server's
+header, the server's data, the client's request).  Needs root and tracefs
+(:func:`ownership_trace.tracing_problem`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ownership_trace import (  # noqa: E402
+    LINE,
+    trace_args,
+    traced,
+    write_dataset,
+)
+
+EVENTS = (
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "syscalls/sys_enter_sendto",
+    "syscalls/sys_exit_sendto",
+)
+#: The runs: the client's socket mode; every other setting is in RUN_ARGS.
+CLIENTS = ("nagle", "nodelay")
+IOSIZE = 512  # bytes of a response's data
+HEADER = 48  # bytes of the iSCSI-like header and request (models.kernel.runs.HEADER_BYTES)
+RUN_ARGS = [
+    "--proto", "iscsi", "--sock", "nagle", "--qd", "8", "--iosize", str(IOSIZE),
+    "--link", "loopback", "--pin", "same", "--no-capture", "--json",
+]  # fmt: skip
+
+FIELDS = [
+    ("client_sock_mode", "string", "", "client socket mode of the run: nagle or nodelay"),
+    ("caller", "string", "", "the end whose send() woke the other: server or client"),
+    ("call", "string", "", "what the send() carried: header, data (the server's) or request"),
+    ("wakeups", "integer", "calls", "send() calls in the window that woke the other end's thread"),
+    (
+        "preempted",
+        "integer",
+        "calls",
+        "of those, calls after which the CPU switched to the woken end with the caller still "
+        "runnable (sched_switch prev_state=R): the woken end preempted the caller",
+    ),
+]
+KEY = ["client_sock_mode", "caller", "call"]
+
+
+def _pid_field(rest: str, name: str) -> str:
+    return rest.split(f"{name}=")[1].split()[0]
+
+
+def summarise(lines: list[str], iosize: int) -> list[dict]:
+    """Rows (caller, call, wakeups, preempted) from trace ``lines``: the server is the process
+    that sends ``iosize``-byte calls.
+
+    >>> t = [
+    ...     " q-2 [000] ..... 1.000001: sys_sendto(fd: 4, buff: 0x1, len: 0x30, flags: 0x4000)",
+    ...     " q-2 [000] ..... 1.000002: sched_wakeup: comm=q pid=3 prio=120 target_cpu=000",
+    ...     " q-2 [000] ..... 1.000003: sys_sendto -> 0x30",
+    ...     " q-2 [000] ..... 1.000004: sched_switch: prev_comm=q prev_pid=2 prev_prio=120 "
+    ...     "prev_state=R ==> next_comm=q next_pid=3 next_prio=120",
+    ...     " q-3 [000] ..... 1.000005: sys_sendto(fd: 3, buff: 0x1, len: 0x30, flags: 0x4000)",
+    ...     " q-3 [000] ..... 1.000006: sched_wakeup: comm=q pid=2 prio=120 target_cpu=000",
+    ...     " q-3 [000] ..... 1.000007: sys_sendto -> 0x30",
+    ...     " q-3 [000] ..... 1.000008: sys_sendto(fd: 3, buff: 0x1, len: 0x200, flags: 0)",
+    ...     " q-3 [000] ..... 1.000009: sys_sendto -> 0x200",
+    ... ]
+    >>> [(r["caller"], r["call"], r["wakeups"], r["preempted"]) for r in summarise(t, 512)]
+    [('client', 'request', 1, 1), ('server', 'header', 1, 0)]
+    """
+    parsed = [m.groupdict() for m in map(LINE.match, lines) if m]
+    lengths: dict[str, set] = {}
+    for e in parsed:
+        if e["event"] == "sys_sendto" and "len: 0x" in e["rest"]:
+            n = int(e["rest"].split("len: 0x")[1].split(",")[0], 16)
+            lengths.setdefault(e["pid"], set()).add(n)
+    server = {pid for pid, ns in lengths.items() if iosize in ns}
+    others = set(lengths) - server
+    if len(server) != 1 or len(others) != 1:
+        raise ValueError(f"expected one server and one client sending, got {sorted(lengths)}")
+    counts: dict[tuple[str, str], list[int]] = {}
+
+    def tally(role_kind: tuple[str, str], preempted: bool) -> None:
+        c = counts.setdefault(role_kind, [0, 0])
+        c[0] += 1
+        c[1] += int(preempted)
+
+    call: tuple[str, str, str] | None = None  # (caller pid, role, kind) of the open send()
+    woke = False
+    after: tuple[str, str, str] | None = None  # a call that woke the peer has just returned
+    for e in parsed:
+        pid, event, rest = e["pid"], e["event"], e["rest"]
+        enter = event == "sys_sendto" and "len: 0x" in rest
+        if after is not None and pid == after[0]:  # what the caller's CPU did next
+            preempted = event == "sched_switch" and "prev_state=R " in rest
+            tally((after[1], after[2]), preempted)
+            after = None
+        if enter:
+            n = int(rest.split("len: 0x")[1].split(",")[0], 16)
+            role = "server" if pid in server else "client"
+            kind = "request" if role == "client" else ("data" if n == iosize else "header")
+            call, woke = (pid, role, kind), False
+        elif call is not None and pid == call[0] and event == "sched_wakeup":
+            woke = woke or _pid_field(rest, "pid") != pid
+        elif call is not None and pid == call[0] and event == "sys_sendto":  # its exit
+            if woke:
+                after = call
+            call = None
+    return [
+        {"caller": role, "call": kind, "wakeups": n, "preempted": p}
+        for (role, kind), (n, p) in sorted(counts.items())
+    ]
+
+
+def trace_run(client: str, duration_s: float, window_s: float) -> tuple[list[dict], dict]:
+    """One harness run traced for ``window_s`` in its middle: (rows, the run's JSON)."""
+    cmd = [sys.executable, "-m", "models.measure", "run", "--client-sock", client, *RUN_ARGS]
+    cmd += ["--duration", str(duration_s), "--warmup", "0.3"]
+    lines, out = traced(cmd, EVENTS, duration_s, window_s)
+    return summarise(lines, IOSIZE), json.loads(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns, start = trace_args(
+        __doc__, "preempt_trace.py", argv, "kernel6_machine4_preempt", 3.0, 1000.0
+    )
+    rows, runs = [], {}
+    for client in CLIENTS:
+        got, run = trace_run(client, ns.duration, ns.window_ms / 1e3)  # ms -> s
+        c = run["client"]
+        runs[client] = {
+            "iops": c["iops"],
+            # share of the window's operations over the harness's stall mark (%)
+            "stalled_pct": round(100.0 * c["stalled_ops"] / max(c["window_ops"], 1), 2),
+            "other_cpu_pct": run.get("other_cpu_pct"),
+        }
+        rows += [{"client_sock_mode": client, **r} for r in got]
+        print(client, runs[client], got, flush=True)
+    write_dataset(
+        ns,
+        start,
+        ("Queue Depth preemption trace", "tools/preempt_trace.py"),
+        rows,
+        FIELDS,
+        KEY,
+        title="Which end preempts the other on one CPU, traced",
+        description=(
+            "Two harness runs of the iSCSI-like loop on the loopback with client and server "
+            "pinned to one CPU (Nagle server, 512-byte responses, QD 8; a Nagle and a NODELAY "
+            "client). A window in the middle of each run was traced through tracefs "
+            "(sched_switch, sched_wakeup, sendto entry and exit): for every send() that woke "
+            "the other end, whether the CPU then switched to it with the caller still runnable. "
+            f"The traced runs' own rates and stalled shares: {json.dumps(runs)}."
+        ),
+        runs=runs,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
