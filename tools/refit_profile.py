@@ -82,12 +82,12 @@ def training_rows(profile: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def records(profile: dict[str, Any]) -> None:
+def require_records(profile: dict[str, Any]) -> None:
     """Check that ``profile`` (a JSON object) holds what a refit reads: a host profile with the
     microbenchmarks (``measured``), the machine's settings (``settings``) and the training rows
     (``fit.training_rows``), as ``python -m models.measure calibrate`` writes them.
 
-    >>> records({"schema": "queue-depth-host-profile", "version": 1, "host": {},
+    >>> require_records({"schema": "queue-depth-host-profile", "version": 1, "host": {},
     ...          "machine": {"kernel": "6.1", "config_hz": 250, "congestion_control": "bbr",
     ...                      "date": "2026-01-01"}})
     Traceback (most recent call last):
@@ -117,11 +117,11 @@ def refit(
     Raises
     ------
     ValueError
-        The profile lacks a record the refit reads (:func:`records`), or a value outside its range.
+        The profile lacks a record the refit reads (:func:`require_records`), or a value outside its range.
     """
     from models.measure.profile import build_profile  # noqa: PLC0415 - NumPy and SciPy
 
-    records(profile)
+    require_records(profile)
     kept = {k: profile["host"][k] for k in keep if k in profile["host"]}
     measured = dict(profile["measured"])
     costs = {k: v for k, v in measured.items() if k != "busy_runs"}

@@ -104,15 +104,21 @@ def mtu_bytes(link: str) -> int:
 #: first request waits while the client writes the rest.
 ONE_CPU_LINK = {"shared_cpus": 1, "run_to_block": True}
 
+#: The scheduler trace of the loop pinned to one CPU (``tools/preempt_trace.py``): for each
+#: ``send()`` that woke the other end, whether that end then preempted the caller.
+PREEMPT_DATASET = "kernel6_machine4_preempt"
+#: Shares of wake-ups that preempt (fractions), the findings' bounds: "seldom" at most
+#: :data:`SELDOM`, "often" at least :data:`OFTEN` (set after seeing the trace, each with a margin
+#: to the shares it bounds).
+SELDOM, OFTEN = 0.15, 0.35
+
 _ONE_NAGLE = (
-    "with a Nagle client on one CPU the kernel keeps stalling past QD 2 and the simulator does "
-    "not (its NODELAY clients' verdicts are all right). A capture of the kernel (python -m "
-    "models.measure run --pin same --client-sock nagle --qd 8 --iosize 512 --pcap FILE) shows "
-    "the client answering the server's data before the server has served the requests it had "
-    "just let in, so the next header goes alone with no request left to carry its ACK: the "
-    "woken client ran first: the scheduler trace (PREEMPT_DATASET) shows the woken client "
-    "preempting the server at the end of many of its send() calls with a Nagle client, a "
-    "wake-up preemption that a thread keeping its CPU until it blocks does not allow"
+    "with a Nagle client on one CPU the kernel keeps stalling at depths where the simulator "
+    f"does not. The scheduler trace ({PREEMPT_DATASET}) shows why: the woken client often "
+    "preempts the server at the end of its send() calls, so it answers the server's data "
+    "before the server has served the requests that data's ACK let in, and the next header "
+    "goes alone with no request left to carry its ACK. A thread that keeps its CPU until it "
+    "blocks (run_to_block) allows no such preemption"
 )
 _ONE_OVER = (
     "on one CPU the simulator stalls where a queue's responses overflow a 9000-byte MTU's "
@@ -130,14 +136,6 @@ ONE_CPU_FAILING: dict[tuple[str, str, int], str] = {
     ("veth-9000", "nagle", 512): _ONE_NAGLE,
     ("veth-9000", "nagle", 4096): _ONE_OVER,
 }
-
-#: The scheduler trace of the loop pinned to one CPU (``tools/preempt_trace.py``): for each
-#: ``send()`` that woke the other end, whether that end then preempted the caller.
-PREEMPT_DATASET = "kernel6_machine4_preempt"
-#: Shares of wake-ups that preempt (fractions), the findings' bounds: "seldom" at most
-#: :data:`SELDOM`, "often" at least :data:`OFTEN` (set after seeing the trace, whose shares are
-#: 0-0.08 and 0.48-0.75, so that each finding keeps a margin).
-SELDOM, OFTEN = 0.15, 0.35
 
 
 def preemption(df: pd.DataFrame) -> pd.Series:
