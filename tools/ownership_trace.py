@@ -262,16 +262,19 @@ def write_dataset(
     title: str,
     description: str,
     runs: dict,
+    name: str | None = None,
 ) -> Path:
-    """``rows`` as ``ns.out/ns.prefix.csv`` with its sidecar (:func:`models.data.tool_sidecar`):
+    """``rows`` as ``ns.out/NAME.csv`` with its sidecar (:func:`models.data.tool_sidecar`):
     ``tool`` is the tool's (title, file), ``ns`` its options (:func:`trace_args`), ``start``
-    when it started, ``runs`` the runs' own records; the CSV's path."""
+    when it started, ``runs`` the runs' own records, ``name`` the dataset's (default
+    ``ns.prefix``); the CSV's path."""
+    name = name or ns.prefix
     command = (
         f"{tool[1]} --out {ns.out} --prefix {ns.prefix} "
         f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
     )
     ns.out.mkdir(parents=True, exist_ok=True)
-    csv_path = ns.out / f"{ns.prefix}.csv"
+    csv_path = ns.out / f"{name}.csv"
     with csv_path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=[name for name, *_ in fields], lineterminator="\n")
         w.writeheader()
@@ -287,7 +290,7 @@ def write_dataset(
         transcription=measured_on(command, start),
         measurement={"runs": runs},
     )
-    (ns.out / f"{ns.prefix}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (ns.out / f"{name}.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {csv_path} ({len(rows)} rows)")
     return csv_path
 

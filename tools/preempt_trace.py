@@ -15,7 +15,13 @@ tracepoints through tracefs for a window in the middle of each run: ``sched:sche
 For every ``send()`` that woke the other end it records whether the next thing on the CPU after
 the call returned was a switch to that end with the caller still runnable (``prev_state=R``:
 preempted) or the caller going on.  One row per run, caller and kind of call (the server's
-header, the server's data, the client's request).  Needs root and tracefs
+header, the server's data, the client's request).
+
+It also writes ``PREFIX_cpu.csv``: for each run and end, how long that end's thread was on the
+CPU in the window (from one ``sched_switch`` that puts it on to the next that takes it off; on
+one CPU this includes the soft-interrupt work run in its context, which this kernel, built
+without ``CONFIG_IRQ_TIME_ACCOUNTING``, charges to the task), how many times it was put on, and
+the operations the window holds (the server's data calls).  Needs root and tracefs
 (:func:`ownership_trace.tracing_problem`).
 """
 
@@ -34,6 +40,8 @@ from ownership_trace import (  # noqa: E402
     traced,
     write_dataset,
 )
+
+from models.measure import sysinfo  # noqa: E402
 
 EVENTS = (
     "sched/sched_switch",
@@ -65,9 +73,88 @@ FIELDS = [
 ]
 KEY = ["client_sock_mode", "caller", "call"]
 
+CPU_FIELDS = [
+    ("client_sock_mode", "string", "", "client socket mode of the run: nagle or nodelay"),
+    ("end", "string", "", "the thread: server or client"),
+    (
+        "on_cpu_s",
+        "number",
+        "s",
+        "time the thread was on the CPU in the window, from the sched_switch that put it on to "
+        "the one that took it off (soft-interrupt work in its context included)",
+    ),
+    ("switched_in", "integer", "times", "sched_switch events that put the thread on the CPU"),
+    ("operations", "integer", "operations", "the server's data send() calls in the window"),
+    ("window_s", "number", "s", "from the window's first traced event to its last"),
+]
+CPU_KEY = ["client_sock_mode", "end"]
+
 
 def _pid_field(rest: str, name: str) -> str:
     return rest.split(f"{name}=")[1].split()[0]
+
+
+def _ends(parsed: list[dict], iosize: int) -> tuple[str, str]:
+    """(server pid, client pid): the server is the process that sends ``iosize``-byte calls."""
+    lengths: dict[str, set] = {}
+    for e in parsed:
+        if e["event"] == "sys_sendto" and "len: 0x" in e["rest"]:
+            n = int(e["rest"].split("len: 0x")[1].split(",")[0], 16)
+            lengths.setdefault(e["pid"], set()).add(n)
+    server = {pid for pid, ns in lengths.items() if iosize in ns}
+    others = set(lengths) - server
+    if len(server) != 1 or len(others) != 1:
+        raise ValueError(f"expected one server and one client sending, got {sorted(lengths)}")
+    return server.pop(), others.pop()
+
+
+def cpu_time(lines: list[str], iosize: int) -> list[dict]:
+    """Rows (end, on_cpu_s, switched_in, operations, window_s) from trace ``lines``: each end's
+    time on the CPU, from a switch that puts it on to the next that takes it off.
+
+    >>> t = [
+    ...     " q-3 [000] ..... 1.000000: sys_sendto(fd: 3, buff: 0x1, len: 0x200, flags: 0)",
+    ...     " q-3 [000] ..... 1.000001: sched_switch: prev_comm=q prev_pid=3 prev_prio=120 "
+    ...     "prev_state=S ==> next_comm=q next_pid=2 next_prio=120",
+    ...     " q-2 [000] ..... 1.000004: sys_sendto(fd: 4, buff: 0x1, len: 0x30, flags: 0x4000)",
+    ...     " q-2 [000] ..... 1.000005: sched_switch: prev_comm=q prev_pid=2 prev_prio=120 "
+    ...     "prev_state=R ==> next_comm=q next_pid=3 next_prio=120",
+    ...     " q-3 [000] ..... 1.000007: sched_switch: prev_comm=q prev_pid=3 prev_prio=120 "
+    ...     "prev_state=S ==> next_comm=swapper next_pid=0 next_prio=120",
+    ... ]
+    >>> [(r["end"], round(r["on_cpu_s"] * 1e6), r["switched_in"]) for r in cpu_time(t, 512)]
+    [('client', 4, 1), ('server', 2, 1)]
+    """
+    parsed = [m.groupdict() for m in map(LINE.match, lines) if m]
+    server, client = _ends(parsed, iosize)
+    on: dict[str, float] = {}  # pid -> when it was put on the CPU, s
+    spent = {server: 0.0, client: 0.0}
+    count = {server: 0, client: 0}
+    ops = 0
+    for e in parsed:
+        t = float(e["ts"])
+        if e["event"] == "sched_switch":
+            prev, nxt = _pid_field(e["rest"], "prev_pid"), _pid_field(e["rest"], "next_pid")
+            if prev in on:
+                spent[prev] += t - on.pop(prev)
+            if nxt in spent:
+                on[nxt] = t
+                count[nxt] += 1
+        elif (
+            e["event"] == "sys_sendto" and e["pid"] == server and f"len: {iosize:#x}," in e["rest"]
+        ):
+            ops += 1
+    window = float(parsed[-1]["ts"]) - float(parsed[0]["ts"]) if parsed else 0.0
+    return [
+        {
+            "end": end,
+            "on_cpu_s": round(spent[pid], 9),
+            "switched_in": count[pid],
+            "operations": ops,
+            "window_s": round(window, 6),
+        }
+        for end, pid in (("client", client), ("server", server))
+    ]
 
 
 def summarise(lines: list[str], iosize: int) -> list[dict]:
@@ -90,15 +177,7 @@ def summarise(lines: list[str], iosize: int) -> list[dict]:
     [('client', 'request', 1, 1), ('server', 'header', 1, 0)]
     """
     parsed = [m.groupdict() for m in map(LINE.match, lines) if m]
-    lengths: dict[str, set] = {}
-    for e in parsed:
-        if e["event"] == "sys_sendto" and "len: 0x" in e["rest"]:
-            n = int(e["rest"].split("len: 0x")[1].split(",")[0], 16)
-            lengths.setdefault(e["pid"], set()).add(n)
-    server = {pid for pid, ns in lengths.items() if iosize in ns}
-    others = set(lengths) - server
-    if len(server) != 1 or len(others) != 1:
-        raise ValueError(f"expected one server and one client sending, got {sorted(lengths)}")
+    server = {_ends(parsed, iosize)[0]}
     counts: dict[tuple[str, str], list[int]] = {}
 
     def tally(role_kind: tuple[str, str], preempted: bool) -> None:
@@ -133,21 +212,23 @@ def summarise(lines: list[str], iosize: int) -> list[dict]:
     ]
 
 
-def trace_run(client: str, duration_s: float, window_s: float) -> tuple[list[dict], dict]:
-    """One harness run traced for ``window_s`` in its middle: (rows, the run's JSON)."""
+def trace_run(
+    client: str, duration_s: float, window_s: float
+) -> tuple[list[dict], list[dict], dict]:
+    """One harness run traced for ``window_s`` in its middle: (rows, CPU rows, the run's JSON)."""
     cmd = [sys.executable, "-m", "models.measure", "run", "--client-sock", client, *RUN_ARGS]
     cmd += ["--duration", str(duration_s), "--warmup", "0.3"]
     lines, out = traced(cmd, EVENTS, duration_s, window_s)
-    return summarise(lines, IOSIZE), json.loads(out)
+    return summarise(lines, IOSIZE), cpu_time(lines, IOSIZE), json.loads(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ns, start = trace_args(
         __doc__, "preempt_trace.py", argv, "kernel6_machine4_preempt", 3.0, 1000.0
     )
-    rows, runs = [], {}
+    rows, cpu_rows, runs = [], [], {}
     for client in CLIENTS:
-        got, run = trace_run(client, ns.duration, ns.window_ms / 1e3)  # ms -> s
+        got, cpu, run = trace_run(client, ns.duration, ns.window_ms / 1e3)  # ms -> s
         c = run["client"]
         runs[client] = {
             "iops": c["iops"],
@@ -156,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             "other_cpu_pct": run.get("other_cpu_pct"),
         }
         rows += [{"client_sock_mode": client, **r} for r in got]
-        print(client, runs[client], got, flush=True)
+        cpu_rows += [{"client_sock_mode": client, **r} for r in cpu]
+        print(client, runs[client], got, cpu, flush=True)
     write_dataset(
         ns,
         start,
@@ -174,6 +256,28 @@ def main(argv: list[str] | None = None) -> int:
             f"The traced runs' own rates and stalled shares: {json.dumps(runs)}."
         ),
         runs=runs,
+    )
+    irq_time = sysinfo.config_option("CONFIG_IRQ_TIME_ACCOUNTING")
+    write_dataset(
+        ns,
+        start,
+        ("Queue Depth preemption trace", "tools/preempt_trace.py"),
+        cpu_rows,
+        CPU_FIELDS,
+        CPU_KEY,
+        title="Each end's time on one shared CPU, traced",
+        description=(
+            "The same two traced windows as the preemption dataset of the same prefix (loopback, "
+            "client and server pinned to one CPU, Nagle server, 512-byte responses, QD 8; a "
+            "Nagle and a NODELAY client): for each end, the time its thread was on the CPU, "
+            "from each sched_switch that put it on to the next that took it off (soft-interrupt "
+            "work run in its context included, unless the kernel accounts interrupt time apart: "
+            f"CONFIG_IRQ_TIME_ACCOUNTING={irq_time}), how often it was put on, and the "
+            f"operations in the window. The traced runs' own rates and stalled shares: "
+            f"{json.dumps(runs)}."
+        ),
+        runs=runs,
+        name=f"{ns.prefix}_cpu",
     )
     return 0
 

@@ -57,8 +57,9 @@ _ETHTOOL = {
 }
 
 
-def hz() -> int | None:
-    """The kernel's timer frequency ``CONFIG_HZ`` (ticks per second), or ``None`` if no config is readable."""
+def _config_texts() -> list[str]:
+    """The kernel's build configuration texts that can be read (``/proc/config.gz``,
+    ``/boot/config-RELEASE``)."""
     texts = []
     cfg = Path("/proc/config.gz")
     if cfg.is_file():
@@ -69,11 +70,24 @@ def hz() -> int | None:
     boot = Path(f"/boot/config-{platform.release()}")
     if boot.is_file():
         texts.append(boot.read_text(errors="replace"))
+    return texts
+
+
+def config_option(name: str) -> str | None:
+    """The value of the build option ``name`` (``"y"``, a number, ...), ``"n"`` when the
+    configuration says it is not set or leaves it out, ``None`` if no configuration is readable."""
+    texts = _config_texts()
     for text in texts:
-        m = re.search(r"^CONFIG_HZ=(\d+)$", text, re.M)
+        m = re.search(rf"^{re.escape(name)}=(.*)$", text, re.M)
         if m:
-            return int(m.group(1))
-    return None
+            return m.group(1)
+    return "n" if texts else None
+
+
+def hz() -> int | None:
+    """The kernel's timer frequency ``CONFIG_HZ`` (ticks per second), or ``None`` if no config is readable."""
+    value = config_option("CONFIG_HZ")
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def kernel_info() -> dict[str, Any]:
