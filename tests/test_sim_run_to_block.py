@@ -87,7 +87,7 @@ def _field_one_cpu(qd: int, hold: bool) -> Scenario:
 
     hz = load_kernel_run(prefix=fidelity.FIELD_PREFIX).hz
     host = fidelity.ProfileHost(hostprofile.shipped())
-    row = SP._row("loopback", "nodelay", 512, qd)
+    row = SP.field_row("loopback", "nodelay", 512, qd)
     sc = fidelity.field_scenario("iscsi_loop", row, host, hz, cpus=1)
     return sc.replace(link={**SP.ONE_CPU_LINK, "run_to_block": hold})
 
@@ -101,3 +101,17 @@ def test_in_turns_the_server_answers_between_the_client_writes_and_the_stall_end
     assert _first_answer_after_requests(held, 16)
     assert not _first_answer_after_requests(turns, 16)
     assert held.iops < 1000 < 50_000 < turns.iops
+
+
+def test_the_cpu_each_end_held_covers_its_own_work_and_no_more_than_the_run():
+    """``HostStats.held_cpu_s``: the work run while each end held the one CPU includes that end's
+    own work, together it is no more than the run's time, and it is None where no CPU is held."""
+    r = simulate(_one_cpu(4, True))
+    span = r.sim_time_s
+    held = {side: h.held_cpu_s for side, h in r.hosts.items()}
+    for side, h in r.hosts.items():
+        own = h.cpu_utilization * span  # share of the run -> s
+        assert own * (1 - 1e-9) <= held[side], side
+    assert sum(held.values()) <= span
+    for sc in (_one_cpu(4, False), _one_cpu(4, True).replace(link={"shared_cpus": None})):
+        assert all(h.held_cpu_s is None for h in simulate(sc).hosts.values())

@@ -383,6 +383,8 @@ class Simulation:
                 hold_max_s=fs_to_seconds(tx.hold_max),
             )
         hosts = {}
+        pool = self.cpu
+        held = pool.held if pool is not None and pool.hold and pool.n == 1 else None  # (one CPU)
         for name, th, inbound in (("client", cl, self.s2c), ("server", sv, self.c2s)):
             # (transmit CPU not spent inside the thread's own send() calls,
             # of ACK-clocked, TX-completion and timer pushes, is in it)
@@ -394,6 +396,7 @@ class Simulation:
                 softirq_utilization=soft / span if span else float("nan"),
                 wakeups=th.wakeups,
                 empty_wakeups=th.empty_wakeups,
+                held_cpu_s=None if held is None else fs_to_seconds(held[th.side]),
             )
         trace = []
         if self.trace is not None:

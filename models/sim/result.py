@@ -104,6 +104,10 @@ class HostStats:
     softirq_utilization: float
     wakeups: int
     empty_wakeups: int
+    #: seconds of work the machine's one CPU ran while this host's thread held it (its own and
+    #: the soft-interrupt work run meanwhile: a scheduler's view of the task's time on the CPU);
+    #: None unless ``Link.shared_cpus`` is 1 with ``Link.run_to_block``
+    held_cpu_s: float | None = None
 
     def busy_counts_with_open(self) -> dict:
         """``busy_counts`` with the running period counted as closed."""
