@@ -64,6 +64,7 @@ __all__ = [
     "ONE_CPU_FAILING",
     "ONE_CPU",
     "one_cpu_rows",
+    "field_row",
     "PREEMPT_DATASET",
     "SELDOM",
     "OFTEN",
@@ -257,7 +258,7 @@ def field_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _row(link: str, client: str, size: int, qd: int) -> dict:
+def field_row(link: str, client: str, size: int, qd: int) -> dict:
     """The configuration as a field-sweep row (what :func:`fidelity.field_scenario` reads)."""
     return {
         "link": link,
@@ -293,7 +294,7 @@ def simulated_verdicts(
     host = fidelity.ProfileHost(profile or hostprofile.shipped())
     out = {}
     for link, client, size, qd in index:
-        row = _row(str(link), str(client), int(size), int(qd))
+        row = field_row(str(link), str(client), int(size), int(qd))
         sc = fidelity.field_scenario("iscsi_loop", row, host, hz, cpus=1 if one_cpu else None)
         s = simulate_summary(sc.replace(link=one_cpu) if one_cpu else sc)
         out[(link, client, size, qd)] = {
