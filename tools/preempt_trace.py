@@ -21,7 +21,11 @@ It also writes ``PREFIX_cpu.csv``: for each run and end, how long that end's thr
 CPU in the window (from one ``sched_switch`` that puts it on to the next that takes it off; on
 one CPU this includes the soft-interrupt work run in its context, which this kernel, built
 without ``CONFIG_IRQ_TIME_ACCOUNTING``, charges to the task), how many times it was put on, and
-the operations the window holds (the server's data calls).  Needs root and tracefs
+the operations the window holds (the server's data calls); and ``PREFIX_events.csv``, the
+scheduler's events on the pinned CPU in order (each end's added runtime, wake-ups and whether
+they left the running task to be rescheduled, switches), which
+``models.validation.wakeup_preemption`` replays through :class:`models.sim.eevdf.RunQueue`.
+Needs root and tracefs
 (:func:`ownership_trace.tracing_problem`).
 """
 
@@ -46,6 +50,7 @@ from models.measure import sysinfo  # noqa: E402
 EVENTS = (
     "sched/sched_switch",
     "sched/sched_wakeup",
+    "sched/sched_stat_runtime",
     "syscalls/sys_enter_sendto",
     "syscalls/sys_exit_sendto",
 )
@@ -88,6 +93,48 @@ CPU_FIELDS = [
     ("window_s", "number", "s", "from the window's first traced event to its last"),
 ]
 CPU_KEY = ["client_sock_mode", "end"]
+
+EVENT_FIELDS = [
+    ("client_sock_mode", "string", "", "client socket mode of the run: nagle or nodelay"),
+    ("seq", "integer", "events", "the event's place in the traced window's order"),
+    ("t_us", "number", "us", "when, from the window's first event on the pinned CPU"),
+    (
+        "event",
+        "string",
+        "",
+        "run (sched_stat_runtime: the task ran runtime_ns more), wake (sched_wakeup onto the "
+        "pinned CPU) or switch (sched_switch on it)",
+    ),
+    (
+        "task",
+        "string",
+        "",
+        "the task: client, server, other-PID (any other task on the CPU); for switch the one "
+        "leaving the CPU (idle: the idle task)",
+    ),
+    (
+        "other",
+        "string",
+        "",
+        "switch: the task put on the CPU; wake: the task on the CPU that woke it, if the wake-up "
+        "came from the pinned CPU's running task, else -; run: -",
+    ),
+    ("state", "string", "", "switch: the leaving task's state (R: still runnable), else -"),
+    (
+        "runtime_ns",
+        "integer",
+        "ns",
+        "run: the CPU time added (soft-interrupt work included); 0 for the other events",
+    ),
+    (
+        "resched",
+        "boolean",
+        "",
+        "wake with a waker (other is not -): whether it left the running task to be "
+        "rescheduled (the trace's need-resched flag); False for the other events",
+    ),
+]
+EVENT_KEY = ["client_sock_mode", "seq"]
 
 
 def _pid_field(rest: str, name: str) -> str:
@@ -157,6 +204,61 @@ def cpu_time(lines: list[str], iosize: int) -> list[dict]:
     ]
 
 
+def sched_events(lines: list[str], iosize: int) -> list[dict]:
+    """The scheduler's events of the pinned CPU (the one the ends ran on) from trace ``lines``,
+    the two ends named: rows of :data:`EVENT_FIELDS` without the run's socket mode.
+
+    >>> t = [
+    ...     " q-3 [000] ..... 1.000000: sys_sendto(fd: 3, buff: 0x1, len: 0x200, flags: 0)",
+    ...     " q-2 [000] ..... 1.000001: sys_sendto(fd: 4, buff: 0x1, len: 0x30, flags: 0x4000)",
+    ...     " q-2 [000] d.s6. 1.000002: sched_stat_runtime: comm=q pid=2 runtime=1500 [ns]",
+    ...     " q-2 [000] dNs6. 1.000003: sched_wakeup: comm=q pid=3 prio=120 target_cpu=000",
+    ...     " q-2 [000] d..2. 1.000004: sched_switch: prev_comm=q prev_pid=2 prev_prio=120 "
+    ...     "prev_state=R ==> next_comm=q next_pid=3 next_prio=120",
+    ... ]
+    >>> [(r["event"], r["task"], r["other"], r["resched"]) for r in sched_events(t, 512)]
+    [('run', 'client', '-', False), ('wake', 'server', 'client', True), ('switch', 'client', 'server', False)]
+    """
+    parsed = [m.groupdict() for m in map(LINE.match, lines) if m]
+    server, client = _ends(parsed, iosize)
+    names = {server: "server", client: "client", "0": "idle"}
+    cpus = [e["cpu"] for e in parsed if e["pid"] in (server, client)]
+    cpu = max(set(cpus), key=cpus.count)
+    rows: list[dict] = []
+    t0: float | None = None
+
+    def name(pid: str) -> str:
+        return names.get(pid, f"other-{pid}")
+
+    for e in parsed:
+        event, rest = e["event"], e["rest"]
+        here = e["cpu"] == cpu
+        if event == "sched_wakeup":
+            if _pid_field(rest, "target_cpu") != cpu:
+                continue
+        elif event not in ("sched_switch", "sched_stat_runtime") or not here:
+            continue
+        t = float(e["ts"])
+        t0 = t if t0 is None else t0
+        row = {"seq": len(rows), "t_us": round((t - t0) * 1e6, 3)}  # s -> us
+        row.update(other="-", state="-", runtime_ns=0, resched=False)
+        if event == "sched_stat_runtime":
+            row.update(event="run", task=name(_pid_field(rest, "pid")))
+            row["runtime_ns"] = int(_pid_field(rest, "runtime"))
+        elif event == "sched_wakeup":
+            woken = _pid_field(rest, "pid")
+            row.update(event="wake", task=name(woken))
+            if here and e["pid"] not in ("0", woken):  # (the line's task is the CPU's)
+                row["other"] = name(e["pid"])
+                row["resched"] = e["flags"][1] in "Nn"
+        else:
+            prev, nxt = _pid_field(rest, "prev_pid"), _pid_field(rest, "next_pid")
+            row.update(event="switch", task=name(prev), other=name(nxt))
+            row["state"] = _pid_field(rest, "prev_state")[:1]
+        rows.append(row)
+    return rows
+
+
 def summarise(lines: list[str], iosize: int) -> list[dict]:
     """Rows (caller, call, wakeups, preempted) from trace ``lines``: the server is the process
     that sends ``iosize``-byte calls.
@@ -214,21 +316,23 @@ def summarise(lines: list[str], iosize: int) -> list[dict]:
 
 def trace_run(
     client: str, duration_s: float, window_s: float
-) -> tuple[list[dict], list[dict], dict]:
-    """One harness run traced for ``window_s`` in its middle: (rows, CPU rows, the run's JSON)."""
+) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """One harness run traced for ``window_s`` in its middle: (rows, CPU rows, scheduler event
+    rows, the run's JSON)."""
     cmd = [sys.executable, "-m", "models.measure", "run", "--client-sock", client, *RUN_ARGS]
     cmd += ["--duration", str(duration_s), "--warmup", "0.3"]
     lines, out = traced(cmd, EVENTS, duration_s, window_s)
-    return summarise(lines, IOSIZE), cpu_time(lines, IOSIZE), json.loads(out)
+    rows = summarise(lines, IOSIZE), cpu_time(lines, IOSIZE), sched_events(lines, IOSIZE)
+    return (*rows, json.loads(out))
 
 
 def main(argv: list[str] | None = None) -> int:
     ns, start = trace_args(
         __doc__, "preempt_trace.py", argv, "kernel6_machine4_preempt", 3.0, 1000.0
     )
-    rows, cpu_rows, runs = [], [], {}
+    rows, cpu_rows, event_rows, runs = [], [], [], {}
     for client in CLIENTS:
-        got, cpu, run = trace_run(client, ns.duration, ns.window_ms / 1e3)  # ms -> s
+        got, cpu, events, run = trace_run(client, ns.duration, ns.window_ms / 1e3)  # ms -> s
         c = run["client"]
         runs[client] = {
             "iops": c["iops"],
@@ -238,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         rows += [{"client_sock_mode": client, **r} for r in got]
         cpu_rows += [{"client_sock_mode": client, **r} for r in cpu]
+        event_rows += [{"client_sock_mode": client, **r} for r in events]
         print(client, runs[client], got, cpu, flush=True)
     write_dataset(
         ns,
@@ -278,6 +383,27 @@ def main(argv: list[str] | None = None) -> int:
         ),
         runs=runs,
         name=f"{ns.prefix}_cpu",
+    )
+    write_dataset(
+        ns,
+        start,
+        ("Queue Depth preemption trace", "tools/preempt_trace.py"),
+        event_rows,
+        EVENT_FIELDS,
+        EVENT_KEY,
+        title="The scheduler's events on one shared CPU, traced",
+        description=(
+            "The same two traced windows as the preemption dataset of the same prefix (loopback, "
+            "client and server pinned to one CPU, Nagle server, 512-byte responses, QD 8; a "
+            "Nagle and a NODELAY client): every sched_stat_runtime and sched_switch on the "
+            "pinned CPU and every sched_wakeup onto it, in order, the two ends named and other "
+            "tasks by pid; for a wake-up issued by the CPU's running task, whether it left that "
+            "task to be rescheduled (the trace's need-resched flag). Kernel build option "
+            f"CONFIG_IRQ_TIME_ACCOUNTING={irq_time}. The traced runs' own rates and stalled "
+            f"shares: {json.dumps(runs)}."
+        ),
+        runs=runs,
+        name=f"{ns.prefix}_events",
     )
     return 0
 
