@@ -90,6 +90,8 @@ def scenarios(draw, **fixed) -> Scenario:
     link = parts["link"]
     if link["bucket_bytes"] is not None:  # whole frames of this MTU
         link["bucket_bytes"] *= framing.bucket_bytes(framing.mss(link["mtu"]))
+    if link["wake_preempt"]:  # one shared CPU
+        link["shared_cpus"] = 1
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz

@@ -169,6 +169,13 @@ class AppThread:
         # Made once: the bound methods events run (the loop's fast path),
         # each message's bytes and send() calls (Exchange.plans)
         self.done, self.wake_up = self._done, self._wake
+        self.next_call, self.step = self._next_call, self._step
+        # with wake-up preemption on a shared CPU (Link.wake_preempt) its events are
+        # preemption points, and a wake-up behind the CPU's holder is queued at once
+        self.preemptible = getattr(self.cpu, "preempt", False)
+        self.parked: tuple | None = None  # (method name, argument) to go on with, preempted
+        if self.preemptible:
+            self.done, self.next_call, self.step = self._done_p, self._next_call_p, self._step_p
         flags = host.msg_more, host.msg_more_last
         self.plans, self.setup_plans = exchange.plans(*flags), setup.plans(*flags) if setup else ()
 
@@ -186,6 +193,8 @@ class AppThread:
             )
             if self.wake_extra is not None:
                 delay += self.wake_extra()
+            if self.preemptible and self.cpu.holders:  # (in the holder's soft interrupt)
+                delay = 0
             heappush(self.heap, [now + delay, next(self.ticket), self.wake_up, None])
 
     def _wake(self, now: int, _arg: object) -> None:
@@ -199,7 +208,7 @@ class AppThread:
         self.count = 0
         if self.wake_cpu:  # the wake-up's own CPU
             self.cpu_fs += self.wake_cpu
-            self.loop.schedule(self.cpu.run(now, self.wake_cpu), self._step)
+            self.loop.schedule(self.cpu.run(now, self.wake_cpu), self.step)
         else:
             self._step(now, None)
 
@@ -257,6 +266,28 @@ class AppThread:
             self.thread_segments += sent
             self._step(now, None)
 
+    # With wake-up preemption (Link.wake_preempt) the thread's events are preemption points: if
+    # a thread woken meanwhile is to preempt this one (CpuPool.resched), this one gives way and
+    # goes on with the event when it has the CPU again (CpuPool.yield_cpu, ``parked``).
+
+    def _done_p(self, now: int, item: tuple) -> None:
+        if self.cpu.resched is self:
+            self.cpu.yield_cpu(self, now, "_done", item)
+        else:
+            self._done(now, item)
+
+    def _next_call_p(self, now: int, _arg: object) -> None:
+        if self.cpu.resched is self:
+            self.cpu.yield_cpu(self, now, "_next_call", _arg)
+        else:
+            self._next_call(now, _arg)
+
+    def _step_p(self, now: int, _arg: object) -> None:
+        if self.cpu.resched is self:
+            self.cpu.yield_cpu(self, now, "_step", _arg)
+        else:
+            self._step(now, _arg)
+
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
         CPU, then the next call of the message or the next step."""
@@ -267,7 +298,7 @@ class AppThread:
             if extra:
                 self.cpu_fs += extra
                 self.loop.schedule(
-                    self.cpu.run(now, extra), self._next_call if self.writes else self._step
+                    self.cpu.run(now, extra), self.next_call if self.writes else self.step
                 )
                 return
             if not self.writes:
@@ -427,7 +458,14 @@ class AppThread:
             self._idle_state(view),
             self.read_cpu,
             self.wake_paid,
+            self._parked_state(view),
         )
+
+    def _parked_state(self, view: View) -> tuple | None:
+        if self.parked is None:
+            return None
+        name, arg = self.parked
+        return name, None if arg is None else self._item_state(arg, view)
 
     def _idle_state(self, view: View) -> int | None:
         """How long ago an idle thread went idle, as far as it can still
@@ -477,5 +515,7 @@ class AppThread:
         else:  # one period, still growing
             self.count = shift.grown("count")
         self.expect = deque(self._item_moved(i, shift) for i in self.expect)
+        if self.parked is not None and self.parked[1] is not None:
+            self.parked = self.parked[0], self._item_moved(self.parked[1], shift)
         d = shift.ops
         self.got = {op + d if op >= 0 else op: m for op, m in self.got.items()}

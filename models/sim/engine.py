@@ -88,7 +88,11 @@ class Simulation:
                 return None
             return lambda: rng.random() < share
 
-        cpu = CpuPool(link.shared_cpus, link.run_to_block) if link.shared_cpus else None
+        cpu = (
+            CpuPool(link.shared_cpus, link.run_to_block, link.wake_preempt)
+            if link.shared_cpus
+            else None
+        )
         self.cpu = cpu
         cpu_c = cpu_s = cpu  # the CPUs of each host's thread (None: its own, work at once)
         if apart:  # a CPU each, with the frames they send
@@ -397,6 +401,7 @@ class Simulation:
                 wakeups=th.wakeups,
                 empty_wakeups=th.empty_wakeups,
                 held_cpu_s=None if held is None else fs_to_seconds(held[th.side]),
+                preempted=pool.preempted[th.side] if pool is not None and pool.preempt else None,
             )
         trace = []
         if self.trace is not None:

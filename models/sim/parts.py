@@ -230,6 +230,16 @@ class Link(Part):
         "the threads' stretches of work take turns first come, first served",
         sample=OneOf(False, True),
     )
+    wake_preempt: bool = param(
+        False,
+        "flag",
+        "",
+        "with shared_cpus 1: as run_to_block, and a thread woken while the other holds the CPU "
+        "preempts it at the holder's next event when Linux's fair scheduler would (EEVDF's "
+        "eligibility, lag and delayed dequeue, models.sim.eevdf); its wake-up waits for no "
+        "latency behind a held CPU",
+        sample=OneOf(False, True),
+    )
     watchdog_wake: bool = param(
         False,
         "flag",
@@ -261,6 +271,11 @@ class Link(Part):
     )
 
     def _check_together(self, where: str) -> None:
+        if self.wake_preempt and self.shared_cpus != 1:
+            raise ValueError(
+                f"{where}.wake_preempt models one shared CPU: it needs shared_cpus 1, "
+                f"got {self.shared_cpus}"
+            )
         frame = framing.bucket_bytes(self.mss)
         if self.bucket_bytes is not None and self.bucket_bytes < frame:
             raise ValueError(

@@ -108,6 +108,9 @@ class HostStats:
     #: the soft-interrupt work run meanwhile: a scheduler's view of the task's time on the CPU);
     #: None unless ``Link.shared_cpus`` is 1 with ``Link.run_to_block``
     held_cpu_s: float | None = None
+    #: times this host's thread gave way to a woken thread on the one shared CPU (at its next
+    #: event); None unless ``Link.wake_preempt``
+    preempted: int | None = None
 
     def busy_counts_with_open(self) -> dict:
         """``busy_counts`` with the running period counted as closed."""
