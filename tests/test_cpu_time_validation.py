@@ -52,12 +52,13 @@ def test_a_simulator_that_swaps_the_ends_fails_the_share_row(kernel, sim):
     assert not any(r.passed for r in rows if "share" in r.quantity)
 
 
-def test_before_the_hand_off_split_the_time_comes_within_the_tolerance(kernel):
-    """The known failure's cause: with the profile as it was before its hand-off split, both
-    totals pass (as its text says)."""
-    whole = hostprofile.handoff_split(hostprofile.shipped(), 1.0)
-    rows = CT.cpu_time_rows(kernel, CT.simulated_table(kernel.index, whole), "trace")
-    assert all(r.passed for r in rows if "time on the CPU per operation" in r.quantity)
+def test_before_the_hand_off_split_the_time_comes_closer_but_stays_short(kernel, sim):
+    """The known failure's cause, as its text says: under half the kernel's time; with the
+    profile as it was before its hand-off split, closer, and still short."""
+    whole = CT.simulated_table(kernel.index, hostprofile.handoff_split(hostprofile.shipped(), 1.0))
+    ratio, ratio_whole = (t["total_us"] / kernel["total_us"] for t in (sim, whole))
+    assert (ratio < 0.5).all()
+    assert (ratio < ratio_whole).all() and (ratio_whole < 1).all()
 
 
 def test_the_configuration_is_the_tools():

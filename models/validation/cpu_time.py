@@ -61,17 +61,17 @@ TESTED = ("nodelay",)
 #: Relative tolerance of the time per operation (the IOPS goal's: on one CPU a CPU-bound rate is
 #: the inverse of this time).
 TOTAL_TOL = IOPS_TOL
-#: Absolute tolerance of the client's share (a fraction).  Two traced runs of the NODELAY client,
-#: the bundled one and one the day it was measured, gave shares 0.10 apart.
+#: Absolute tolerance of the client's share (a fraction).  Four traced runs of the NODELAY
+#: client on the day the bundled one was measured gave shares from 0.57 to 0.67.
 SHARE_TOL = 0.10
 
 _COLD = (
     "the simulator's ends spend less than half the kernel's time on the CPU per operation here. "
     "The shipped profile charges one shared CPU only part of what a CPU each pays per message "
     "and per ACK (its hand-off split, fitted to a one-CPU loop that keeps running, "
-    "kernel6_placement); this loop sleeps through a delayed-ACK stall before each burst, and "
-    "with the profile as it was before the split the time comes within the tolerance. What a "
-    "burst after a stall costs the kernel is not yet measured apart"
+    "kernel6_placement), while this loop sleeps through a delayed-ACK stall before each burst; "
+    "the profile as it was before the split comes closer but stays short. What a burst after a "
+    "stall costs the kernel is not yet measured apart"
 )
 #: Rows ``(client socket mode, quantity)`` recorded as failing, each with its cause (set from
 #: the bundled trace).
@@ -146,7 +146,7 @@ def cpu_time_rows(kernel: pd.DataFrame, sim: pd.DataFrame, source: str) -> list[
                 predicted=float(sim.loc[client, "client_share"]),
                 unit="fraction",
                 abs_tol=SHARE_TOL,
-                why="two traced runs of the NODELAY client gave shares 0.10 apart",
+                why="four traced runs of the NODELAY client gave shares from 0.57 to 0.67",
                 source=source,
                 kind="test",
                 fails=FAILING.get((str(client), "share"), ""),
@@ -158,8 +158,8 @@ def cpu_time_rows(kernel: pd.DataFrame, sim: pd.DataFrame, source: str) -> list[
 def findings(kernel: pd.DataFrame) -> dict[str, bool]:
     """What chapter 9 says of the trace's time on the CPU, each a test the trace can fail."""
     return {
-        "the client spends more time on the CPU than the server": bool(
-            (kernel["client_share"] > 0.5).all()
+        "the client has about half the two ends' time or more (at least 45 %)": bool(
+            (kernel["client_share"] >= 0.45).all()
         ),
     }
 
