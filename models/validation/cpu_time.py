@@ -120,39 +120,42 @@ def cpu_time_rows(kernel: pd.DataFrame, sim: pd.DataFrame, source: str) -> list[
     """Per client socket mode of :data:`TESTED`: both ends' time on the CPU per operation and
     the client's share of it, the simulator against the kernel; tests, failing where
     :data:`FAILING` says."""
-    rows = []
     where = f"{CONFIG['link']}, Nagle server, {CONFIG['iosize_bytes']} B, QD {CONFIG['qd']}"
-    for client in TESTED:
-        what = f"one CPU, {where}, {client} client"
-        rows.append(
-            Comparison(
-                "ch9",
-                f"{what}: both ends' time on the CPU per operation, simulator against the kernel",
-                measured=float(kernel.loc[client, "total_us"]),
-                predicted=float(sim.loc[client, "total_us"]),
-                unit="us",
-                rel_tol=TOTAL_TOL,
-                why="on one CPU a CPU-bound rate is its inverse: the IOPS goal's tolerance",
-                source=source,
-                kind="test",
-                fails=FAILING.get((str(client), "total"), ""),
-            )
+    # (quantity, column, key of FAILING, unit, tolerance, why)
+    quantities = (
+        (
+            "both ends' time on the CPU per operation",
+            "total_us",
+            "total",
+            "us",
+            {"rel_tol": TOTAL_TOL},
+            "on one CPU a CPU-bound rate is its inverse: the IOPS goal's tolerance",
+        ),
+        (
+            "the client's share of that time",
+            "client_share",
+            "share",
+            "fraction",
+            {"abs_tol": SHARE_TOL},
+            "four traced runs of the NODELAY client gave shares from 0.57 to 0.67",
+        ),
+    )
+    return [
+        Comparison(
+            "ch9",
+            f"one CPU, {where}, {client} client: {what}, simulator against the kernel",
+            measured=float(kernel.loc[client, column]),
+            predicted=float(sim.loc[client, column]),
+            unit=unit,
+            **tol,
+            why=why,
+            source=source,
+            kind="test",
+            fails=FAILING.get((str(client), key), ""),
         )
-        rows.append(
-            Comparison(
-                "ch9",
-                f"{what}: the client's share of that time, simulator against the kernel",
-                measured=float(kernel.loc[client, "client_share"]),
-                predicted=float(sim.loc[client, "client_share"]),
-                unit="fraction",
-                abs_tol=SHARE_TOL,
-                why="four traced runs of the NODELAY client gave shares from 0.57 to 0.67",
-                source=source,
-                kind="test",
-                fails=FAILING.get((str(client), "share"), ""),
-            )
-        )
-    return rows
+        for client in TESTED
+        for what, column, key, unit, tol, why in quantities
+    ]
 
 
 def findings(kernel: pd.DataFrame) -> dict[str, bool]:
