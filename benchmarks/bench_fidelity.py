@@ -1,6 +1,6 @@
 """Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
 
-Three suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+Six suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
 :mod:`models.validation.fidelity`, stated there before any result):
 
 ``field``
@@ -24,14 +24,20 @@ Three suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
     the second draw (:func:`models.validation.burst.evaluate`;
-    its own goals, :data:`models.validation.burst.GOALS`).
+    its own goals, :data:`models.validation.burst.GOALS`);
+``onecpu``
+    the stall placement sweep's runs pinned to one CPU, against the simulator's machine of one
+    CPU with a thread holding it until it blocks and with EEVDF's wake-up preemption
+    (``Link.wake_preempt``), and the scheduler trace's wake-up decisions against EEVDF's rules
+    replayed over it (:mod:`models.validation.stall_placement`,
+    :mod:`models.validation.wakeup_preemption`; its goals :data:`ONECPU_GOALS`).
 
 A column is a model (a test) or an audit (kernel runs held to kernel runs); an audit never counts
 as a model's pass.  For each goal a column reports its value and whether the goal is met; a
 sample cannot tell the largest stalling QD of a group (``-``).
 
-    .venv/bin/python benchmarks/bench_fidelity.py [--only field,apart,machine2,machine4,burst]
-        [--json]
+    .venv/bin/python benchmarks/bench_fidelity.py
+        [--only field,apart,machine2,machine4,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -44,7 +50,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2", "machine4", "burst")
+SUITES = ("field", "apart", "machine2", "machine4", "burst", "onecpu")
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -106,12 +112,68 @@ def _burst() -> dict[str, Column]:
     }
 
 
+#: The one-CPU suite's goals.
+ONECPU_GOALS = ("stall verdicts", "largest stalling QD", "wake-up decisions")
+
+
+def _onecpu() -> dict[str, Column]:
+    """Both ends pinned to one CPU (``kernel6_stall_placement``, ``same``): the simulator's
+    machine of one CPU with a thread holding it until it blocks and with EEVDF's wake-up
+    preemption, and the scheduler trace replayed through EEVDF's run queue."""
+    from models import data
+    from models.validation import stall_placement as SPL
+    from models.validation import wakeup_preemption as WP
+    from models.validation.fidelity import Goal
+
+    kernel = SPL.kernel_verdicts(data.load(SPL.DATASET))
+    links = {
+        "a thread holds it until it blocks": SPL.ONE_CPU_LINK,
+        "EEVDF's wake-up preemption": {"shared_cpus": 1, "wake_preempt": True},
+    }
+    decided = WP.agreement(data.load(WP.DATASET))
+    right = decided["right"].min()
+    replay = Goal(
+        "wake-up decisions",
+        f">= {WP.SHARE:.0%} each",
+        f"{right:.0%} at least",
+        bool(right >= WP.SHARE),
+        int(decided["n"].sum()),
+    )
+    out: dict[str, Column] = {}
+    for name, link in links.items():
+        sim = SPL.simulated_verdicts(kernel.index, one_cpu=link)
+        table = kernel.join(sim["simulator"].rename(SPL.ONE_CPU))
+        ok = table[SPL.ONE_CPU] == table["same"]
+        ends = SPL.deepest(table, "same") == SPL.deepest(table, SPL.ONE_CPU)
+        goals = [
+            Goal(
+                "stall verdicts",
+                "every row",
+                f"{int(ok.sum())} of {len(ok)}",
+                bool(ok.all()),
+                len(ok),
+            ),
+            Goal(
+                "largest stalling QD",
+                "every group",
+                f"{int(ends.sum())} of {len(ends)}",
+                bool(ends.all()),
+                len(ends),
+            ),
+            replay,
+        ]
+        out[name] = (goals, "test", ONECPU_GOALS[:2])
+    out["the kernel's decisions, replayed"] = ([replay], "test", ONECPU_GOALS[2:])
+    return out
+
+
 RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "field": _field,
     "apart": _apart,
     "machine2": _machine2,
     "machine4": _machine4,
     "burst": _burst,
+    "onecpu": _onecpu,
 }
 
 

@@ -51,7 +51,7 @@ def test_the_fourth_machine_s_suite_labels_its_audits():
 def test_a_bad_suite_is_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _bench().main(["--only", bad])
-    assert "subset of field,apart,machine2,machine4,burst" in capsys.readouterr().err
+    assert "subset of field,apart,machine2,machine4,burst,onecpu" in capsys.readouterr().err
 
 
 def test_the_bucket_suite_reports_its_own_goals_with_the_audit_labelled():
@@ -82,3 +82,14 @@ def _value_column(line: str) -> int:
     name = next(g for g in BU.GOALS if line[4:].startswith(g))
     rest = line[4 + len(name) :]
     return 4 + len(name) + (len(rest) - len(rest.lstrip()))
+
+
+def test_the_one_cpu_suite_holds_both_machines_and_the_replay():
+    bench = _bench()
+    cols = bench.main(["--only", "onecpu", "--json"])["onecpu"]["columns"]
+    held, preempt, replay = cols.values()
+    for col in (held, preempt):
+        assert col["goals"]["wake-up decisions"] == {"value": "-", "met": None}
+        assert col["goals"]["stall verdicts"]["value"].endswith("of 48")
+    assert replay["goals"]["wake-up decisions"]["met"] is True
+    assert list(replay["goals"]) == ["wake-up decisions"]
