@@ -93,9 +93,10 @@ def test_the_fast_forward_jumps_over_cycles_that_preempt(monkeypatch):
     r = simulate(_one_cpu(8, True, fast_forward=False))
     assert len(yields) > 1000  # it preempts, again and again
     assert sum(h.preempted for h in r.hosts.values()) == len(yields)
-    assert simulate(_one_cpu(8, True).replace(link={"wake_preempt": False})).hosts[
-        "client"
-    ].preempted is None
+    assert (
+        simulate(_one_cpu(8, True).replace(link={"wake_preempt": False})).hosts["client"].preempted
+        is None
+    )
     del yields[:]
     r = simulate(_one_cpu(8, True))
     assert r.skipped_ops > 1000 and 0 < len(yields) < 200  # and the fast-forward jumps
