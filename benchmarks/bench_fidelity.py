@@ -28,7 +28,8 @@ Six suites, each the evaluation chapter 9 shows (the goals, roles and tolerance 
 ``onecpu``
     the stall placement sweep's runs pinned to one CPU, against the simulator's machine of one
     CPU with a thread holding it until it blocks and with EEVDF's wake-up preemption
-    (``Link.wake_preempt``), and the scheduler trace's wake-up decisions against EEVDF's rules
+    (``Link.wake_preempt``), and the same sweep on the fourth machine against that machine's
+    profile with the preemption, and the scheduler trace's wake-up decisions against EEVDF's rules
     replayed over it (:mod:`models.validation.stall_placement`,
     :mod:`models.validation.wakeup_preemption`; its goals :data:`ONECPU_GOALS`).
 
@@ -119,16 +120,25 @@ ONECPU_GOALS = ("stall verdicts", "largest stalling QD", "wake-up decisions")
 def _onecpu() -> dict[str, Column]:
     """Both ends pinned to one CPU (``kernel6_stall_placement``, ``same``): the simulator's
     machine of one CPU with a thread holding it until it blocks and with EEVDF's wake-up
-    preemption, and the scheduler trace replayed through EEVDF's run queue."""
+    preemption; the same sweep on the fourth machine against that machine's profile with the
+    preemption; and the scheduler trace replayed through EEVDF's run queue."""
     from models import data
+    from models.sim import hostprofile
+    from models.validation import machine4 as M4
     from models.validation import stall_placement as SPL
     from models.validation import wakeup_preemption as WP
     from models.validation.fidelity import Goal
 
-    kernel = SPL.kernel_verdicts(data.load(SPL.DATASET))
-    links = {
-        "a thread holds it until it blocks": SPL.ONE_CPU_LINK,
-        "EEVDF's wake-up preemption": {"shared_cpus": 1, "wake_preempt": True},
+    second = SPL.kernel_verdicts(data.load(SPL.DATASET))
+    fourth = SPL.kernel_verdicts(data.load(SPL.MACHINE4_DATASET))
+    runs = {  # column: (the kernel's verdicts, the simulator's machine of one CPU, host profile)
+        "a thread holds it until it blocks": (second, SPL.ONE_CPU_LINK, None),
+        "EEVDF's wake-up preemption": (second, SPL.PREEMPT_LINK, None),
+        "EEVDF's, fourth machine and profile": (
+            fourth,
+            SPL.PREEMPT_LINK,
+            hostprofile.shipped(M4.PROFILE),
+        ),
     }
     decided = WP.agreement(data.load(WP.DATASET))
     right = decided["right"].min()
@@ -140,25 +150,19 @@ def _onecpu() -> dict[str, Column]:
         int(decided["n"].sum()),
     )
     out: dict[str, Column] = {}
-    for name, link in links.items():
-        sim = SPL.simulated_verdicts(kernel.index, one_cpu=link)
-        table = kernel.join(sim["simulator"].rename(SPL.ONE_CPU))
-        ok = table[SPL.ONE_CPU] == table["same"]
-        ends = SPL.deepest(table, "same") == SPL.deepest(table, SPL.ONE_CPU)
+    for name, (kernel, link, profile) in runs.items():
+        sim = SPL.simulated_verdicts(kernel.index, profile, one_cpu=link)
+        by_client, groups = SPL.one_cpu_right(kernel, sim)
+        n, n_groups = len(kernel), len(SPL.deepest(kernel, "same"))
+        ok = sum(by_client.values())
         goals = [
-            Goal(
-                "stall verdicts",
-                "every row",
-                f"{int(ok.sum())} of {len(ok)}",
-                bool(ok.all()),
-                len(ok),
-            ),
+            Goal("stall verdicts", "every row", f"{ok} of {n}", ok == n, n),
             Goal(
                 "largest stalling QD",
                 "every group",
-                f"{int(ends.sum())} of {len(ends)}",
-                bool(ends.all()),
-                len(ends),
+                f"{groups} of {n_groups}",
+                groups == n_groups,
+                n_groups,
             ),
             replay,
         ]

@@ -87,8 +87,8 @@ def _value_column(line: str) -> int:
 def test_the_one_cpu_suite_holds_both_machines_and_the_replay():
     bench = _bench()
     cols = bench.main(["--only", "onecpu", "--json"])["onecpu"]["columns"]
-    held, preempt, replay = cols.values()
-    for col in (held, preempt):
+    held, preempt, fourth, replay = cols.values()
+    for col in (held, preempt, fourth):
         assert col["goals"]["wake-up decisions"] == {"value": "-", "met": None}
         assert col["goals"]["stall verdicts"]["value"].endswith("of 48")
     assert replay["goals"]["wake-up decisions"]["met"] is True

@@ -123,3 +123,31 @@ def test_the_scheduler_trace_findings_hold_and_can_fail():
         "with a Nagle client, the woken client often preempts the server after its sends"
     ]
     assert got["with a NODELAY client, it seldom does"]
+
+
+def test_the_fourth_machine_pinned_to_one_cpu_gives_the_second_machines_verdicts():
+    """The sweep again on the machine of the scheduler trace: every one-CPU verdict as on the
+    second machine, and a sweep with one verdict turned around is told apart."""
+    second = SP.kernel_verdicts(data.load(SP.DATASET))
+    fourth = SP.kernel_verdicts(data.load(SP.MACHINE4_DATASET))
+    assert list(fourth.index) == list(second.index)
+    assert (fourth["same"] == second["same"]).all()
+    turned = fourth["same"].copy()
+    turned.iloc[0] = SP.NO_STALL if turned.iloc[0] == SP.STALLS else SP.STALLS
+    assert not (turned == second["same"]).all()
+
+
+def test_the_preemption_with_the_fourth_machines_profile_gets_every_nagle_client_verdict():
+    from models.sim import hostprofile
+    from models.validation import machine4 as M4
+
+    fourth = SP.kernel_verdicts(data.load(SP.MACHINE4_DATASET))
+    profile = hostprofile.shipped(M4.PROFILE)
+    ok, _ = SP.one_cpu_right(
+        fourth, SP.simulated_verdicts(fourth.index, profile, one_cpu=SP.PREEMPT_LINK)
+    )
+    held, _ = SP.one_cpu_right(
+        fourth, SP.simulated_verdicts(fourth.index, profile, one_cpu=SP.ONE_CPU_LINK)
+    )
+    n = int((fourth.index.get_level_values("client_sock_mode") == "nagle").sum())
+    assert ok["nagle"] == n > held["nagle"]  # the wrong model (no preemption) misses some

@@ -63,6 +63,9 @@ __all__ = [
     "ONE_CPU_LINK",
     "ONE_CPU_FAILING",
     "ONE_CPU",
+    "MACHINE4_DATASET",
+    "PREEMPT_LINK",
+    "one_cpu_right",
     "one_cpu_rows",
     "field_row",
     "PREEMPT_DATASET",
@@ -308,6 +311,31 @@ def simulated_verdicts(
 
 #: The column of :func:`verdict_table` with the simulator's verdicts on one CPU.
 ONE_CPU = "simulator_one_cpu"
+
+#: The same sweep on the fourth machine (``tools/stall_placement_sweep.py``, loopback and veth
+#: at MTU 9000), where the scheduler trace (:data:`PREEMPT_DATASET`) and the fourth machine's
+#: calibrated profile (``models.validation.machine4.PROFILE``) were measured.
+MACHINE4_DATASET = "kernel6_machine4_stall_placement"
+#: ``Link`` options of the simulator's machine of one CPU with EEVDF's wake-up preemption.
+PREEMPT_LINK = {"shared_cpus": 1, "wake_preempt": True}
+
+
+def one_cpu_right(kernel: pd.DataFrame, sim: pd.DataFrame) -> tuple[dict[str, int], int]:
+    """How many of ``kernel``'s one-CPU verdicts (:func:`kernel_verdicts`, ``same``) the
+    simulator's (:func:`simulated_verdicts`) get right, per client socket mode, and how many
+    groups' largest stalling QD.
+
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_tuples([("lo", "nagle", 512, 2), ("lo", "nagle", 512, 4)],
+    ...                                 names=KEY)
+    >>> k = pd.DataFrame({"same": [STALLS, STALLS]}, index=idx)
+    >>> one_cpu_right(k, pd.DataFrame({"simulator": [STALLS, NO_STALL]}, index=idx))
+    ({'nagle': 1}, 0)
+    """
+    t = kernel[["same"]].join(sim["simulator"].rename(ONE_CPU))
+    ok = (t[ONE_CPU] == t["same"]).groupby(level="client_sock_mode").sum()
+    groups = int((deepest(t, "same") == deepest(t, ONE_CPU)).sum())
+    return {str(k): int(v) for k, v in ok.items()}, groups
 
 
 def verdict_table(
