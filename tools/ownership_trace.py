@@ -268,15 +268,15 @@ def write_dataset(
     ``tool`` is the tool's (title, file), ``ns`` its options (:func:`trace_args`), ``start``
     when it started, ``runs`` the runs' own records, ``name`` the dataset's (default
     ``ns.prefix``); the CSV's path."""
-    name = name or ns.prefix
+    dataset = name or ns.prefix
     command = (
         f"{tool[1]} --out {ns.out} --prefix {ns.prefix} "
         f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
     )
     ns.out.mkdir(parents=True, exist_ok=True)
-    csv_path = ns.out / f"{name}.csv"
+    csv_path = ns.out / f"{dataset}.csv"
     with csv_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[name for name, *_ in fields], lineterminator="\n")
+        w = csv.DictWriter(f, fieldnames=[col for col, *_ in fields], lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     meta = tool_sidecar(
@@ -290,7 +290,7 @@ def write_dataset(
         transcription=measured_on(command, start),
         measurement={"runs": runs},
     )
-    (ns.out / f"{name}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (ns.out / f"{dataset}.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {csv_path} ({len(rows)} rows)")
     return csv_path
 

@@ -39,6 +39,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from models.sim.cpu import OwnCpu
+from models.sim.preemption import PreemptionPoints
 from models.sim.wakeups import wake_latency
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["AppThread"]
 
 
-class AppThread:
+class AppThread(PreemptionPoints):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -266,28 +267,6 @@ class AppThread:
             self.thread_segments += sent
             self._step(now, None)
 
-    # With wake-up preemption (Link.wake_preempt) the thread's events are preemption points: if
-    # a thread woken meanwhile is to preempt this one (CpuPool.resched), this one gives way and
-    # goes on with the event when it has the CPU again (CpuPool.yield_cpu, ``parked``).
-
-    def _done_p(self, now: int, item: tuple) -> None:
-        if self.cpu.resched is self:
-            self.cpu.yield_cpu(self, now, "_done", item)
-        else:
-            self._done(now, item)
-
-    def _next_call_p(self, now: int, _arg: object) -> None:
-        if self.cpu.resched is self:
-            self.cpu.yield_cpu(self, now, "_next_call", _arg)
-        else:
-            self._next_call(now, _arg)
-
-    def _step_p(self, now: int, _arg: object) -> None:
-        if self.cpu.resched is self:
-            self.cpu.yield_cpu(self, now, "_step", _arg)
-        else:
-            self._step(now, _arg)
-
     def _written(self, now: int, sent: int) -> None:
         """``sent`` data segments left in our own ``send()`` calls: their
         CPU, then the next call of the message or the next step."""
@@ -460,12 +439,6 @@ class AppThread:
             self.wake_paid,
             self._parked_state(view),
         )
-
-    def _parked_state(self, view: View) -> tuple | None:
-        if self.parked is None:
-            return None
-        name, arg = self.parked
-        return name, None if arg is None else self._item_state(arg, view)
 
     def _idle_state(self, view: View) -> int | None:
         """How long ago an idle thread went idle, as far as it can still

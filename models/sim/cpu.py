@@ -25,7 +25,7 @@ from collections import deque
 from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
-from models.sim.eevdf import RunQueue
+from models.sim.eevdf import BASE_SLICE_S, RunQueue
 from models.sim.events import FS
 
 if TYPE_CHECKING:
@@ -33,11 +33,7 @@ if TYPE_CHECKING:
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["OwnCpu", "CpuPool", "BASE_SLICE_S"]
-
-#: Linux's default base slice of the fair scheduler on two CPUs, seconds:
-#: ``sysctl_sched_base_slice`` 0.75 ms scaled by ``1 + log2(2)`` (``kernel/sched/fair.c``).
-BASE_SLICE_S = 1.5e-3
+__all__ = ["OwnCpu", "CpuPool"]
 
 
 class OwnCpu:
@@ -132,7 +128,7 @@ class CpuPool:
         self.preempt = preempt
         # (preempt) the fair scheduler's run queue, in fs; the holder a woken thread is to
         # preempt at its next event
-        self.rq = RunQueue(round(BASE_SLICE_S * FS)) if preempt else None
+        self.rq = RunQueue(round(BASE_SLICE_S * FS)) if preempt else None  # s -> fs
         self.resched = None
         self.preempted = {0: 0, 1: 0}  # side -> times its thread gave way to a woken one
 

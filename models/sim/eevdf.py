@@ -45,7 +45,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-__all__ = ["RunQueue"]
+__all__ = ["RunQueue", "BASE_SLICE_S"]
+
+#: Linux's default base slice of the fair scheduler on two CPUs, seconds:
+#: ``sysctl_sched_base_slice`` 0.75 ms scaled by ``1 + log2(2)`` (``update_sysctl`` in
+#: ``kernel/sched/fair.c``).
+BASE_SLICE_S = 1.5e-3
 
 
 class _Entity:

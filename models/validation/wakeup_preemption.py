@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from models.sim.eevdf import RunQueue
+from models.sim.eevdf import BASE_SLICE_S, RunQueue
 from models.validation import Comparison, comparisons
 
 if TYPE_CHECKING:  # annotations only
@@ -53,9 +53,8 @@ __all__ = [
 
 #: The scheduler's events on the pinned CPU (``tools/preempt_trace.py``).
 DATASET = "kernel6_machine4_preempt_events"
-#: Linux's default base slice on two CPUs, ns: ``sysctl_sched_base_slice`` 0.75 ms scaled by
-#: ``1 + log2(2)`` (``update_sysctl`` in ``kernel/sched/fair.c``).
-SLICE_NS = 1_500_000
+#: Linux's default base slice on two CPUs, ns (:data:`models.sim.eevdf.BASE_SLICE_S`).
+SLICE_NS = round(BASE_SLICE_S * 1e9)  # s -> ns
 #: The share of the kernel's decisions the rules must get right (a fraction).  One in ten may
 #: go the other way: the replay starts in the middle of a run with every task at the queue's
 #: average, and tasks other than the two ends come and go with what they ran elsewhere unseen.
