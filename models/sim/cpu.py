@@ -81,9 +81,9 @@ class CpuPool:
     mostly let run on within its slice (EEVDF's ``RUN_TO_PARITY``,
     kernel/sched/fair.c) and a burst of a few sends is far shorter than a
     slice (0.75 ms or more).  Mostly: a scheduler trace of the book's loop
-    pinned to one CPU (``data/kernel6_machine4_preempt``) shows the server's wake-ups never preempting the
-    client, but the woken client preempting the server at the end of some
-    of its ``send()`` calls.  With ``preempt`` (``Link.wake_preempt``, one
+    pinned to one CPU (``data/kernel6_machine4_preempt``) shows the server's
+    wake-ups seldom preempting the client, but the woken client preempting
+    the server at the end of many of its ``send()`` calls.  With ``preempt`` (``Link.wake_preempt``, one
     CPU) that wake-up preemption is modelled: the pool keeps the fair
     scheduler's run queue (:class:`~models.sim.eevdf.RunQueue`, fed the work
     each holder runs), a woken thread it lets preempt sets ``resched``, and
