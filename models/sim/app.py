@@ -146,6 +146,7 @@ class AppThread(PreemptionPoints):
         self.cork = host.cork
         self.flush_on_idle = host.flush_on_idle
         self.quickack = host.quickack
+        self.own_socket = getattr(host, "own_socket", False)  # Host.own_socket
         self.factor = factor
         self.peer: AppThread = None  # type: ignore[assignment]
         # (end sequence, op, message, processing fs) of incoming messages
@@ -170,7 +171,7 @@ class AppThread(PreemptionPoints):
         # Made once: the bound methods events run (the loop's fast path),
         # each message's bytes and send() calls (Exchange.plans)
         self.done, self.wake_up = self._done, self._wake
-        self.next_call, self.step = self._next_call, self._step
+        self.next_call, self.step, self.call_end = self._next_call, self._step, self._call_end
         # with wake-up preemption on a shared CPU (Link.wake_preempt) its events are
         # preemption points, and a wake-up behind the CPU's holder is queued at once
         self.preemptible = getattr(self.cpu, "preempt", False)
@@ -276,15 +277,31 @@ class AppThread(PreemptionPoints):
             extra = tx.take_thread_cpu()  # CPU of our own send() calls
             if extra:
                 self.cpu_fs += extra
-                self.loop.schedule(
-                    self.cpu.run(now, extra), self.next_call if self.writes else self.step
-                )
+                end = self.cpu.run(now, extra)
+                if self.own_socket:  # the call owns the socket until its CPU is spent
+                    self.ep.owned = True
+                    self.loop.schedule(end, self.call_end)
+                else:
+                    self.loop.schedule(end, self.next_call if self.writes else self.step)
                 return
             if not self.writes:
                 self._step(now, None)
                 return
             # a call that cost nothing (clearing TCP_CORK) sent data: the next call now
             sent = self._calls(now)
+
+    def _call_end(self, now: int, _arg: object) -> None:
+        """A ``send()`` that owned the socket returns (``Host.own_socket``): what reached the
+        socket meanwhile is processed (``release_sock``), then the next call or step.  On a CPU
+        of its own of one machine (``ep.own_cpu``) the call lasts while work that landed on that
+        CPU during it (a timer's interrupt, a soft interrupt) is still running there."""
+        ep = self.ep
+        own = ep.own_cpu
+        if own is not None and own.free_at[0] > now:  # interrupted: the call ends later
+            self.loop.schedule(own.free_at[0], self.call_end)
+            return
+        ep.release(now)
+        (self.next_call if self.writes else self.step)(now, None)
 
     def _next_call(self, now: int, _arg: object) -> None:
         self._written(now, self._calls(now))

@@ -12,6 +12,13 @@ towards the ACK rule and leaves as MSS-sized segments.  Pushes that an
 ACK releases are paid by the soft interrupt that carried the ACK
 (``inbound``, the channel into this host: :meth:`Sender.charge_soft
 <models.sim.sender.Sender.charge_soft>`).
+
+Socket ownership (``Host.own_socket``): Linux lets one context at a time
+work on a socket.  While the host's thread is inside a ``send()`` call
+(``lock_sock``) a segment that reaches the socket is queued in its
+backlog (``tcp_add_backlog``) and processed, in order, when the call
+releases the socket (``release_sock``); the thread sets ``owned`` for the
+call's CPU and calls :meth:`Endpoint.release` at its end.
 """
 
 from __future__ import annotations
@@ -78,6 +85,12 @@ class Endpoint:
         "ack",
         "stock_ack",
         "adaptive",
+        "owned",
+        "backlog",
+        "backlogged",
+        "backlogged_data",
+        "tsq_deferred",
+        "tsq_writes",
     )
 
     def __init__(
@@ -108,6 +121,14 @@ class Endpoint:
         # CPU that runs it, which what it sends leaves from and what it pushes is charged to
         self.ctx_cpu: Any = None
         self.rx_ctx = False  # whether it does (Link.replies_on_rx_cpu)
+        # Host.own_socket: the thread is inside a send() call (it owns the socket), and the
+        # segments that arrived meanwhile, processed when the call ends; segments so held
+        self.owned = False
+        self.backlog: list = []
+        self.backlogged = 0
+        self.backlogged_data = 0  # (of them with data)
+        self.tsq_deferred = False  # a pacing timer fired while owned: the release pushes
+        self.tsq_writes = 0  # releases that did so
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes
@@ -128,6 +149,9 @@ class Endpoint:
     def receive(self, now: int, seg: Segment) -> None:
         if self.trace is not None:
             self.trace.append((seg.t_rx, seg))
+        if self.owned:  # tcp_add_backlog: the owner's call processes it when it ends
+            self.backlog.append(seg)
+            return
         sender = self.sender
         # (an ACK that does not advance snd_una changes nothing)
         advanced = False
@@ -181,6 +205,27 @@ class Endpoint:
                     ack._arm_delayed_ack(now, ato)
         if ctx is not None:
             self.ctx_cpu = None
+
+    def release(self, now: int) -> None:
+        """The thread's call ends (``release_sock``): process the segments that waited in the
+        backlog, in the order they arrived."""
+        self.owned = False
+        backlog = self.backlog
+        if backlog:
+            self.backlog = []
+            self.backlogged += len(backlog)
+            trace, self.trace = self.trace, None  # (traced when they arrived)
+            for seg in backlog:
+                if seg.end != seg.seq:
+                    self.backlogged_data += 1
+                self.receive(now, seg)
+            self.trace = trace
+        if self.tsq_deferred:  # tcp_release_cb: the write the pacing timer left to the owner
+            self.tsq_deferred = False
+            self.tsq_writes += 1
+            sender = self.sender
+            sender.push_pending(now)
+            sender.charge_soft(now, True)  # in the thread's context, on its CPU
 
     def _from_soft_irq(self, seg: Segment) -> None:
         """``seg`` is sent from the receive soft interrupt running on ``ctx_cpu``: it is
@@ -266,10 +311,41 @@ class Endpoint:
         return {"tx": self.sender, "rx": self.receiver}
 
     def cycle_state(self, view: View) -> Hashable:
-        return None  # its parts hold the state
+        """Whether its thread owns the socket and the segments in the backlog (sequence numbers
+        in their sender's stream, the ACK in the other); its parts hold the rest."""
+        if not (self.owned or self.backlog):
+            return None
+        seq = view.seq
+        return (
+            self.owned,
+            self.tsq_deferred,
+            tuple(
+                (
+                    seq(g.seq, g.src),
+                    seq(g.end, g.src),
+                    seq(g.ack, 1 - g.src),
+                    g.psh,
+                    g.cpu is not None,
+                )
+                for g in self.backlog
+            ),
+        )
 
     def cycle_counters(self) -> dict:
-        return {"pure_acks": self.pure_acks}
+        return {
+            "pure_acks": self.pure_acks,
+            "backlogged": self.backlogged,
+            "backlogged_data": self.backlogged_data,
+            "tsq_writes": self.tsq_writes,
+        }
 
     def cycle_shift(self, shift: Shift) -> None:
         shift.grow(self)
+        dt = shift.dt
+        for g in self.backlog:
+            d = shift.seq(g.src)
+            g.seq += d
+            g.end += d
+            g.ack += shift.seq(1 - g.src)
+            g.t_tx += dt
+            g.t_rx += dt

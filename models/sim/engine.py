@@ -402,6 +402,10 @@ class Simulation:
                 empty_wakeups=th.empty_wakeups,
                 held_cpu_s=None if held is None else fs_to_seconds(held[th.side]),
                 preempted=pool.preempted[th.side] if pool is not None and pool.preempt else None,
+                backlogged=th.ep.backlogged,
+                received=inbound.frames - inbound.gro_merged,
+                backlogged_data=th.ep.backlogged_data,
+                received_data=inbound.data_frames - inbound.gro_merged,
             )
         trace = []
         if self.trace is not None:

@@ -81,7 +81,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
 ``send_cpu_first``
     a flag, set by no shipped profile (``calibrate`` leaves it off): on, a segment leaves after
     its ``send()``'s CPU up to it, as on loopback or veth, where the call hands the segment to the
-    device and runs the receiving stack before it returns.
+    device and runs the receiving stack before it returns;
+``own_socket``
+    a flag, set by no shipped profile: on, a segment that reaches a host while its thread is
+    inside a ``send()`` that costs CPU waits in the socket's backlog until the call ends (Linux
+    lets one context at a time work on a socket: ``tcp_add_backlog``, ``release_sock``).
 
 >>> p = validate({"schema": SCHEMA, "version": 1,
 ...               "machine": {"kernel": "6.1", "config_hz": 250,
@@ -154,7 +158,7 @@ def _curve(where: str, value: Any) -> list:
 
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
-FLAGS = ("send_cpu_first",)
+FLAGS = ("send_cpu_first", "own_socket")
 
 
 def flag_setting(text: str) -> tuple[str, bool]:
@@ -165,7 +169,7 @@ def flag_setting(text: str) -> tuple[str, bool]:
     >>> flag_setting("nodelay=true")
     Traceback (most recent call last):
     ...
-    ValueError: 'nodelay' is not a flag a profile may set; known: send_cpu_first
+    ValueError: 'nodelay' is not a flag a profile may set; known: send_cpu_first, own_socket
     """
     name, _, value = text.partition("=")
     if name not in FLAGS:

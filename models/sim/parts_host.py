@@ -60,7 +60,8 @@ class Host(Part):
     the peer's sleeping thread adds to the ``send()`` that wakes it),
     ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
-    ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far) and ``gro``;
+    ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far), ``own_socket``
+    (a segment arriving during a ``send()`` waits for the call's end) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
     """
@@ -285,6 +286,15 @@ class Host(Part):
         "a segment a thread's own send() sends leaves after the CPU the call has spent up to "
         "it (on loopback and veth the transmit and the receiving stack run inside the call); "
         "off: it leaves at the call's start and the call's CPU follows",
+        sample=OneOf(False, True),
+    )
+    own_socket: bool = param(
+        False,
+        "flag",
+        "",
+        "socket ownership: a segment that reaches this host while its thread is inside a "
+        "send() call that costs CPU waits in the socket's backlog and is processed when the "
+        "call ends (tcp_add_backlog, release_sock); off: it is processed on arrival",
         sample=OneOf(False, True),
     )
     gro: bool = param(

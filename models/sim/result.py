@@ -111,6 +111,13 @@ class HostStats:
     #: times this host's thread gave way to a woken thread on the one shared CPU (at its next
     #: event); None unless ``Link.wake_preempt``
     preempted: int | None = None
+    #: segments that reached this host's socket while its thread was inside a ``send()`` and
+    #: were processed when the call ended (``Host.own_socket``), and the segments sent to it in
+    #: all (a GRO aggregate counts once); the same two counts for the segments with data
+    backlogged: int = 0
+    received: int = 0
+    backlogged_data: int = 0
+    received_data: int = 0
 
     def busy_counts_with_open(self) -> dict:
         """``busy_counts`` with the running period counted as closed."""

@@ -194,7 +194,12 @@ class Bbr(Reno):
             # there (one machine, a CPU each), else the soft interrupt's
             own = self.firing_own = self.pinned_own
             sender.soft_cpu += self.timer_fire_fs
-            if sender.queue:
+            ep = getattr(sender, "ep", None)
+            if getattr(
+                ep, "owned", False
+            ):  # tcp_tsq_handler: the owner's release writes
+                ep.tsq_deferred = True
+            elif sender.queue:
                 sender.push_pending(now)
             self.firing_own = False
             sender.charge_soft(now, own)
