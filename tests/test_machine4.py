@@ -116,3 +116,58 @@ def test_the_sent_profile_is_the_calibration_refitted_with_nothing_measured_agai
         if name not in fitted:
             assert sent.host[name] == value, name
     assert not sent.records["fit"]["at_bound"]
+
+
+def test_the_owned_profile_is_the_calibration_refitted_with_both_flags():
+    own, owned = hostprofile.shipped(M4.PROFILE), M4.owned_profile()
+    assert owned.records["measured"] == own.records["measured"]
+    assert owned.host["send_cpu_first"] is True and owned.host["own_socket"] is True
+    refit = owned.records["fit"]["refit"]
+    assert "--set send_cpu_first=true --set own_socket=true" in refit
+    fitted = {"proc_s", "gso_cpu_s", "wake_cpu_s"}
+    for name, value in own.host.items():
+        if name not in fitted:
+            assert owned.host[name] == value, name
+    # reported, not hidden: its CPU per wake-up ends at the lower bound, as the calibration's own
+    assert (
+        owned.records["fit"]["at_bound"] == own.records["fit"]["at_bound"] == [["wcpu_s", "lower"]]
+    )
+
+
+def test_an_owner_that_changes_nothing_fails_its_finding(ev):
+    """The wrong model in the owned row's place: the sent model as it is."""
+    t = ev.table.copy()
+    t.loc[M4.OWNED] = t.loc[M4.SENT]
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert "with a socket owner too, fewer runs are within than sent after its CPU alone" in failed
+
+
+def test_the_owner_s_delayed_ack_loop_that_the_kernel_leaves():
+    """Behind a MSG_MORE server under bbr, 512 B at QD 8 on veth-1500 with a Nagle client, the owned
+    model waits on delayed ACKs again and again where the kernel (and the same refit with no socket
+    owner) does not: the client's request leaves inside its send() with an ACK older than the
+    response tail waiting in its backlog, and each end then holds a small segment behind the
+    other's delayed ACK (chapter 9, "A fourth machine")."""
+    from models.kernel import load_kernel_run, simulate_summary
+
+    run = load_kernel_run(prefix=M4.PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (
+        (t.link == "veth-1500")
+        & (t.cc == "bbr")
+        & (t.client_sock_mode == "nagle")
+        & (t.sock_mode == "more")
+        & (t.iosize_bytes == 512)
+        & (t.qd == 8)
+        & t.rate_limit_bits_per_s.isna()
+    )
+    row = t[pick].iloc[0].to_dict()
+    assert row["stalled_pct"] < 0.1  # the kernel: (almost) never
+    d = M4.owned_profile().to_dict()
+    stalled = []
+    for own in (True, False):
+        d["host"]["own_socket"] = own
+        host = FID.ProfileHost(hostprofile.load(d))
+        stalled.append(simulate_summary(M4.replies_scenario("iscsi_loop", row, host, run.hz)))
+    assert stalled[0].stalled_pct > 1.0 and stalled[0].stall_mean_ms > 35
+    assert stalled[1].stalled_pct == 0.0

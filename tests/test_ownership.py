@@ -115,6 +115,21 @@ def test_the_sent_model_without_its_rule_fails_its_claims():
     assert not f["sent after its CPU, every rate is within the tolerance"]
 
 
+def test_the_owned_model_without_its_rule_fails_its_claims():
+    # the same refit with no socket owner: nothing waits in a backlog, so neither claim the
+    # kernel's traces make of the backlogs holds for it
+    from models.sim import hostprofile
+    from models.validation import machine4
+
+    d = machine4.owned_profile().to_dict()
+    d["host"]["own_socket"] = False
+    t = OWN.table(owned=hostprofile.load(d))
+    assert (t["owned_server_backlog_pct"] == 0).all()
+    f = OWN.model_findings(t)
+    assert not f["with a socket owner, most segments reaching the server wait in its backlog"]
+    assert not f["with a socket owner, the client's data wait less under bbr"]
+
+
 def test_the_tool_runs_the_scenario_the_comparison_simulates():
     from models.measure import cli
 

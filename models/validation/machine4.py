@@ -23,7 +23,10 @@ without it), and the table shows the calibrated profile with it as a row of its 
 a response's data leaving a few microseconds into the call, after its copy, where the simulator lets
 it leave at the call's start; :data:`SENT` is the calibration fitted again from its own records
 with ``Host.send_cpu_first`` (``tools/refit_profile.py``, :data:`PROFILE_SENT`: nothing measured
-again, nothing fitted to the sample), simulated with replies on their CPU too.  Four host
+again, nothing fitted to the sample), simulated with replies on their CPU too.  The same traces
+show most segments reaching a socket waiting in its backlog while its thread is inside a call;
+:data:`OWNED` is the calibration fitted again with ``Host.own_socket`` too (:data:`PROFILE_OWNED`,
+the same tool and records), simulated with replies on their CPU.  Four host
 models meet the sample's unlimited-link rows (:data:`MODELS`):
 
 ``calibrated here``
@@ -44,8 +47,8 @@ models meet the sample's unlimited-link rows (:data:`MODELS`):
     an audit: the same sample measured again on the fourth machine right after the calibration
     (:data:`AGAIN`), how far the kernel repeats itself.
 
-:data:`REPLIES` (``calibrated here`` with ``Link.replies_on_rx_cpu``) and :data:`SENT` are shown
-after the first row and are not among :data:`MODELS`.
+:data:`REPLIES` (``calibrated here`` with ``Link.replies_on_rx_cpu``), :data:`SENT` and
+:data:`OWNED` are shown after the first row and are not among :data:`MODELS`.
 
 >>> MODELS[0], len(MODELS)
 ('calibrated here', 6)
@@ -77,6 +80,8 @@ __all__ = [
     "REPLIES",
     "SENT",
     "PROFILE_SENT",
+    "OWNED",
+    "PROFILE_OWNED",
     "ROWS",
     "replies_scenario",
     "profiles",
@@ -114,8 +119,14 @@ REPLIES = "replies on their CPU"
 SENT = "sent after its CPU, refitted"
 #: Its profile (``data/hosts/<name>.json``).
 PROFILE_SENT = "kernel6_machine4_sent_after_cpu"
+#: The calibration fitted again with a segment sent after its ``send()``'s CPU and with the socket
+#: owned by the thread's calls (``--set send_cpu_first=true --set own_socket=true``), simulated
+#: with replies on their CPU.
+OWNED = "socket owned too, refitted"
+#: Its profile (``data/hosts/<name>.json``).
+PROFILE_OWNED = "kernel6_machine4_sent_owned"
 #: The table's rows, in order.
-ROWS = (MODELS[0], REPLIES, SENT, *MODELS[1:])
+ROWS = (MODELS[0], REPLIES, SENT, OWNED, *MODELS[1:])
 #: Responses of at least this many bytes are the large ones (bytes): where the copies weigh.
 LARGE_BYTES = 16384
 #: Percentage points within which a share is said to be near the goal's.
@@ -165,6 +176,13 @@ def sent_profile() -> Any:
     from models.sim import hostprofile
 
     return hostprofile.shipped(PROFILE_SENT)
+
+
+def owned_profile() -> Any:
+    """:data:`OWNED`'s host profile (:data:`PROFILE_OWNED`)."""
+    from models.sim import hostprofile
+
+    return hostprofile.shipped(PROFILE_OWNED)
 
 
 def summary(table: pd.DataFrame) -> dict[str, Any]:
@@ -228,6 +246,9 @@ def evaluate(processes: int | None = None) -> Machine4Evaluation:
     tables[SENT] = simulate_loop(
         run, sent_profile(), processes=processes, rows=unlimited, scenario=replies_scenario
     )
+    tables[OWNED] = simulate_loop(
+        run, owned_profile(), processes=processes, rows=unlimited, scenario=replies_scenario
+    )
     tables[MODELS[4]] = kernel_beside(mine, data.load(THIRD))
     tables[MODELS[5]] = kernel_beside(mine, data.load(AGAIN))
     table = pd.DataFrame({name: summary(t) for name, t in tables.items()}).T
@@ -238,11 +259,14 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
     """What chapter 9 says about :func:`evaluate`'s table, each a claim that holds or not.
 
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"within_pct": [60.2, 72.9, 75.2, 44.4, 54.1, 42.1, 60.2, 82.0],
-    ...                   "median_q1": [1.01, 1.01, 0.88, 1.0, 1.01, 1.10, 1.01, 1.0],
-    ...                   "held_within_pct": [43.1, 51.7, 65.5, 32.8, 27.6, 27.6, 60.3, 81.0],
-    ...                   "others_within_pct": [73.3, 89.3, 82.7, 53.3, 74.7, 53.3, 60.0, 82.7],
-    ...                   "large_within_pct": [73.3, 86.7, 76.7, 43.3, 76.7, 33.3, 33.3, 83.3]},
+    >>> t = pd.DataFrame({"within_pct": [60.2, 72.9, 75.2, 60.9, 44.4, 54.1, 42.1, 60.2, 82.0],
+    ...                   "median_q1": [1.01, 1.01, 0.88, 0.89, 1.0, 1.01, 1.10, 1.01, 1.0],
+    ...                   "held_within_pct": [43.1, 51.7, 65.5, 53.4, 32.8, 27.6, 27.6, 60.3,
+    ...                                       81.0],
+    ...                   "others_within_pct": [73.3, 89.3, 82.7, 66.7, 53.3, 74.7, 53.3, 60.0,
+    ...                                         82.7],
+    ...                   "large_within_pct": [73.3, 86.7, 76.7, 63.3, 43.3, 76.7, 33.3, 33.3,
+    ...                                        83.3]},
     ...                  index=list(ROWS))
     >>> all(findings(t).values())
     True
@@ -253,7 +277,7 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
      'without the timer interrupt the runs under bbr behind Nagle miss more']
     """
     own, no_copy, no_timer, third, kernel3, again = (table.loc[m] for m in MODELS)
-    replies, sent = table.loc[REPLIES], table.loc[SENT]
+    replies, sent, owned = table.loc[REPLIES], table.loc[SENT], table.loc[OWNED]
     return {
         "the calibrated profile beats the third machine's": own.within_pct > third.within_pct,
         "without the cross-CPU copy the large responses miss more": no_copy.large_within_pct
@@ -283,9 +307,15 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
         "sent after its CPU, QD 1 is slower, still within the tolerance": (
             1 - IOPS_TOL <= sent.median_q1 < replies.median_q1 - RATIO_STEP
         ),
+        "with a socket owner too, fewer runs are within than sent after its CPU alone": (
+            owned.within_pct < sent.within_pct - MOVED_PTS
+        ),
+        "with a socket owner too, the runs under bbr behind Nagle are not within more often": (
+            owned.held_within_pct <= sent.held_within_pct
+        ),
         "it does not reach the goal's share": own.within_pct < IOPS_SHARE * 100,
         "the kernel measured again agrees with itself more often than any model": again.within_pct
-        > table.loc[[*MODELS[:4], REPLIES, SENT], "within_pct"].max(),
+        > table.loc[[*MODELS[:4], REPLIES, SENT, OWNED], "within_pct"].max(),
         "another machine's kernel agrees with this one less often than it does with itself": (
             kernel3.within_pct < again.within_pct
         ),
@@ -332,6 +362,7 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
                 *((str(i), m) for i, m in enumerate(MODELS)),
                 ("rx", REPLIES),
                 ("sent", SENT),
+                ("owned", OWNED),
             )
             for key in (
                 "median_q1",
@@ -342,4 +373,19 @@ def numbers(ev: Machine4Evaluation) -> dict[str, float]:
                 "median_q8",
             )
         },
+        # the refits' losses, and the share within (percent) of the runs under bbr behind a
+        # MSG_MORE server with TCP_NODELAY, where the socket owner loses most
+        "sent_loss": sent_profile().records["fit"]["loss"],
+        "owned_loss": owned_profile().records["fit"]["loss"],
+        "more_nodelay_n": len(_more_nodelay(iops_table(ev.tables[OWNED]))),
+        **{
+            f"{suffix}_more_nodelay_pct": 100.0
+            * float(_more_nodelay(iops_table(ev.tables[name]))["within"].mean())
+            for suffix, name in (("sent", SENT), ("owned", OWNED))
+        },
     }
+
+
+def _more_nodelay(io: pd.DataFrame) -> pd.DataFrame:
+    """The rows under bbr behind a server that sends with ``MSG_MORE`` and ``TCP_NODELAY``."""
+    return io[(io["cc"] == "bbr") & (io["sock_mode"] == "more_nodelay")]

@@ -17,7 +17,10 @@ the simulator does with two host models: the fourth machine's calibrated profile
 with a segment sent after its ``send()``'s CPU, simulated with replies on their CPU
 (:data:`models.validation.machine4.SENT`, columns ``sent_``): each model's rate and pacing timers
 per operation, and whether its timer class (:func:`models.validation.pacingtimer.classify`, the
-test for the third machine's counts too) is the kernel's.  Nothing of either model was fitted to
+test for the third machine's counts too) is the kernel's.  A third model has a socket owner
+(``Host.own_socket``): the calibration fitted again with both flags
+(:data:`models.validation.machine4.OWNED`, columns ``owned_``), with the shares of segments its
+sockets processed from their backlog beside the kernel's.  Nothing of any model was fitted to
 these runs.
 """
 
@@ -40,6 +43,7 @@ __all__ = [
     "COVERED",
     "kernel",
     "table",
+    "backlog_shares",
     "model_findings",
     "numbers",
     "findings",
@@ -104,14 +108,32 @@ def _simulated(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[f
     return iops, simulated_arms(profile, row, hz, make=make)
 
 
-def table(profile: Any = None, sent: Any = None) -> pd.DataFrame:
-    """:func:`kernel` with two models' rate (``sim_iops``, ``sent_iops``) and pacing timers per
-    operation (``sim_arms_per_op``, ``sent_arms_per_op``) on the same scenarios: ``profile``
-    (default the fourth machine's calibrated one) as chapter 9 simulates a pinned run, and
-    ``sent`` (default :func:`models.validation.machine4.sent_profile`) with replies on their CPU
+def backlog_shares(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[float, float]:
+    """The shares, percent, of the segments the server's socket processed and of the data
+    segments the client's socket processed that had waited in the socket's backlog
+    (``HostStats.backlogged``), in the scenario ``make`` builds for ``row`` with ``profile``: the
+    kernel's ``server_backlog_pct`` and ``client_backlog_pct``."""
+    from models.sim import simulate
+    from models.validation.fidelity import ProfileHost
+
+    hosts = simulate(make("iscsi_loop", row, ProfileHost(profile), hz)).hosts
+    server, client = hosts["server"], hosts["client"]
+    return (
+        100.0 * server.backlogged / max(server.received, 1),  # share -> percent
+        100.0 * client.backlogged_data / max(client.received_data, 1),
+    )
+
+
+def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFrame:
+    """:func:`kernel` with three models' rate (``sim_iops``, ``sent_iops``, ``owned_iops``) and
+    pacing timers per operation (``*_arms_per_op``) on the same scenarios: ``profile`` (default
+    the fourth machine's calibrated one) as chapter 9 simulates a pinned run, ``sent`` (default
+    :func:`models.validation.machine4.sent_profile`) and ``owned`` (default
+    :func:`models.validation.machine4.owned_profile`) with replies on their CPU
     (:func:`models.validation.machine4.replies_scenario`); the classes
     (:func:`models.validation.pacingtimer.classify`) and whether each model's is the kernel's
-    (``right``, ``sent_right``)."""
+    (``right``, ``sent_right``, ``owned_right``); and ``owned``'s backlog shares
+    (:func:`backlog_shares`: ``owned_server_backlog_pct``, ``owned_client_backlog_pct``)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import machine4, pacingtimer
@@ -120,6 +142,7 @@ def table(profile: Any = None, sent: Any = None) -> pd.DataFrame:
     models = {
         "sim": (profile or hostprofile.shipped(machine4.PROFILE), field_scenario),
         "sent": (sent or machine4.sent_profile(), machine4.replies_scenario),
+        "owned": (owned or machine4.owned_profile(), machine4.replies_scenario),
     }
     hz = load_kernel_run(prefix=machine4.PREFIX).hz
     t = kernel().copy()
@@ -132,30 +155,57 @@ def table(profile: Any = None, sent: Any = None) -> pd.DataFrame:
         t[f"{name}_class"] = t[f"{name}_arms_per_op"].map(pacingtimer.classify)
     t["right"] = t["kernel_class"] == t["sim_class"]
     t["sent_right"] = t["kernel_class"] == t["sent_class"]
+    t["owned_right"] = t["kernel_class"] == t["owned_class"]
+    p, make = models["owned"]
+    shares = [backlog_shares(p, r, hz, make) for r in rows]
+    t["owned_server_backlog_pct"] = [a for a, _ in shares]
+    t["owned_client_backlog_pct"] = [b for _, b in shares]
     return t
 
 
 def model_findings(t: pd.DataFrame) -> dict[str, bool]:
-    """What the text says of the two models in :func:`table` ``t``: the calibrated profile fires
+    """What the text says of the models in :func:`table` ``t``: the calibrated profile fires
     the pacing timer per operation behind neither server under bbr, where the kernel does; the
     refitted one, sent after its CPU, has the kernel's timer class in every run and its rate
-    within :data:`models.validation.fidelity.IOPS_TOL` of the kernel's traced rate in every run.
+    within :data:`models.validation.fidelity.IOPS_TOL` of the kernel's traced rate in every run;
+    the one with a socket owner as well holds what :func:`findings` says of the kernel's
+    backlogs (most segments reaching the server wait in its backlog, the client's data wait
+    there less under bbr than under reno), and has the kernel's timer class and rate in every run.
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
     ...                   "kernel_class": ["per_op", "seldom"], "sim_class": ["seldom", "seldom"],
-    ...                   "sent_right": [True, True], "sent_iops": [33e3, 77e3]})
+    ...                   "sent_right": [True, True], "sent_iops": [33e3, 77e3],
+    ...                   "owned_right": [True, True], "owned_iops": [34e3, 85e3],
+    ...                   "owned_server_backlog_pct": [81.0, 94.0],
+    ...                   "owned_client_backlog_pct": [8.0, 40.0]})
     >>> all(model_findings(t).values())
     True
     >>> t.loc[0, "sent_iops"] = 95e3  # the refitted model as fast as the calibrated one
     >>> model_findings(t)["sent after its CPU, every rate is within the tolerance"]
     False
+    >>> t["owned_client_backlog_pct"] = [45.0, 40.0]  # the client as often owned under bbr
+    >>> model_findings(t)["with a socket owner, the client's data wait less under bbr"]
+    False
     """
     from models.validation.fidelity import IOPS_TOL
 
-    bbr = t[t["cc"] == "bbr"]
+    bbr, reno = t[t["cc"] == "bbr"], t[t["cc"] == "reno"]
     ratio = t["sent_iops"] / t["iops"]
+    owned = t["owned_iops"] / t["iops"]
     return {
+        "with a socket owner, most segments reaching the server wait in its backlog": bool(
+            (t["owned_server_backlog_pct"] > MOST_PCT).all()
+        ),
+        "with a socket owner, the client's data wait less under bbr": bool(
+            bbr["owned_client_backlog_pct"].max() < reno["owned_client_backlog_pct"].min()
+        ),
+        "with a socket owner, the timer class is the kernel's in every run": bool(
+            t["owned_right"].all()
+        ),
+        "with a socket owner, every rate is within the tolerance": bool(
+            ((owned - 1).abs() <= IOPS_TOL).all()
+        ),
         "the calibrated profile fires the timer per operation behind neither server": bool(
             (bbr["kernel_class"] == "per_op").all() and (bbr["sim_class"] != "per_op").all()
         ),
