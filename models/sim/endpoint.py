@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.sim.events import FS
 from models.sim.link import Segment
+from models.sim.link_view import segment_state, shift_segment
 from models.sim.receiver import Receiver
 from models.sim.rules.ack import _PINGPONG_MAX, AdaptiveAck, LinuxAck
 from models.sim.sender import CORK, Sender, TxCosts
@@ -311,25 +312,11 @@ class Endpoint:
         return {"tx": self.sender, "rx": self.receiver}
 
     def cycle_state(self, view: View) -> Hashable:
-        """Whether its thread owns the socket and the segments in the backlog (sequence numbers
-        in their sender's stream, the ACK in the other); its parts hold the rest."""
+        """Whether its thread owns the socket, a pacing write left to the release, and the
+        segments in the backlog; its parts hold the rest."""
         if not (self.owned or self.backlog):
             return None
-        seq = view.seq
-        return (
-            self.owned,
-            self.tsq_deferred,
-            tuple(
-                (
-                    seq(g.seq, g.src),
-                    seq(g.end, g.src),
-                    seq(g.ack, 1 - g.src),
-                    g.psh,
-                    g.cpu is not None,
-                )
-                for g in self.backlog
-            ),
-        )
+        return self.owned, self.tsq_deferred, tuple(segment_state(g, view) for g in self.backlog)
 
     def cycle_counters(self) -> dict:
         return {
@@ -341,11 +328,5 @@ class Endpoint:
 
     def cycle_shift(self, shift: Shift) -> None:
         shift.grow(self)
-        dt = shift.dt
         for g in self.backlog:
-            d = shift.seq(g.src)
-            g.seq += d
-            g.end += d
-            g.ack += shift.seq(1 - g.src)
-            g.t_tx += dt
-            g.t_rx += dt
+            shift_segment(g, shift)

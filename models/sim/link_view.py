@@ -14,7 +14,31 @@ if TYPE_CHECKING:
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["ChannelView"]
+__all__ = ["ChannelView", "segment_state", "shift_segment"]
+
+
+def segment_state(g: Any, view: View) -> tuple:
+    """A segment as the fast-forward compares it: sequence numbers in its sender's stream, the ACK
+    in the other, PSH, and whether it is received on the other CPU."""
+    seq = view.seq
+    return (
+        g.src,
+        seq(g.seq, g.src),
+        seq(g.end, g.src),
+        seq(g.ack, 1 - g.src),
+        g.psh,
+        g.cpu is not None,  # (received on the other CPU: the only other one)
+    )
+
+
+def shift_segment(g: Any, shift: Shift) -> None:
+    """Move a segment that waits (in a delivery, a socket's backlog) by the fast-forward's jump."""
+    d = shift.seq(g.src)
+    g.seq += d
+    g.end += d
+    g.ack += shift.seq(1 - g.src)
+    g.t_tx += shift.dt
+    g.t_rx += shift.dt
 
 
 class ChannelView:
@@ -83,27 +107,9 @@ class ChannelView:
     def cycle_event(self, name: str, time: int, batch: list, view: View) -> Hashable:
         """A delivery: its time and its segments (sequence numbers in
         their sender's stream, the ACK in the other)."""
-        seq = view.seq
-        segs = tuple(
-            (
-                g.src,
-                seq(g.seq, g.src),
-                seq(g.end, g.src),
-                seq(g.ack, 1 - g.src),
-                g.psh,
-                g.cpu is not None,  # (received on the other CPU: the only other one)
-            )
-            for g in batch
-        )
-        return view.time(time), segs
+        return view.time(time), tuple(segment_state(g, view) for g in batch)
 
     def cycle_shift_event(self, name: str, time: int, batch: list, shift: Shift) -> tuple:
-        dt = shift.dt
         for g in batch:
-            d = shift.seq(g.src)
-            g.seq += d
-            g.end += d
-            g.ack += shift.seq(1 - g.src)
-            g.t_tx += dt
-            g.t_rx += dt
-        return time + dt, batch
+            shift_segment(g, shift)
+        return time + shift.dt, batch
