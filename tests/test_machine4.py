@@ -144,10 +144,10 @@ def test_an_owner_that_changes_nothing_fails_its_finding(ev):
 
 def test_the_owner_s_delayed_ack_loop_that_the_kernel_leaves():
     """Behind a MSG_MORE server under bbr, 512 B at QD 8 on veth-1500 with a Nagle client, the owned
-    model waits on delayed ACKs again and again where the kernel (and the same refit with no socket
-    owner) does not: the client's request leaves inside its send() with an ACK older than the
-    response tail waiting in its backlog, and each end then holds a small segment behind the
-    other's delayed ACK (chapter 9, "A fourth machine")."""
+    model waits on delayed ACKs again and again where the kernel's run seldom does (and the same
+    refit with no socket owner never): the client's request leaves inside its send() with an ACK
+    older than the response tail waiting in its backlog, and each end then holds a small segment
+    behind the other's delayed ACK (chapter 9, "A fourth machine")."""
     from models.kernel import load_kernel_run, simulate_summary
 
     run = load_kernel_run(prefix=M4.PREFIX)
