@@ -130,6 +130,22 @@ def test_the_owned_model_without_its_rule_fails_its_claims():
     assert not f["with a socket owner, the client's data wait less under bbr"]
 
 
+def test_calls_that_end_with_their_own_cpu_fail_the_owner_s_claims(monkeypatch):
+    # the owner without its calls lasting while an interrupt that came during them runs on the
+    # thread's CPU (the pacing timer's, a soft interrupt's): bbr's send() is then too short and
+    # most of the server's segments no longer wait in its backlog
+    from models.sim.app import AppThread
+
+    def ends_with_its_cpu(self, now, _arg):
+        self.ep.release(now)
+        (self.next_call if self.writes else self.step)(now, None)
+
+    monkeypatch.setattr(AppThread, "_call_end", ends_with_its_cpu)
+    f = OWN.model_findings(OWN.table())
+    assert not f["with a socket owner, the server's time in send() is the kernel's in every run"]
+    assert not f["with a socket owner, most segments reaching the server wait in its backlog"]
+
+
 def test_the_tool_runs_the_scenario_the_comparison_simulates():
     from models.measure import cli
 

@@ -73,6 +73,13 @@ def test_segments_wait_only_with_the_flag_and_a_call_that_costs_cpu():
     assert on["server"].backlogged > on["server"].received / 4
     assert on["client"].backlogged > on["client"].received / 4
     assert off["server"].backlogged == off["client"].backlogged == 0
+    # the calls own the socket for their CPU (a CPU each: nothing extends them), a part of the
+    # thread's CPU time (its processing is the rest)
+    r = simulate(**loop(True, 8))
+    for side in ("client", "server"):
+        h = r.hosts[side]
+        assert 0 < h.owned_s < h.cpu_utilization * r.sim_time_s
+    assert off["server"].owned_s == 0.0
     free = {"own_socket": True, "tx_latency_s": 1 * US, "rx_latency_s": 1 * US}
     costless = simulate(workload={"qd": 8}, client=free, server=free, run={"ops": 500})
     assert costless.hosts["server"].backlogged == 0  # no call lasts: nothing waits

@@ -279,7 +279,9 @@ class AppThread(PreemptionPoints):
                 self.cpu_fs += extra
                 end = self.cpu.run(now, extra)
                 if self.own_socket:  # the call owns the socket until its CPU is spent
-                    self.ep.owned = True
+                    ep = self.ep
+                    if not ep.owned:
+                        ep.owned, ep.owned_since = True, now
                     self.loop.schedule(end, self.call_end)
                 else:
                     self.loop.schedule(end, self.next_call if self.writes else self.step)

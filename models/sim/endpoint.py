@@ -92,6 +92,8 @@ class Endpoint:
         "backlogged_data",
         "tsq_deferred",
         "tsq_writes",
+        "owned_since",
+        "owned_fs",
     )
 
     def __init__(
@@ -130,6 +132,8 @@ class Endpoint:
         self.backlogged_data = 0  # (of them with data)
         self.tsq_deferred = False  # a pacing timer fired while owned: the release pushes
         self.tsq_writes = 0  # releases that did so
+        self.owned_since = 0  # fs: when the call that owns the socket began
+        self.owned_fs = 0  # fs its thread's calls owned it, in all
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes
@@ -211,6 +215,7 @@ class Endpoint:
         """The thread's call ends (``release_sock``): process the segments that waited in the
         backlog, in the order they arrived."""
         self.owned = False
+        self.owned_fs += now - self.owned_since
         backlog = self.backlog
         if backlog:
             self.backlog = []
@@ -316,7 +321,12 @@ class Endpoint:
         segments in the backlog; its parts hold the rest."""
         if not (self.owned or self.backlog):
             return None
-        return self.owned, self.tsq_deferred, tuple(segment_state(g, view) for g in self.backlog)
+        return (
+            self.owned,
+            view.time(self.owned_since) if self.owned else None,
+            self.tsq_deferred,
+            tuple(segment_state(g, view) for g in self.backlog),
+        )
 
     def cycle_counters(self) -> dict:
         return {
@@ -324,9 +334,11 @@ class Endpoint:
             "backlogged": self.backlogged,
             "backlogged_data": self.backlogged_data,
             "tsq_writes": self.tsq_writes,
+            "owned_fs": self.owned_fs,
         }
 
     def cycle_shift(self, shift: Shift) -> None:
         shift.grow(self)
+        self.owned_since += shift.dt
         for g in self.backlog:
             shift_segment(g, shift)

@@ -406,6 +406,7 @@ class Simulation:
                 received=inbound.frames - inbound.gro_merged,
                 backlogged_data=th.ep.backlogged_data,
                 received_data=inbound.data_frames - inbound.gro_merged,
+                owned_s=fs_to_seconds(th.ep.owned_fs),
             )
         trace = []
         if self.trace is not None:

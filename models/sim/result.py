@@ -118,6 +118,9 @@ class HostStats:
     received: int = 0
     backlogged_data: int = 0
     received_data: int = 0
+    #: seconds its thread spent inside ``send()`` calls that owned the socket (``Host.own_socket``;
+    #: 0 without it)
+    owned_s: float = 0.0
 
     def busy_counts_with_open(self) -> dict:
         """``busy_counts`` with the running period counted as closed."""

@@ -44,6 +44,7 @@ __all__ = [
     "kernel",
     "table",
     "backlog_shares",
+    "send_per_op_us",
     "model_findings",
     "numbers",
     "findings",
@@ -108,20 +109,31 @@ def _simulated(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[f
     return iops, simulated_arms(profile, row, hz, make=make)
 
 
-def backlog_shares(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[float, float]:
+def backlog_shares(
+    profile: Any, row: dict[str, Any], hz: int, make: Any
+) -> tuple[float, float, float]:
     """The shares, percent, of the segments the server's socket processed and of the data
     segments the client's socket processed that had waited in the socket's backlog
     (``HostStats.backlogged``), in the scenario ``make`` builds for ``row`` with ``profile``: the
-    kernel's ``server_backlog_pct`` and ``client_backlog_pct``."""
+    kernel's ``server_backlog_pct`` and ``client_backlog_pct``; and the time the server's thread
+    spent inside ``send()`` calls per operation, microseconds (``HostStats.owned_s``, all its
+    calls: the kernel's :func:`send_per_op_us` counts the calls of a response's data)."""
     from models.sim import simulate
     from models.validation.fidelity import ProfileHost
 
-    hosts = simulate(make("iscsi_loop", row, ProfileHost(profile), hz)).hosts
-    server, client = hosts["server"], hosts["client"]
+    r = simulate(make("iscsi_loop", row, ProfileHost(profile), hz))
+    server, client = r.hosts["server"], r.hosts["client"]
     return (
         100.0 * server.backlogged / max(server.received, 1),  # share -> percent
         100.0 * client.backlogged_data / max(client.received_data, 1),
+        1e6 * server.owned_s / max(r.completed_total, 1),  # s per op -> us
     )
+
+
+def send_per_op_us(t: pd.DataFrame) -> pd.Series:
+    """The kernel's time inside the server's ``send()`` of a response's data per operation,
+    microseconds: the share of the window in those calls over the operations in it."""
+    return t["send_busy_pct"] / 100 * t["window_ms"] * 1e3 / t["ops"]  # % -> share, ms -> us
 
 
 def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFrame:
@@ -132,8 +144,10 @@ def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFr
     :func:`models.validation.machine4.owned_profile`) with replies on their CPU
     (:func:`models.validation.machine4.replies_scenario`); the classes
     (:func:`models.validation.pacingtimer.classify`) and whether each model's is the kernel's
-    (``right``, ``sent_right``, ``owned_right``); and ``owned``'s backlog shares
-    (:func:`backlog_shares`: ``owned_server_backlog_pct``, ``owned_client_backlog_pct``)."""
+    (``right``, ``sent_right``, ``owned_right``); ``owned``'s backlog shares and its server's
+    time in ``send()`` per operation (:func:`backlog_shares`: ``owned_server_backlog_pct``,
+    ``owned_client_backlog_pct``, ``owned_send_per_op_us``) beside the kernel's
+    (``send_per_op_us``, :func:`send_per_op_us`)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import machine4, pacingtimer
@@ -158,8 +172,10 @@ def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFr
     t["owned_right"] = t["kernel_class"] == t["owned_class"]
     p, make = models["owned"]
     shares = [backlog_shares(p, r, hz, make) for r in rows]
-    t["owned_server_backlog_pct"] = [a for a, _ in shares]
-    t["owned_client_backlog_pct"] = [b for _, b in shares]
+    t["owned_server_backlog_pct"] = [a for a, _, _ in shares]
+    t["owned_client_backlog_pct"] = [b for _, b, _ in shares]
+    t["send_per_op_us"] = send_per_op_us(t)
+    t["owned_send_per_op_us"] = [c for _, _, c in shares]
     return t
 
 
@@ -170,7 +186,9 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     within :data:`models.validation.fidelity.IOPS_TOL` of the kernel's traced rate in every run;
     the one with a socket owner as well holds what :func:`findings` says of the kernel's
     backlogs (most segments reaching the server wait in its backlog, the client's data wait
-    there less under bbr than under reno), and has the kernel's timer class and rate in every run.
+    there less under bbr than under reno), and has the kernel's timer class, rate and time in
+    ``send()`` per operation (each within :data:`models.validation.fidelity.IOPS_TOL`; its time
+    counts every call of the server's, the kernel's the calls of a response's data) in every run.
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
@@ -178,7 +196,8 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     ...                   "sent_right": [True, True], "sent_iops": [33e3, 77e3],
     ...                   "owned_right": [True, True], "owned_iops": [34e3, 85e3],
     ...                   "owned_server_backlog_pct": [81.0, 94.0],
-    ...                   "owned_client_backlog_pct": [8.0, 40.0]})
+    ...                   "owned_client_backlog_pct": [8.0, 40.0],
+    ...                   "send_per_op_us": [26.0, 10.4], "owned_send_per_op_us": [24.5, 10.2]})
     >>> all(model_findings(t).values())
     True
     >>> t.loc[0, "sent_iops"] = 95e3  # the refitted model as fast as the calibrated one
@@ -193,6 +212,7 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     bbr, reno = t[t["cc"] == "bbr"], t[t["cc"] == "reno"]
     ratio = t["sent_iops"] / t["iops"]
     owned = t["owned_iops"] / t["iops"]
+    in_send = t["owned_send_per_op_us"] / t["send_per_op_us"]
     return {
         "with a socket owner, most segments reaching the server wait in its backlog": bool(
             (t["owned_server_backlog_pct"] > MOST_PCT).all()
@@ -205,6 +225,9 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "with a socket owner, every rate is within the tolerance": bool(
             ((owned - 1).abs() <= IOPS_TOL).all()
+        ),
+        "with a socket owner, the server's time in send() is the kernel's in every run": bool(
+            ((in_send - 1).abs() <= IOPS_TOL).all()
         ),
         "the calibrated profile fires the timer per operation behind neither server": bool(
             (bbr["kernel_class"] == "per_op").all() and (bbr["sim_class"] != "per_op").all()
