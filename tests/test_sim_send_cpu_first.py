@@ -80,3 +80,30 @@ def test_the_fast_forward_stays_exact(qd):
     assert on.rtts_s == off.rtts_s and on.iops == off.iops
     checked = simulate(**loop, run={"ops": 800, "check": True})
     assert checked.iops > 0
+
+
+def test_on_a_cpu_of_its_own_the_receiving_stack_runs_inside_the_call_once():
+    """Both ends one machine, a CPU each (Link.softirq_on_sender): the receiving stack of the
+    segment a call sends runs on the caller's CPU inside the call, after the CPU spent up to the
+    segment. The call lasts its own CPU plus that soft interrupt's, whichever comes first (it
+    once queued the call's whole CPU after the soft interrupt, which began after the CPU so far:
+    counted twice)."""
+    call_us, softirq_us = 10.0, 1.0
+    for first in (False, True):
+        host = {
+            "nodelay": True,
+            "send_cpu_s": 2 * US,
+            "gso_cpu_s": 8 * US,
+            "softirq_s": softirq_us * US,
+            "own_socket": True,  # (to time the calls: HostStats.owned_s)
+            "send_cpu_first": first,
+        }
+        r = simulate(
+            workload={"qd": 1, "response_writes": (560,)},
+            client=host,
+            server=host,
+            link={"softirq_on_sender": True},
+            run={"ops": 200},
+        )
+        per_call_us = 1e6 * r.hosts["server"].owned_s / r.completed_total  # s -> us
+        assert per_call_us == pytest.approx(call_us + softirq_us, abs=1e-6)
