@@ -179,3 +179,37 @@ def test_the_owner_s_one_delayed_ack_wait_sinks_a_short_run():
     waited = [r for r in long.rtts_s if r > 0.02]  # seconds: the operations that waited
     assert len(waited) == row["qd"]  # one wait, every operation in flight caught in it
     assert long.iops > 0.75 * row["iops"] > 2 * short.iops
+
+
+def test_behind_msg_more_and_nodelay_the_owner_s_calls_outlast_the_kernel_s_operation():
+    """Where the owned model loses most (bbr, a server with MSG_MORE and TCP_NODELAY; here the
+    loopback, 2 KiB, QD 64, a NODELAY client): its server arms bbr's pacing timer for about one
+    response in four (the sent model: none), each firing's interrupt runs inside a call, and the
+    server spends longer inside send() per operation than the kernel's whole operation takes
+    (chapter 9, "A fourth machine")."""
+    from models.kernel import load_kernel_run
+    from models.sim.engine import Simulation
+
+    run = load_kernel_run(prefix=M4.PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (
+        (t.link == "loopback")
+        & (t.cc == "bbr")
+        & (t.client_sock_mode == "nodelay")
+        & (t.sock_mode == "more_nodelay")
+        & (t.iosize_bytes == 2048)
+        & (t.qd == 64)
+        & t.rate_limit_bits_per_s.isna()
+    )
+    row = t[pick].iloc[0].to_dict()
+    kernel_op_us = 1e6 / row["iops"]  # operations/s -> us each
+    arms = {}
+    for name, p in (("owned", M4.owned_profile()), ("sent", M4.sent_profile())):
+        sim = Simulation(M4.replies_scenario("iscsi_loop", row, FID.ProfileHost(p), run.hz))
+        r = sim.run()
+        arms[name] = sim.server_ep.sender.cc.timer_arms / r.completed_total
+        in_send_us = 1e6 * r.hosts["server"].owned_s / r.completed_total  # s -> us
+        if name == "owned":
+            assert in_send_us > kernel_op_us
+            assert r.iops < 0.75 * row["iops"]
+    assert arms["owned"] > 0.2 and arms["sent"] == 0.0
