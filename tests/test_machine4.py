@@ -182,8 +182,8 @@ def test_the_owner_s_one_delayed_ack_wait_sinks_a_short_run():
 
 
 def test_behind_msg_more_and_nodelay_the_owner_s_calls_outlast_the_kernel_s_operation():
-    """Where the owned model loses most (bbr, a server with MSG_MORE and TCP_NODELAY; here the
-    loopback, 2 KiB, QD 64, a NODELAY client): its server arms bbr's pacing timer for about one
+    """Where the owned model loses most (bbr, a server with MSG_MORE and TCP_NODELAY; here veth at
+    MTU 1500, 2 KiB, QD 64, a NODELAY client): its server arms bbr's pacing timer for about one
     response in four (the sent model: none), each firing's interrupt runs inside a call, and the
     server spends longer inside send() per operation than the kernel's whole operation takes
     (chapter 9, "A fourth machine")."""
@@ -193,7 +193,7 @@ def test_behind_msg_more_and_nodelay_the_owner_s_calls_outlast_the_kernel_s_oper
     run = load_kernel_run(prefix=M4.PREFIX)
     t = run.table("iscsi_loop")
     pick = (
-        (t.link == "loopback")
+        (t.link == "veth-1500")
         & (t.cc == "bbr")
         & (t.client_sock_mode == "nodelay")
         & (t.sock_mode == "more_nodelay")

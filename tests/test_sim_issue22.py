@@ -287,8 +287,8 @@ def test_bbr_paces_buffers_after_ten_segments():
     assert cc.rate() == rate == 28_578_488
     _send(cc, tx, 0, 9)  # the first nine segments: not paced
     assert cc.wstamp == 0
-    _send(cc, tx, 0, 1)  # from the tenth, each buffer waits len / rate
-    assert cc.wstamp == 1000 * FS // rate
+    _send(cc, tx, 0, 1)  # from the tenth, each buffer waits len / rate, in whole ns
+    assert cc.wstamp == 1000 * 10**9 // rate * (FS // 10**9)
     cc.cwnd = 20  # (the window is not what stops it here)
     assert cc.paced(tx, 1) and cc.timer.armed  # tcp_pacing_check holds it
     assert not cc.paced(tx, cc.wstamp)

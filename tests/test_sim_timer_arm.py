@@ -222,3 +222,34 @@ def test_a_timer_armed_in_a_soft_interrupt_does_its_work_there():
 def test_on_two_machines_a_timer_has_no_threads_cpu_to_pin_to():
     sim, tx = _bbr_server(12.5)
     assert tx.ep.own_cpu is None and sim.client_ep.own_cpu is None
+
+
+def test_the_pacing_clock_counts_whole_nanoseconds():
+    """The kernel keeps the next departure and the clock it checks it against in whole nanoseconds
+    (``tcp_wstamp_ns``, ``tcp_clock_cache``): a departure less than a nanosecond ahead is not
+    ahead, and a buffer moves the departure on by its length over the rate in whole nanoseconds
+    (``tcp_update_skb_after_send``'s division)."""
+    from models.sim.rules.bbr import NS_FS
+
+    cc = Bbr(10, 1448, None)
+    cc.timer = _Timer()
+    now = 50 * FS_PER_US
+    cc.wstamp = now + NS_FS // 5  # 0.2 ns ahead: the same nanosecond
+    assert not cc.paced(_Sender(True), now)
+    cc.wstamp = now + NS_FS  # a whole nanosecond ahead: paced
+    assert cc.paced(_Sender(True), now) and cc.timer_arms == 1
+
+
+def test_a_buffer_moves_the_departure_on_by_whole_nanoseconds():
+    from models.sim.rules.bbr import NS_FS
+
+    cc = Bbr(10, 1448, None)
+    cc.segs_out = 10  # past the first ten segments, which are not paced
+    cc.model.rate = 3 * 10**9  # bytes/s
+    tx = _Sender(True)
+    tx.snd_una = tx.snd_nxt = 1
+    now = 7 * FS_PER_US
+    cc.wstamp = now  # the last departure was due now: no credit
+    cc.sent(tx, now, 1, 1 + 2000, 2)
+    # 2000 B at 3 GB/s is 666.67 ns: the kernel's division gives 666 ns
+    assert cc.wstamp == now + 666 * NS_FS

@@ -27,6 +27,10 @@ from models.sim.rules.bbr_model import BW_RTTS, PROBE_BW, BbrModel
 from models.sim.rules.cc import Reno
 from models.sim.rules.rate import RateSampler
 
+#: fs per nanosecond: the kernel keeps the departure time and the clock it is checked against in
+#: whole nanoseconds (``tcp_wstamp_ns``, ``tcp_clock_cache``)
+NS_FS = FS // 10**9
+
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
@@ -99,8 +103,10 @@ class Bbr(Reno):
     def paced(self, sender, now: int) -> bool:
         """``tcp_pacing_check``, the first test of ``tcp_write_xmit``'s loop
         (before the windows and Nagle): the next buffer may not leave before
-        ``wstamp``; arm the pacing timer for then if it is not armed."""
-        if self.wstamp <= now:
+        ``wstamp``; arm the pacing timer for then if it is not armed.  Both are compared in
+        whole nanoseconds, as the kernel keeps them: a departure less than a nanosecond ahead
+        is not ahead."""
+        if self.wstamp // NS_FS <= now // NS_FS:
             return False
         t = self.timer
         if t is not None and t.entry is None:
@@ -155,7 +161,8 @@ class Bbr(Reno):
             self.wstamp = now
         self.segs_out += nsegs
         if self.segs_out >= 10:  # tcp_update_skb_after_send
-            len_fs = nbytes * FS // self.rate()  # bytes at bytes/s -> fs
+            # bytes at bytes/s -> whole ns (the kernel's division) -> fs
+            len_fs = nbytes * 10**9 // self.rate() * NS_FS
             credit = self.wstamp - prior
             len_fs -= min(len_fs // 2, credit)
             self.wstamp += len_fs
