@@ -27,8 +27,9 @@ from models.sim.rules.bbr_model import BW_RTTS, PROBE_BW, BbrModel
 from models.sim.rules.cc import Reno
 from models.sim.rules.rate import RateSampler
 
-#: fs per nanosecond: the kernel keeps the departure time and the clock it is checked against in
-#: whole nanoseconds (``tcp_wstamp_ns``, ``tcp_clock_cache``)
+#: fs per nanosecond: the kernel keeps the departure time and the clock
+#: it is checked against in whole nanoseconds (``tcp_wstamp_ns``,
+#: ``tcp_clock_cache``)
 NS_FS = FS // 10**9
 
 if TYPE_CHECKING:
@@ -103,9 +104,9 @@ class Bbr(Reno):
     def paced(self, sender, now: int) -> bool:
         """``tcp_pacing_check``, the first test of ``tcp_write_xmit``'s loop
         (before the windows and Nagle): the next buffer may not leave before
-        ``wstamp``; arm the pacing timer for then if it is not armed.  Both are compared in
-        whole nanoseconds, as the kernel keeps them: a departure less than a nanosecond ahead
-        is not ahead."""
+        ``wstamp``; arm the pacing timer for then if it is not armed.
+        Both are compared in whole nanoseconds, as the kernel keeps them:
+        a departure less than a nanosecond ahead is not ahead."""
         if self.wstamp // NS_FS <= now // NS_FS:
             return False
         t = self.timer
