@@ -142,6 +142,22 @@ def test_an_owner_that_changes_nothing_fails_its_finding(ev):
     assert "with a socket owner too, fewer runs are within than sent after its CPU alone" in failed
 
 
+def _sample_row(run, link: str, client: str, server: str, size: int, qd: int) -> dict:
+    """The pinned sample's unlimited-link run under bbr of that link, client and server socket
+    modes, response size (bytes) and queue depth."""
+    t = run.table("iscsi_loop")
+    pick = (
+        (t.link == link)
+        & (t.cc == "bbr")
+        & (t.client_sock_mode == client)
+        & (t.sock_mode == server)
+        & (t.iosize_bytes == size)
+        & (t.qd == qd)
+        & t.rate_limit_bits_per_s.isna()
+    )
+    return t[pick].iloc[0].to_dict()
+
+
 def test_the_owner_s_one_delayed_ack_wait_sinks_a_short_run():
     """Behind a MSG_MORE server under bbr, 512 B at QD 8 on veth-1500 with a Nagle client, the owned
     model waits once on delayed ACKs soon after the warm-up, as the kernel's runs do now and then
@@ -153,17 +169,7 @@ def test_the_owner_s_one_delayed_ack_wait_sinks_a_short_run():
     from models.sim import simulate
 
     run = load_kernel_run(prefix=M4.PREFIX)
-    t = run.table("iscsi_loop")
-    pick = (
-        (t.link == "veth-1500")
-        & (t.cc == "bbr")
-        & (t.client_sock_mode == "nagle")
-        & (t.sock_mode == "more")
-        & (t.iosize_bytes == 512)
-        & (t.qd == 8)
-        & t.rate_limit_bits_per_s.isna()
-    )
-    row = t[pick].iloc[0].to_dict()
+    row = _sample_row(run, "veth-1500", "nagle", "more", 512, 8)
     assert 0 < row["stalled_pct"] < 0.1  # the kernel: now and then
     d = M4.owned_profile().to_dict()
     runs = {}
@@ -191,17 +197,7 @@ def test_behind_msg_more_and_nodelay_the_owner_s_calls_outlast_the_kernel_s_oper
     from models.sim.engine import Simulation
 
     run = load_kernel_run(prefix=M4.PREFIX)
-    t = run.table("iscsi_loop")
-    pick = (
-        (t.link == "veth-1500")
-        & (t.cc == "bbr")
-        & (t.client_sock_mode == "nodelay")
-        & (t.sock_mode == "more_nodelay")
-        & (t.iosize_bytes == 2048)
-        & (t.qd == 64)
-        & t.rate_limit_bits_per_s.isna()
-    )
-    row = t[pick].iloc[0].to_dict()
+    row = _sample_row(run, "veth-1500", "nodelay", "more_nodelay", 2048, 64)
     kernel_op_us = 1e6 / row["iops"]  # operations/s -> us each
     arms = {}
     for name, p in (("owned", M4.owned_profile()), ("sent", M4.sent_profile())):

@@ -39,6 +39,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from models.sim.cpu import OwnCpu
+from models.sim.owner import SocketOwner
 from models.sim.preemption import PreemptionPoints
 from models.sim.wakeups import wake_latency
 
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["AppThread"]
 
 
-class AppThread(PreemptionPoints):
+class AppThread(PreemptionPoints, SocketOwner):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -146,7 +147,7 @@ class AppThread(PreemptionPoints):
         self.cork = host.cork
         self.flush_on_idle = host.flush_on_idle
         self.quickack = host.quickack
-        self.own_socket = getattr(host, "own_socket", False)  # Host.own_socket
+        self.own_socket = host.own_socket  # its calls own the socket (models.sim.owner)
         self.factor = factor
         self.peer: AppThread = None  # type: ignore[assignment]
         # (end sequence, op, message, processing fs) of incoming messages
@@ -278,11 +279,8 @@ class AppThread(PreemptionPoints):
             if extra:
                 self.cpu_fs += extra
                 end = self.cpu.run(now, extra)
-                if self.own_socket:  # the call owns the socket until its CPU is spent
-                    ep = self.ep
-                    if not ep.owned:
-                        ep.owned, ep.owned_since = True, now
-                    self.loop.schedule(end, self.call_end)
+                if self.own_socket:
+                    self._owning_call(now, end)
                 else:
                     self.loop.schedule(end, self.next_call if self.writes else self.step)
                 return
@@ -291,19 +289,6 @@ class AppThread(PreemptionPoints):
                 return
             # a call that cost nothing (clearing TCP_CORK) sent data: the next call now
             sent = self._calls(now)
-
-    def _call_end(self, now: int, _arg: object) -> None:
-        """A ``send()`` that owned the socket returns (``Host.own_socket``): what reached the
-        socket meanwhile is processed (``release_sock``), then the next call or step.  On a CPU
-        of its own of one machine (``ep.own_cpu``) the call lasts while work that landed on that
-        CPU during it (a timer's interrupt, a soft interrupt) is still running there."""
-        ep = self.ep
-        own = ep.own_cpu
-        if own is not None and own.free_at[0] > now:  # interrupted: the call ends later
-            self.loop.schedule(own.free_at[0], self.call_end)
-            return
-        ep.release(now)
-        (self.next_call if self.writes else self.step)(now, None)
 
     def _next_call(self, now: int, _arg: object) -> None:
         self._written(now, self._calls(now))

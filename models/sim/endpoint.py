@@ -18,7 +18,7 @@ work on a socket.  While the host's thread is inside a ``send()`` call
 (``lock_sock``) a segment that reaches the socket is queued in its
 backlog (``tcp_add_backlog``) and processed, in order, when the call
 releases the socket (``release_sock``); the thread sets ``owned`` for the
-call's CPU and calls :meth:`Endpoint.release` at its end.
+call (:mod:`models.sim.owner`) and calls :meth:`Endpoint.release` at its end.
 """
 
 from __future__ import annotations

@@ -368,12 +368,8 @@ class Channel(ChannelView):
                 ready = (seen if seen > free else free) + cost
             else:  # one machine: runs as it is sent (netif_rx), then in order
                 snd = self.sender
-                if seg.cpu is None and snd is not None and snd.in_send and snd.cpu_first:
-                    # sent inside the thread's call after the CPU it spent so far
-                    # (Host.send_cpu_first): the receiving stack runs there, within the call,
-                    # which pays for it (the call's CPU is queued when the call ends)
-                    snd.thread_cpu += cost
-                    ready = now + cost
+                if seg.cpu is None and snd is not None and snd.pays_in_call(cost):
+                    ready = now + cost  # (inside the sender's call, which pays for it)
                 else:
                     ready = cpu.run(now, cost)
                 if ready < seen:

@@ -330,6 +330,15 @@ class Sender(SenderView):
         self.in_send = False
         return self.sent_in_call
 
+    def pays_in_call(self, cost: int) -> bool:
+        """Whether the receiving stack's ``cost`` fs for a segment just sent runs inside our
+        thread's ``send()`` (``Host.send_cpu_first``: the call's CPU is queued at its end), which
+        then pays for it."""
+        if self.in_send and self.cpu_first:
+            self.thread_cpu += cost
+            return True
+        return False
+
     def take_thread_cpu(self) -> int:
         """The transmit CPU of the thread's calls since the last take, fs."""
         cpu = self.thread_cpu

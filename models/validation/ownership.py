@@ -43,7 +43,7 @@ __all__ = [
     "COVERED",
     "kernel",
     "table",
-    "backlog_shares",
+    "owner_numbers",
     "send_per_op_us",
     "model_findings",
     "numbers",
@@ -96,38 +96,34 @@ def _row(mode: str, cc: str) -> dict[str, Any]:
     return {**base.iloc[0].to_dict(), "sock_mode": mode, "cc": cc}
 
 
-def _simulated(profile: Any, row: dict[str, Any], hz: int, make: Any) -> tuple[float, float]:
-    """(operations/s, pacing timers per operation) of the scenario ``make`` builds for ``row``
-    with ``profile``: the rate as chapter 9 simulates a row, the timers over
-    :data:`models.validation.pacingtimer.OPS` operations
-    (:func:`models.validation.pacingtimer.simulated_arms`)."""
+def _rate(profile: Any, row: dict[str, Any], hz: int, make: Any) -> float:
+    """Operations/s of the scenario ``make`` builds for ``row`` with ``profile``, as chapter 9
+    simulates a row (cached)."""
     from models.kernel import simulate_summary
     from models.validation.fidelity import ProfileHost
-    from models.validation.pacingtimer import simulated_arms
 
-    iops = simulate_summary(make("iscsi_loop", row, ProfileHost(profile), hz)).iops
-    return iops, simulated_arms(profile, row, hz, make=make)
+    return simulate_summary(make("iscsi_loop", row, ProfileHost(profile), hz)).iops
 
 
-def backlog_shares(
-    profile: Any, row: dict[str, Any], hz: int, make: Any
-) -> tuple[float, float, float]:
-    """The shares, percent, of the segments the server's socket processed and of the data
-    segments the client's socket processed that had waited in the socket's backlog
-    (``HostStats.backlogged``), in the scenario ``make`` builds for ``row`` with ``profile``: the
-    kernel's ``server_backlog_pct`` and ``client_backlog_pct``; and the time the server's thread
-    spent inside ``send()`` calls per operation, microseconds (``HostStats.owned_s``, all its
-    calls: the kernel's :func:`send_per_op_us` counts the calls of a response's data)."""
+def owner_numbers(profile: Any, row: dict[str, Any], hz: int, make: Any) -> dict[str, float]:
+    """From one simulation of the scenario ``make`` builds for ``row`` with ``profile``: its rate
+    (``iops``, operations/s); the shares, percent, of the segments the server's socket processed
+    and of the data segments the client's socket processed that had waited in the socket's
+    backlog (``HostStats.backlogged``: the kernel's ``server_backlog_pct`` and
+    ``client_backlog_pct``); and the time the server's thread spent inside ``send()`` calls per
+    operation, microseconds (``send_per_op_us``, from ``HostStats.owned_s``, all its calls: the
+    kernel's :func:`send_per_op_us` counts the calls of a response's data)."""
     from models.sim import simulate
     from models.validation.fidelity import ProfileHost
 
     r = simulate(make("iscsi_loop", row, ProfileHost(profile), hz))
     server, client = r.hosts["server"], r.hosts["client"]
-    return (
-        100.0 * server.backlogged / max(server.received, 1),  # share -> percent
-        100.0 * client.backlogged_data / max(client.received_data, 1),
-        1e6 * server.owned_s / max(r.completed_total, 1),  # s per op -> us
-    )
+    return {
+        "iops": float(r.iops),
+        "server_backlog_pct": 100.0 * server.backlogged / max(server.received, 1),  # -> percent
+        "client_backlog_pct": 100.0 * client.backlogged_data / max(client.received_data, 1),
+        "send_per_op_us": 1e6 * server.owned_s / max(r.completed_total, 1),  # s per op -> us
+    }
 
 
 def send_per_op_us(t: pd.DataFrame) -> pd.Series:
@@ -145,7 +141,7 @@ def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFr
     (:func:`models.validation.machine4.replies_scenario`); the classes
     (:func:`models.validation.pacingtimer.classify`) and whether each model's is the kernel's
     (``right``, ``sent_right``, ``owned_right``); ``owned``'s backlog shares and its server's
-    time in ``send()`` per operation (:func:`backlog_shares`: ``owned_server_backlog_pct``,
+    time in ``send()`` per operation (:func:`owner_numbers`: ``owned_server_backlog_pct``,
     ``owned_client_backlog_pct``, ``owned_send_per_op_us``) beside the kernel's
     (``send_per_op_us``, :func:`send_per_op_us`)."""
     from models.kernel import load_kernel_run
@@ -162,20 +158,22 @@ def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFr
     t = kernel().copy()
     rows = [_row(r["server_sock_mode"], r["cc"]) for r in t.to_dict("records")]
     t["kernel_class"] = t["pace_kicks_per_op"].map(pacingtimer.classify)
+    p, make = models["owned"]
+    owner = [owner_numbers(p, r, hz, make) for r in rows]
     for name, (p, make) in models.items():
-        got = [_simulated(p, r, hz, make) for r in rows]
-        t[f"{name}_iops"] = [g[0] for g in got]
-        t[f"{name}_arms_per_op"] = [g[1] for g in got]
+        if name == "owned":  # (its one simulation gave the rate too)
+            t[f"{name}_iops"] = [o["iops"] for o in owner]
+        else:
+            t[f"{name}_iops"] = [_rate(p, r, hz, make) for r in rows]
+        # the timers over pacingtimer.OPS operations (pacingtimer.simulated_arms)
+        t[f"{name}_arms_per_op"] = [pacingtimer.simulated_arms(p, r, hz, make=make) for r in rows]
         t[f"{name}_class"] = t[f"{name}_arms_per_op"].map(pacingtimer.classify)
     t["right"] = t["kernel_class"] == t["sim_class"]
     t["sent_right"] = t["kernel_class"] == t["sent_class"]
     t["owned_right"] = t["kernel_class"] == t["owned_class"]
-    p, make = models["owned"]
-    shares = [backlog_shares(p, r, hz, make) for r in rows]
-    t["owned_server_backlog_pct"] = [a for a, _, _ in shares]
-    t["owned_client_backlog_pct"] = [b for _, b, _ in shares]
+    for key in ("server_backlog_pct", "client_backlog_pct", "send_per_op_us"):
+        t[f"owned_{key}"] = [o[key] for o in owner]
     t["send_per_op_us"] = send_per_op_us(t)
-    t["owned_send_per_op_us"] = [c for _, _, c in shares]
     return t
 
 
