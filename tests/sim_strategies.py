@@ -92,6 +92,9 @@ def scenarios(draw, **fixed) -> Scenario:
         link["bucket_bytes"] *= framing.bucket_bytes(framing.mss(link["mtu"]))
     if link["wake_preempt"]:  # one shared CPU
         link["shared_cpus"] = 1
+    for host in (parts["client"], parts["server"]):
+        if host["xmit_clock_in_call"]:  # (a clock after the call's CPU so far)
+            host["send_cpu_first"] = True
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz

@@ -82,6 +82,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     a flag, set by no shipped profile (``calibrate`` leaves it off): on, a segment leaves after
     its ``send()``'s CPU up to it, as on loopback or veth, where the call hands the segment to the
     device and runs the receiving stack before it returns;
+``xmit_clock_in_call``
+    a flag, set by no shipped profile, with ``send_cpu_first``: on, ``tcp_write_xmit`` inside
+    a ``send()`` reads the clock after the call's CPU so far, as the kernel refreshes it after
+    the copy, for bbr's pacing check and the departure time it stamps;
 ``own_socket``
     a flag, set by no shipped profile: on, a segment that reaches a host while its thread is
     inside a ``send()`` that costs CPU waits in the socket's backlog until the call ends (Linux
@@ -158,7 +162,7 @@ def _curve(where: str, value: Any) -> list:
 
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
-FLAGS = ("send_cpu_first", "own_socket")
+FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket")
 
 
 def flag_setting(text: str) -> tuple[str, bool]:

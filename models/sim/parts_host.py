@@ -60,7 +60,8 @@ class Host(Part):
     the peer's sleeping thread adds to the ``send()`` that wakes it),
     ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
-    ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far), ``own_socket``
+    ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far),
+    ``xmit_clock_in_call`` (its pacing clock there too), ``own_socket``
     (a segment arriving during a ``send()`` waits for the call's end) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
@@ -288,6 +289,15 @@ class Host(Part):
         "off: it leaves at the call's start and the call's CPU follows",
         sample=OneOf(False, True),
     )
+    xmit_clock_in_call: bool = param(
+        False,
+        "flag",
+        "",
+        "with send_cpu_first: inside a send(), tcp_write_xmit reads the clock after the call's "
+        "CPU so far (tcp_mstamp_refresh after the copy), for bbr's pacing check and the "
+        "departure time it stamps; off: the call's start",
+        sample=OneOf(False, True),
+    )
     own_socket: bool = param(
         False,
         "flag",
@@ -342,6 +352,11 @@ class Host(Part):
     )
 
     def _check_together(self, where: str) -> None:
+        if self.xmit_clock_in_call and not self.send_cpu_first:
+            raise ValueError(
+                f"{where}.xmit_clock_in_call reads the clock after the call's CPU so far: "
+                f"it needs {where}.send_cpu_first true"
+            )
         if self.wake_curve_s and self.wake_fast_idle_s:
             raise ValueError(
                 f"{where}.wake_curve_s replaces the wake-up's fast step: leave "

@@ -143,6 +143,7 @@ class Sender(SenderView):
         "soft_cpu_fs",
         "waker",
         "cpu_first",
+        "clock_in_call",
     )
 
     def __init__(
@@ -185,6 +186,9 @@ class Sender(SenderView):
         # Host.send_cpu_first (engine): a segment our own send() sends leaves after the CPU
         # the call has spent up to it, not at the call's start
         self.cpu_first = False
+        # Host.xmit_clock_in_call (engine): with cpu_first, tcp_write_xmit's clock in a call
+        # is after the call's CPU so far
+        self.clock_in_call = False
         self.write_seq = 1  # next byte the application writes
         self.snd_nxt = 1  # next byte to send
         self.snd_una = 1  # oldest unacknowledged byte
@@ -393,8 +397,11 @@ class Sender(SenderView):
         mss = self.mss
         windowed = self.windowed
         sent = limited = False
+        # tcp_write_xmit reads the clock once (tcp_mstamp_refresh); with clock_in_call, inside
+        # a send() whose CPU comes first, after the call's CPU so far (the copy)
+        clock = now + self.thread_cpu if self.in_send and self.clock_in_call else now
         while q:
-            if windowed and self.cc.paced(self, now):  # tcp_pacing_check
+            if windowed and self.cc.paced(self, clock):  # tcp_pacing_check
                 limited = self.cc.cwnd_full()
                 break
             skb = q[0]
@@ -415,11 +422,11 @@ class Sender(SenderView):
                 n = allowed
             if n == skb.end - skb.start:
                 q.popleft()
-                self._send(now, skb.start, skb.end, skb.psh, skb.t_write)
+                self._send(now, skb.start, skb.end, skb.psh, skb.t_write, clock)
             else:  # tso_fragment: the head part leaves
                 start = skb.start
                 skb.start = start + n
-                self._send(now, start, start + n, False, skb.t_write)
+                self._send(now, start, start + n, False, skb.t_write, clock)
         if windowed and (sent or limited):
             self.cc.pushed(self, limited)
         if (
@@ -427,7 +434,11 @@ class Sender(SenderView):
         ):  # tcp_check_probe_timer
             self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
 
-    def _send(self, now: int, start: int, end: int, psh: bool, t_write: int) -> None:
+    def _send(
+        self, now: int, start: int, end: int, psh: bool, t_write: int, clock: int = -1
+    ) -> None:
+        """One buffer leaves: ``now`` the event's time, ``clock`` the congestion control's
+        (``tcp_clock_cache``; ``now`` unless given)."""
         mss = self.mss
         n = end - start
         self.snd_nxt = end
@@ -463,7 +474,7 @@ class Sender(SenderView):
         elif self.paid:
             self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
         if self.windowed:
-            self.cc.sent(self, now, start, end, nsegs)
+            self.cc.sent(self, now if clock < 0 else clock, start, end, nsegs)
         if nsegs == 1:
             self.ep.transmit(at, start, end, psh)
         else:  # GSO/TSO: MSS-sized segments, PSH on the last
