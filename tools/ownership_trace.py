@@ -1,16 +1,17 @@
 """Where a segment waits on one machine: the socket's owner and its backlog, traced.
 
-    sudo .venv/bin/python tools/ownership_trace.py --out data --prefix kernel6_machine4_ownership
+    sudo .venv/bin/python tools/ownership_trace.py --out data [--set paced|small]
 
 Linux lets one context at a time work on a socket.  While a thread is inside ``send()`` or
 ``recv()`` on it, the socket is *owned* (``lock_sock``); a segment that arrives then is not
 processed by the receive soft interrupt but queued to the socket's backlog (``tcp_add_backlog``)
 and processed when the thread releases the socket at the end of its call (``release_sock`` ->
 ``__release_sock``), in the thread's own context and on its CPU.  This tool measures how often
-that happens in the book's iSCSI-like loop with the two ends on one machine, pinned a CPU apart
-(the scenario of :data:`models.validation.ownership.LINK` and
-:data:`~models.validation.ownership.SCENARIO`, which the comparison simulates), for a MSG_MORE
-server and a Nagle server, each under bbr and under reno.
+that happens in the book's iSCSI-like loop with the two ends on one machine, pinned a CPU apart,
+in one of the sets of runs of :data:`models.validation.ownership.SETS` (``--set``; each names its
+dataset, link, scenario and runs, which the comparison simulates): ``paced``, 16 KiB responses at
+QD 8 from a MSG_MORE server and a Nagle server, each under bbr and under reno; ``small``, 2 KiB
+responses at QD 64 from a server with MSG_MORE and TCP_NODELAY, under bbr and under reno.
 
 For each run it reads the kernel's own tracepoints through tracefs (no bpftrace needed) for a
 window in the middle of the run: ``syscalls:sys_enter_sendto`` / ``sys_exit_sendto``,
@@ -46,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from models.data import tool_sidecar  # noqa: E402
 from models.measure import sysinfo  # noqa: E402
 from models.measure.netns import CLIENT_ADDR, SERVER_ADDR  # noqa: E402
-from models.validation.ownership import LINK, SCENARIO  # noqa: E402
+from models.validation.ownership import SETS, TraceSet  # noqa: E402
 
 TRACEFS = Path("/sys/kernel/tracing")
 EVENTS = (
@@ -56,17 +57,20 @@ EVENTS = (
     "tcp/tcp_probe",
     "timer/hrtimer_expire_entry",
 )
-#: The runs: (server socket mode, congestion control); every other setting is in RUN_ARGS.
-RUNS = (("more", "bbr"), ("more", "reno"), ("nagle", "bbr"), ("nagle", "reno"))
-IOSIZE = int(SCENARIO["iosize_bytes"])  # bytes of a response's data
-#: The harness's options of every run: the comparison's scenario, the two ends a CPU apart.
-RUN_ARGS = [
-    "--proto", "iscsi", "--client-sock", str(SCENARIO["client_sock_mode"]),
-    "--qd", str(SCENARIO["qd"]), "--iosize", str(IOSIZE),
-    "--link", LINK.kind, "--mtu", str(LINK.mtu),
-    *(["--rate", str(LINK.rate_bits_per_s)] if LINK.rate_bits_per_s else []),
-    "--pin", "apart", "--no-capture", "--json",
-]  # fmt: skip
+
+
+def run_args(trace: TraceSet) -> list[str]:
+    """The harness's options of every run of ``trace`` besides the server's socket mode and the
+    congestion control: its scenario, the two ends a CPU apart."""
+    sc, link = trace.scenario, trace.link
+    return [
+        "--proto", "iscsi", "--client-sock", str(sc["client_sock_mode"]),
+        "--qd", str(sc["qd"]), "--iosize", str(sc["iosize_bytes"]),
+        "--link", link.kind, "--mtu", str(link.mtu),
+        *(["--rate", str(link.rate_bits_per_s)] if link.rate_bits_per_s else []),
+        "--pin", "apart", "--no-capture", "--json",
+    ]  # fmt: skip
+
 
 # "  comm-pid  [cpu] flags  seconds: event: fields" (the default trace format, Linux 6)
 LINE = re.compile(
@@ -75,7 +79,13 @@ LINE = re.compile(
 )
 
 FIELDS = [
-    ("server_sock_mode", "string", "", "server socket mode of the run: more (MSG_MORE) or nagle"),
+    (
+        "server_sock_mode",
+        "string",
+        "",
+        "server socket mode of the run: more (MSG_MORE), more_nodelay (MSG_MORE and "
+        "TCP_NODELAY) or nagle",
+    ),
     ("cc", "string", "", "congestion control of both sockets"),
     ("iops", "number", "1/s", "the run's operations per second (traced)"),
     ("window_ms", "number", "ms", "length of the traced window in the middle of the run"),
@@ -92,6 +102,13 @@ FIELDS = [
         "number",
         "%",
         "share of the window the server's thread spent in those send() calls",
+    ),
+    (
+        "send_all_busy_pct",
+        "number",
+        "%",
+        "share of the window the server's thread spent in any send() call (sendto entry to "
+        "exit: a response's header and its data)",
     ),
     (
         "server_backlog_pct",
@@ -125,6 +142,9 @@ def summarise(lines: list[str], iosize: int) -> dict:
     """One traced window's row (without the run's IOPS): see :data:`FIELDS`."""
     sends: dict[int, float] = {}  # pid -> entry time of an open sendto of the payload
     durations: list[float] = []
+    others: dict[int, float] = {}  # pid -> entry time of an open sendto of anything else
+    other_durations: dict[int, list[float]] = {}  # pid -> its other sendto calls' lengths
+    server_pids: set[int] = set()  # the threads that sent a response's data
     first = last = None
     server_rx = [0, 0]  # [soft interrupt, backlog]
     client_rx = [0, 0]
@@ -141,8 +161,13 @@ def summarise(lines: list[str], iosize: int) -> dict:
         if event == "sys_sendto":
             if rest.startswith("(") and size in rest:
                 sends[pid] = ts
+                server_pids.add(pid)
+            elif rest.startswith("("):
+                others[pid] = ts
             elif rest.startswith(" ->") and pid in sends:
                 durations.append(ts - sends.pop(pid))
+            elif rest.startswith(" ->") and pid in others:
+                other_durations.setdefault(pid, []).append(ts - others.pop(pid))
         elif event == "tcp_probe":
             backlog = not _softirq(m["flags"])
             if f"src={SERVER_ADDR}:" in rest:
@@ -155,25 +180,30 @@ def summarise(lines: list[str], iosize: int) -> dict:
         raise RuntimeError("the window traced no send() of a response: did the run stop early?")
     window = last - first  # seconds
     ops = len(durations)
+    # the server's other calls: those of the threads that sent a response's data
+    server_other = sum(sum(other_durations.get(pid, ())) for pid in server_pids)
     return {
         "window_ms": round(window * 1e3, 3),  # s -> ms
         "ops": ops,
         "send_us_p50": round(statistics.median(durations) * 1e6, 3),  # s -> us
         "send_busy_pct": round(100 * sum(durations) / window, 2),
+        "send_all_busy_pct": round(100 * (sum(durations) + server_other) / window, 2),
         "server_backlog_pct": round(100 * server_rx[1] / max(1, sum(server_rx)), 2),
         "client_backlog_pct": round(100 * client_rx[1] / max(1, sum(client_rx)), 2),
         "pace_kicks_per_op": round(kicks / ops, 4),
     }
 
 
-def description(runs: dict) -> str:
-    """The sidecar's description of the traced runs, ``runs`` their IOPS and other CPU (the
-    sidecar's ``measurement.runs``)."""
+def description(runs: dict, trace: TraceSet = SETS["paced"]) -> str:
+    """The sidecar's description of the traced runs of ``trace``, ``runs`` their IOPS and other
+    CPU (the sidecar's ``measurement.runs``)."""
+    sc, link = trace.scenario, trace.link
+    count = {2: "Two", 4: "Four"}.get(len(trace.runs), str(len(trace.runs)))
     return (
-        f"Four harness runs of the iSCSI-like loop on {LINK.kind} at MTU {LINK.mtu} with the two "
-        f"ends pinned a CPU apart ({str(SCENARIO['client_sock_mode']).upper()} client, "
-        f"{IOSIZE // 1024} KiB responses, QD {SCENARIO['qd']}): a MSG_MORE server and "
-        "a Nagle server, each under bbr and reno. A window in the middle of each run was "
+        f"{count} harness runs of the iSCSI-like loop on {link.kind} at MTU {link.mtu} with the "
+        f"two ends pinned a CPU apart ({str(sc['client_sock_mode']).upper()} client, "
+        f"{int(sc['iosize_bytes']) // 1024} KiB responses, QD {sc['qd']}): {trace.runs_text}. "
+        "A window in the middle of each run was "
         "traced through tracefs (sendto entry and exit, net_dev_queue, tcp_probe, "
         "hrtimer_expire_entry); one row per run. Tracing slows the runs a little: IOPS and "
         f"other CPU of the traced runs {json.dumps(runs)}."
@@ -263,15 +293,19 @@ def write_dataset(
     description: str,
     runs: dict,
     name: str | None = None,
+    command: str | None = None,
 ) -> Path:
     """``rows`` as ``ns.out/NAME.csv`` with its sidecar (:func:`models.data.tool_sidecar`):
     ``tool`` is the tool's (title, file), ``ns`` its options (:func:`trace_args`), ``start``
     when it started, ``runs`` the runs' own records, ``name`` the dataset's (default
-    ``ns.prefix``); the CSV's path."""
+    ``ns.prefix``), ``command`` the tool's command line (default: a tracing tool's, from
+    ``ns``); the CSV's path."""
     dataset = name or ns.prefix
-    command = (
+    chosen = getattr(ns, "set", None)  # (only this tool has sets of runs)
+    command = command or (
         f"{tool[1]} --out {ns.out} --prefix {ns.prefix} "
         f"--duration {ns.duration:g} --window-ms {ns.window_ms:g}"
+        + (f" --set {chosen}" if chosen else "")
     )
     ns.out.mkdir(parents=True, exist_ok=True)
     csv_path = ns.out / f"{dataset}.csv"
@@ -307,23 +341,36 @@ def measured_on(command: str, start: str) -> str:
     )
 
 
-def trace_run(mode: str, cc: str, duration_s: float, window_s: float) -> tuple[dict, dict]:
-    """One harness run traced for ``window_s`` in its middle: (row, the run's JSON)."""
+def trace_run(
+    trace: TraceSet, mode: str, cc: str, duration_s: float, window_s: float
+) -> tuple[dict, dict]:
+    """One harness run of ``trace`` traced for ``window_s`` in its middle: (row, the run's
+    JSON)."""
     cmd = [sys.executable, "-m", "models.measure", "run", "--sock", mode, "--cc", cc]
-    cmd += [*RUN_ARGS, "--duration", str(duration_s), "--warmup", "0.3"]
+    cmd += [*run_args(trace), "--duration", str(duration_s), "--warmup", "0.3"]
     lines, out = traced(cmd, EVENTS, duration_s, window_s)
-    return summarise(lines, IOSIZE), json.loads(out)
+    return summarise(lines, int(trace.scenario["iosize_bytes"])), json.loads(out)
 
 
 def trace_args(
-    doc: str, tool: str, argv: list[str] | None, prefix: str, duration_s: float, window_ms: float
+    doc: str,
+    tool: str,
+    argv: list[str] | None,
+    prefix: str | None,
+    duration_s: float,
+    window_ms: float,
+    sets: tuple[str, ...] = (),
 ) -> tuple[argparse.Namespace, str]:
     """A tracing tool's command line (``--out``, ``--prefix``, ``--duration``, ``--window-ms``,
-    the window at most half the run, in its middle), refused before any run without root or tracefs:
-    (the options, the start time in UTC)."""
+    the window at most half the run, in its middle; ``--set`` one of ``sets``, the first by
+    default, when given), refused before any run without root or tracefs: (the options, the
+    start time in UTC).  ``prefix`` is the default prefix; with ``None`` the tool chooses it
+    from the set when ``--prefix`` is not given."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="folder for PREFIX.csv and .json")
     p.add_argument("--prefix", default=prefix)
+    if sets:
+        p.add_argument("--set", choices=sets, default=sets[0], help="the runs to trace")
     p.add_argument("--duration", type=float, default=duration_s, help="measured s of each run")
     p.add_argument("--window-ms", type=float, default=window_ms, help="traced ms of each run")
     ns = p.parse_args(argv)
@@ -336,12 +383,12 @@ def trace_args(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns, start = trace_args(
-        __doc__, "ownership_trace.py", argv, "kernel6_machine4_ownership", 2.0, 20.0
-    )
+    ns, start = trace_args(__doc__, "ownership_trace.py", argv, None, 2.0, 20.0, sets=tuple(SETS))
+    trace = SETS[ns.set]
+    ns.prefix = ns.prefix or trace.dataset
     rows, runs = [], {}
-    for mode, cc in RUNS:
-        row, run = trace_run(mode, cc, ns.duration, ns.window_ms / 1e3)  # ms -> s
+    for mode, cc in trace.runs:
+        row, run = trace_run(trace, mode, cc, ns.duration, ns.window_ms / 1e3)  # ms -> s
         iops = run["client"]["iops"]
         rows.append({"server_sock_mode": mode, "cc": cc, "iops": iops, **row})
         runs[f"{mode}/{cc}"] = {"iops": iops, "other_cpu_pct": run.get("other_cpu_pct")}
@@ -354,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         FIELDS,
         KEY,
         title="Segments processed from a socket's backlog, and the server's send(), traced",
-        description=description(runs),
+        description=description(runs, trace),
         runs=runs,
     )
     return 0

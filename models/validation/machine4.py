@@ -84,6 +84,7 @@ __all__ = [
     "PROFILE_OWNED",
     "ROWS",
     "replies_scenario",
+    "clock_scenario",
     "profiles",
     "summary",
     "Machine4Evaluation",
@@ -155,6 +156,14 @@ def replies_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any
     from models.validation.fidelity import field_scenario
 
     return field_scenario(table, row, host, hz).replace(link={"replies_on_rx_cpu": True})
+
+
+def clock_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`replies_scenario` with the pacing clock read after the call's CPU so far on both
+    hosts (``Host.xmit_clock_in_call``, which needs ``send_cpu_first``: for :data:`OWNED` and
+    :data:`SENT`; a module-level function: it pickles)."""
+    on = {"xmit_clock_in_call": True}
+    return replies_scenario(table, row, host, hz).replace(client=on, server=on)
 
 
 def profiles() -> dict[str, Any]:

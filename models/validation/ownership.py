@@ -26,6 +26,7 @@ these runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from models.measure.netns import LinkSpec
@@ -34,6 +35,10 @@ if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
 __all__ = [
+    "TraceSet",
+    "PACED",
+    "SMALL",
+    "SETS",
     "DATASET",
     "LINK",
     "SCENARIO",
@@ -45,19 +50,56 @@ __all__ = [
     "table",
     "owner_numbers",
     "send_per_op_us",
+    "OWNERS",
     "model_findings",
+    "small_findings",
+    "clock_findings",
     "numbers",
     "findings",
 ]
 
-#: The traced runs (``tools/ownership_trace.py``).
-DATASET = "kernel6_machine4_ownership"
-#: The traced runs' link (``tools/ownership_trace.py`` runs on it; :func:`table` simulates the
-#: pinned sample's rows of its label).
-LINK = LinkSpec("veth", mtu=1500)
-#: The rest of the traced runs' scenario besides the server's socket mode and the congestion
-#: control, in the harness's ``iscsi_loop`` columns (bytes for ``iosize_bytes``).
-SCENARIO: dict[str, str | int] = {"client_sock_mode": "nodelay", "qd": 8, "iosize_bytes": 16384}
+
+@dataclass(frozen=True)
+class TraceSet:
+    """One set of runs ``tools/ownership_trace.py`` traces (its ``--set``): the dataset it
+    writes, the link, the rest of the scenario besides the server's socket mode and the
+    congestion control (in the harness's ``iscsi_loop`` columns, bytes for ``iosize_bytes``),
+    the runs as (server socket mode, congestion control), and the runs in words (for the
+    dataset's description)."""
+
+    dataset: str
+    link: LinkSpec
+    scenario: dict[str, str | int]
+    runs: tuple[tuple[str, str], ...]
+    runs_text: str
+
+
+#: The runs of chapter 9's pacing section: 16 KiB responses at QD 8, where bbr's pacing timer
+#: fires for almost every response.
+PACED = TraceSet(
+    "kernel6_machine4_ownership",
+    LinkSpec("veth", mtu=1500),
+    {"client_sock_mode": "nodelay", "qd": 8, "iosize_bytes": 16384},
+    (("more", "bbr"), ("more", "reno"), ("nagle", "bbr"), ("nagle", "reno")),
+    "a MSG_MORE server and a Nagle server, each under bbr and reno",
+)
+#: Where the model with a socket owner loses most on the fourth machine's sample: 2 KiB
+#: responses at QD 64 from a server with both MSG_MORE and TCP_NODELAY.
+SMALL = TraceSet(
+    "kernel6_machine4_ownership_small",
+    LinkSpec("veth", mtu=1500),
+    {"client_sock_mode": "nodelay", "qd": 64, "iosize_bytes": 2048},
+    (("more_nodelay", "bbr"), ("more_nodelay", "reno")),
+    "a server with MSG_MORE and TCP_NODELAY, under bbr and under reno",
+)
+#: The sets by the tool's name for them.
+SETS = {"paced": PACED, "small": SMALL}
+#: The first set's dataset, link and scenario (the runs the findings are about).
+DATASET = PACED.dataset
+LINK = PACED.link
+SCENARIO = PACED.scenario
+#: The models of :func:`table` with a socket owner, whose numbers it gives.
+OWNERS = ("owned", "clock")
 #: The columns that name a run.
 KEY = ["server_sock_mode", "cc"]
 #: A share above this many percent is "most".
@@ -70,26 +112,27 @@ SLOWER = 2.0
 COVERED = 2 / 3
 
 
-def kernel() -> pd.DataFrame:
-    """The traced runs, one per (server mode, congestion control)."""
+def kernel(trace: TraceSet = PACED) -> pd.DataFrame:
+    """The traced runs of ``trace``, one per (server mode, congestion control)."""
     from models.data import load
 
-    return load(DATASET)
+    return load(trace.dataset)
 
 
-def _row(mode: str, cc: str) -> dict[str, Any]:
-    """The pinned sample's row of the traced scenario (:data:`LINK`, :data:`SCENARIO`, ``mode``
-    server, ``cc``), or one of its rows with those two changed: the scenario :func:`table`
+def _row(mode: str, cc: str, trace: TraceSet = PACED) -> dict[str, Any]:
+    """The pinned sample's row of ``trace``'s scenario (its link and scenario, ``mode`` server,
+    ``cc``), or one of its rows with those two changed: the scenario :func:`table`
     simulates."""
     from models.kernel import load_kernel_run
     from models.validation import machine4
 
     t = load_kernel_run(prefix=machine4.PREFIX).table("iscsi_loop")
     rate = t["rate_limit_bits_per_s"]
-    pick = (t["link"] == LINK.label) & (
-        rate.isna() if LINK.rate_bits_per_s is None else rate == LINK.rate_bits_per_s
+    link = trace.link
+    pick = (t["link"] == link.label) & (
+        rate.isna() if link.rate_bits_per_s is None else rate == link.rate_bits_per_s
     )
-    for column, value in SCENARIO.items():
+    for column, value in trace.scenario.items():
         pick &= t[column] == value
     same = t[pick & (t["sock_mode"] == mode) & (t["cc"] == cc)]
     base = same if len(same) else t[pick]
@@ -126,54 +169,63 @@ def owner_numbers(profile: Any, row: dict[str, Any], hz: int, make: Any) -> dict
     }
 
 
-def send_per_op_us(t: pd.DataFrame) -> pd.Series:
+def send_per_op_us(t: pd.DataFrame, busy: str = "send_busy_pct") -> pd.Series:
     """The kernel's time inside the server's ``send()`` of a response's data per operation,
-    microseconds: the share of the window in those calls over the operations in it."""
-    return t["send_busy_pct"] / 100 * t["window_ms"] * 1e3 / t["ops"]  # % -> share, ms -> us
+    microseconds: the share of the window in those calls over the operations in it; with
+    ``busy="send_all_busy_pct"``, in all its ``send()`` calls (a response's header and data)."""
+    return t[busy] / 100 * t["window_ms"] * 1e3 / t["ops"]  # % -> share, ms -> us
 
 
-def table(profile: Any = None, sent: Any = None, owned: Any = None) -> pd.DataFrame:
-    """:func:`kernel` with three models' rate (``sim_iops``, ``sent_iops``, ``owned_iops``) and
-    pacing timers per operation (``*_arms_per_op``) on the same scenarios: ``profile`` (default
-    the fourth machine's calibrated one) as chapter 9 simulates a pinned run, ``sent`` (default
+def table(
+    profile: Any = None, sent: Any = None, owned: Any = None, trace: TraceSet = PACED
+) -> pd.DataFrame:
+    """:func:`kernel` of ``trace`` (default :data:`PACED`) with four models' rate
+    (``sim_iops``, ``sent_iops``, ``owned_iops``, ``clock_iops``) and pacing timers per
+    operation (``*_arms_per_op``) on the same scenarios: ``profile`` (default the fourth
+    machine's calibrated one) as chapter 9 simulates a pinned run, ``sent`` (default
     :func:`models.validation.machine4.sent_profile`) and ``owned`` (default
     :func:`models.validation.machine4.owned_profile`) with replies on their CPU
-    (:func:`models.validation.machine4.replies_scenario`); the classes
+    (:func:`models.validation.machine4.replies_scenario`), and ``owned`` with the pacing clock
+    read after the call's CPU so far (``clock``,
+    :func:`models.validation.machine4.clock_scenario`); the classes
     (:func:`models.validation.pacingtimer.classify`) and whether each model's is the kernel's
-    (``right``, ``sent_right``, ``owned_right``); ``owned``'s backlog shares and its server's
-    time in ``send()`` per operation (:func:`owner_numbers`: ``owned_server_backlog_pct``,
-    ``owned_client_backlog_pct``, ``owned_send_per_op_us``) beside the kernel's
-    (``send_per_op_us``, :func:`send_per_op_us`)."""
+    (``right``, ``sent_right``, ``owned_right``, ``clock_right``); for the models with a socket
+    owner (:data:`OWNERS`) the backlog shares and the server's time in ``send()`` per operation
+    (:func:`owner_numbers`: ``owned_server_backlog_pct``, ``owned_client_backlog_pct``,
+    ``owned_send_per_op_us``, likewise ``clock_``) beside the kernel's (``send_per_op_us``, and
+    for a set traced with all the server's calls ``send_all_per_op_us``:
+    :func:`send_per_op_us`)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import machine4, pacingtimer
     from models.validation.fidelity import field_scenario
 
+    owned = owned or machine4.owned_profile()
     models = {
         "sim": (profile or hostprofile.shipped(machine4.PROFILE), field_scenario),
         "sent": (sent or machine4.sent_profile(), machine4.replies_scenario),
-        "owned": (owned or machine4.owned_profile(), machine4.replies_scenario),
+        "owned": (owned, machine4.replies_scenario),
+        "clock": (owned, machine4.clock_scenario),
     }
     hz = load_kernel_run(prefix=machine4.PREFIX).hz
-    t = kernel().copy()
-    rows = [_row(r["server_sock_mode"], r["cc"]) for r in t.to_dict("records")]
+    t = kernel(trace).copy()
+    rows = [_row(r["server_sock_mode"], r["cc"], trace) for r in t.to_dict("records")]
     t["kernel_class"] = t["pace_kicks_per_op"].map(pacingtimer.classify)
-    p, make = models["owned"]
-    owner = [owner_numbers(p, r, hz, make) for r in rows]
     for name, (p, make) in models.items():
-        if name == "owned":  # (its one simulation gave the rate too)
+        if name in OWNERS:  # (one simulation gives the rate and the owner's numbers)
+            owner = [owner_numbers(p, r, hz, make) for r in rows]
             t[f"{name}_iops"] = [o["iops"] for o in owner]
+            for key in ("server_backlog_pct", "client_backlog_pct", "send_per_op_us"):
+                t[f"{name}_{key}"] = [o[key] for o in owner]
         else:
             t[f"{name}_iops"] = [_rate(p, r, hz, make) for r in rows]
         # the timers over pacingtimer.OPS operations (pacingtimer.simulated_arms)
         t[f"{name}_arms_per_op"] = [pacingtimer.simulated_arms(p, r, hz, make=make) for r in rows]
         t[f"{name}_class"] = t[f"{name}_arms_per_op"].map(pacingtimer.classify)
-    t["right"] = t["kernel_class"] == t["sim_class"]
-    t["sent_right"] = t["kernel_class"] == t["sent_class"]
-    t["owned_right"] = t["kernel_class"] == t["owned_class"]
-    for key in ("server_backlog_pct", "client_backlog_pct", "send_per_op_us"):
-        t[f"owned_{key}"] = [o[key] for o in owner]
+        t["right" if name == "sim" else f"{name}_right"] = t["kernel_class"] == t[f"{name}_class"]
     t["send_per_op_us"] = send_per_op_us(t)
+    if "send_all_busy_pct" in t:  # (traced for the later sets only)
+        t["send_all_per_op_us"] = send_per_op_us(t, "send_all_busy_pct")
     return t
 
 
@@ -322,4 +374,92 @@ def findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "the client's data wait in its backlog less under bbr": n["client_bbr_hi"]
         < n["client_reno_lo"],
+    }
+
+
+def small_findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What the text says of :func:`table` ``t`` of :data:`SMALL` (2 KiB responses at QD 64 from
+    a server with MSG_MORE and TCP_NODELAY): in the kernel bbr's pacing timer never fires there,
+    bbr's rate is reno's within :data:`models.validation.fidelity.IOPS_TOL`, and most segments
+    reaching the server wait in its backlog; the owned model under bbr arms the timer, spends
+    longer in ``send()`` per operation than the kernel's server does in all its calls and runs
+    slower than the kernel, each by more than the tolerance (a known failure), while under reno
+    both are within it; with the pacing clock read after the call's CPU so far (``clock``) the
+    timer class, the time in ``send()`` and the rate are the kernel's under both.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [128e3, 113e3],
+    ...     "pace_kicks_per_op": [0.0, 0.0], "server_backlog_pct": [78.0, 78.0],
+    ...     "send_all_per_op_us": [8.1, 10.1], "owned_iops": [71e3, 102e3],
+    ...     "owned_send_per_op_us": [12.4, 8.4], "owned_right": [False, True],
+    ...     "clock_iops": [102e3, 102e3], "clock_send_per_op_us": [8.4, 8.4],
+    ...     "clock_right": [True, True]})
+    >>> all(small_findings(t).values())
+    True
+    >>> t.loc[0, "clock_right"] = False  # the clock in the call arming the timer too
+    >>> small_findings(t)["with the clock in the call, every run is the kernel's"]
+    False
+    """
+    from models.validation.fidelity import IOPS_TOL
+
+    by = t.set_index("cc")
+    bbr, reno = by.loc["bbr"], by.loc["reno"]
+
+    def within(model: str, row: Any) -> bool:
+        return bool(
+            abs(row[f"{model}_iops"] / row["iops"] - 1) <= IOPS_TOL
+            and abs(row[f"{model}_send_per_op_us"] / row["send_all_per_op_us"] - 1) <= IOPS_TOL
+        )
+
+    return {
+        "bbr's pacing timer never fires here": bool((t["pace_kicks_per_op"] == 0).all()),
+        "bbr's rate is reno's within the tolerance": bool(
+            abs(bbr["iops"] / reno["iops"] - 1) <= IOPS_TOL
+        ),
+        "most segments reaching the server wait in its backlog here too": bool(
+            (t["server_backlog_pct"] > MOST_PCT).all()
+        ),
+        "the owned model under bbr arms the timer, slower in send() and overall": bool(
+            not bbr["owned_right"]
+            and bbr["owned_send_per_op_us"] > (1 + IOPS_TOL) * bbr["send_all_per_op_us"]
+            and bbr["owned_iops"] < (1 - IOPS_TOL) * bbr["iops"]
+        ),
+        "the owned model under reno is the kernel's": bool(reno["owned_right"])
+        and within("owned", reno),
+        "with the clock in the call, every run is the kernel's": bool(t["clock_right"].all())
+        and all(within("clock", r) for _, r in by.iterrows()),
+    }
+
+
+def clock_findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What the text says of the pacing clock read in the call (``clock``) in :func:`table` ``t``
+    of :data:`PACED`, a known failure: under bbr it arms the timer for at most about every other
+    response (the kernel for nearly every one) and runs faster than the kernel by more than
+    :data:`models.validation.fidelity.IOPS_TOL`, where the owned model does neither; under reno
+    it is the owned model.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
+    ...     "pace_kicks_per_op": [0.88, 0.0], "clock_arms_per_op": [0.5, 0.0],
+    ...     "clock_iops": [46e3, 85e3], "owned_arms_per_op": [0.99, 0.0],
+    ...     "owned_iops": [34e3, 85e3]})
+    >>> all(clock_findings(t).values())
+    True
+    """
+    from models.validation.fidelity import IOPS_TOL
+
+    bbr, reno = t[t["cc"] == "bbr"], t[t["cc"] == "reno"]
+    return {
+        "with the clock in the call, bbr's timer is armed half as often": bool(
+            (bbr["clock_arms_per_op"] <= 0.6 * bbr["pace_kicks_per_op"]).all()
+            and (bbr["owned_arms_per_op"] > 0.9 * bbr["pace_kicks_per_op"]).all()
+        ),
+        "with the clock in the call, bbr runs too fast": bool(
+            (bbr["clock_iops"] > (1 + IOPS_TOL) * bbr["iops"]).all()
+            and (bbr["owned_iops"] <= (1 + IOPS_TOL) * bbr["iops"]).all()
+        ),
+        "under reno the clock changes nothing": bool(
+            (reno["clock_iops"] == reno["owned_iops"]).all()
+            and (reno["clock_arms_per_op"] == reno["owned_arms_per_op"]).all()
+        ),
     }
