@@ -20,10 +20,8 @@ def paced(clock: bool, **run) -> dict:
     """Both ends under bbr, each send() paying CPU first, a pacing timer that costs CPU."""
     host = {
         "send_cpu_s": 2 * US,
-        "gso_cpu_s": 8 * US,
-        "proc_s": 3 * US,
-        "tx_latency_s": 1 * US,
-        "rx_latency_s": 1 * US,
+        "gso_cpu_s": 6 * US,
+        "proc_s": 4 * US,
         "wake_s": 5 * US,
         "send_cpu_first": True,
         "xmit_clock_in_call": clock,
