@@ -8,7 +8,9 @@ pacing section with the two ends pinned a CPU apart (on :data:`LINK`, in :data:`
 ``MSG_MORE`` and a Nagle server, each under bbr and reno: how long the
 server's ``send()`` of a response's data lasted, how much of the time its thread spent in those
 calls, how many of the segments each socket processed came from its backlog, and how often bbr's
-pacing timer fired.
+pacing timer fired.  A second set of runs (:data:`SMALL`, its own dataset) traced 2 KiB responses at QD 64 from a
+server with ``MSG_MORE`` and ``TCP_NODELAY``, with the server's time in all its ``send()``
+calls; :data:`SETS` names both, and the tool runs the scenario each names.
 
 The simulator processes every segment when it arrives (it has no socket owner), and its ``send()``
 takes the thread's transmit CPU and nothing else.  :func:`table` puts beside each traced run what
@@ -20,8 +22,9 @@ per operation, and whether its timer class (:func:`models.validation.pacingtimer
 test for the third machine's counts too) is the kernel's.  A third model has a socket owner
 (``Host.own_socket``): the calibration fitted again with both flags
 (:data:`models.validation.machine4.OWNED`, columns ``owned_``), with the shares of segments its
-sockets processed from their backlog beside the kernel's.  Nothing of any model was fitted to
-these runs.
+sockets processed from their backlog beside the kernel's; a fourth is the third with the pacing
+clock read after the call's CPU so far (``Host.xmit_clock_in_call``, columns ``clock_``).  Nothing
+of any model was fitted to these runs.
 """
 
 from __future__ import annotations
