@@ -65,7 +65,7 @@ def test_with_renos_window_the_window_check_fails(kernel, monkeypatch):
             self.grow(out - self.packets_out)  # Reno's growth instead
         m = self.model
         if m.trace:
-            m.trace[-1] = (*m.trace[-1][:3], self.cwnd)
+            m.trace[-1] = (*m.trace[-1][:3], self.cwnd, m.trace[-1][4])
 
     monkeypatch.setattr(B.Bbr, "acked", acked)
     sim = P.simulated_states(ops=600)

@@ -139,8 +139,11 @@ def parse(lines: list[str]) -> list[dict]:
     return max(by_sock.values(), key=lambda rows: rows[-1]["delivered_packets"])
 
 
-def trace_run(mode: str, duration_s: float, program: Path) -> tuple[list[dict], dict]:
-    """One harness run with bpftrace attached: (server rows, the run's JSON)."""
+def trace_run(
+    mode: str, duration_s: float, program: Path, pin: str | None = None
+) -> tuple[list[dict], dict]:
+    """One harness run with bpftrace attached (the two ends pinned by the harness's ``--pin
+    pin`` when given): (server rows, the run's JSON)."""
     with tempfile.NamedTemporaryFile("w+", suffix=".txt") as out:
         bt = subprocess.Popen(["bpftrace", str(program)], stdout=out, stderr=subprocess.STDOUT)
         for _ in range(100):  # wait until it has attached
@@ -155,7 +158,7 @@ def trace_run(mode: str, duration_s: float, program: Path) -> tuple[list[dict], 
         cmd = [sys.executable, "-m", "models.measure", "run", "--proto", "iscsi"]
         cmd += ["--sock", mode, "--client-sock", "nodelay", "--qd", "8", "--iosize", "16384"]
         cmd += ["--link", "veth", "--mtu", "1500", "--duration", str(duration_s)]
-        cmd += ["--cc", "bbr", "--no-capture", "--json"]
+        cmd += ["--cc", "bbr", "--no-capture", "--json", *(["--pin", pin] if pin else [])]
         limit_s = 4 * duration_s + 120  # warm-up, setup and teardown included
         try:
             run = subprocess.run(
@@ -174,7 +177,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefix", default="kernel6_bbr_trace")
     p.add_argument("--duration", type=float, default=1.0, help="measured seconds of each run")
     p.add_argument("--window-ms", type=float, default=100.0, help="ms of rows kept per run")
+    p.add_argument(
+        "--keep",
+        choices=("middle", "start"),
+        default="middle",
+        help="where the kept window lies: the run's middle, or its start (the connection's first "
+        "segment on)",
+    )
+    p.add_argument("--pin", choices=("apart",), help="pin the two ends a CPU apart")
+    p.add_argument(
+        "--modes",
+        default="nagle,nodelay",
+        help="server socket modes, one run each (comma-separated; default nagle,nodelay)",
+    )
     ns = p.parse_args(argv)
+    modes = ns.modes.split(",")
+    bad = [m for m in modes if m not in ("nagle", "nodelay", "more", "more_nodelay")]
+    if bad or not modes:
+        p.error(f"--modes takes nagle, nodelay, more, more_nodelay; got {ns.modes!r}")
     if shutil.which("bpftrace") is None:
         p.error("bpftrace is not installed (Debian: apt-get install bpftrace)")
     if not 0 < ns.window_ms <= 1000 * ns.duration:
@@ -184,12 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         prog = Path(tmp) / "bbr.bt"
         prog.write_text(PROGRAM)
-        for mode in ("nagle", "nodelay"):
-            got, run = trace_run(mode, ns.duration, prog)
+        for mode in modes:
+            got, run = trace_run(mode, ns.duration, prog, ns.pin)
             t0 = got[0]["t_ns"]
-            mid = (got[-1]["t_ns"] - t0) / 2  # ns
-            half = ns.window_ms * 1e6 / 2  # ms -> ns
-            kept = [r for r in got if abs(r["t_ns"] - t0 - mid) <= half]
+            if ns.keep == "start":
+                kept = [r for r in got if r["t_ns"] - t0 <= ns.window_ms * 1e6]  # ms -> ns
+            else:
+                mid = (got[-1]["t_ns"] - t0) / 2  # ns
+                half = ns.window_ms * 1e6 / 2  # ms -> ns
+                kept = [r for r in got if abs(r["t_ns"] - t0 - mid) <= half]
             for i, r in enumerate(kept):
                 t_us = (r.pop("t_ns") - t0) / 1e3  # ns -> us
                 rows.append({"server_sock_mode": mode, "row": i, "time_us": round(t_us, 3), **r})
@@ -208,17 +231,31 @@ def main(argv: list[str] | None = None) -> int:
     k = sysinfo.kernel_info()
     kernel = f"{k['release']} (CONFIG_HZ={k['config_hz']}, {k['cpus']} CPUs)"
     command = f"tools/bbr_trace.py --out {ns.out} --prefix {ns.prefix} --duration {ns.duration}"
+    if (ns.keep, ns.pin, ns.modes) != ("middle", None, "nagle,nodelay"):
+        command += f" --window-ms {ns.window_ms:g} --keep {ns.keep} --modes {ns.modes}"
+        command += f" --pin {ns.pin}" if ns.pin else ""
+    servers = {
+        "nagle": "a Nagle server",
+        "nodelay": "a TCP_NODELAY server",
+        "more": "a MSG_MORE server",
+        "more_nodelay": "a server with MSG_MORE and TCP_NODELAY",
+    }
+    runs_text = {2: "Two", 1: "One"}.get(len(modes), str(len(modes)))
+    where = "in the middle of each run" if ns.keep == "middle" else "from the start of each run"
     meta = tool_sidecar(
         csv_path,
         FIELDS,
         ["server_sock_mode", "row"],
-        title="bbr's state on the server socket, segment by segment, Nagle and NODELAY servers",
+        title=f"bbr's state on the server socket, segment by segment ({ns.modes} servers)",
         description=(
-            "Two harness runs of the iSCSI-like loop on veth at MTU 1500 (bbr, NODELAY client, "
-            "16 KiB responses, QD 8), one with a Nagle server and one with a TCP_NODELAY server, "
-            "traced with bpftrace at every segment the server socket received (tracepoint "
+            f"{runs_text} harness runs of the iSCSI-like loop on veth at MTU 1500 (bbr, NODELAY "
+            "client, 16 KiB responses, QD 8"
+            + (", the two ends pinned a CPU apart" if ns.pin else "")
+            + "), "
+            + ", ".join(f"one with {servers[m]}" for m in modes)
+            + ", traced with bpftrace at every segment the server socket received (tracepoint "
             "tcp:tcp_probe, before the segment is processed): the socket's delivery counters, "
-            "its pacing rate and bbr's state. Rows of a window in the middle of each run. "
+            f"its pacing rate and bbr's state. Rows of a window {where}. "
             f"Tracing slows the runs: IOPS of the traced runs {json.dumps(runs)}."
         ),
         source=("Queue Depth bbr trace", "tools/bbr_trace.py", f"command line: {command}"),
@@ -226,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         transcription=(
             f"Measured by `{command}` on kernel {kernel} (default congestion control "
             f"{sysinfo.tcp_sysctls().get('net.ipv4.tcp_congestion_control', '?')}), started {start}; "
-            f"{ns.window_ms:g} ms of rows kept from the middle of each run. The machine was "
+            f"{ns.window_ms:g} ms of rows kept {where}. The machine was "
             "otherwise idle; bpftrace's own CPU time shows in each run's other_cpu_pct "
             "(under 'measurement')."
         ),

@@ -124,13 +124,9 @@ def simulated_states(profile: Any = None, ops: int = 1500) -> pd.DataFrame:
         model.trace = []
         sim.run()
         tr = model.trace[len(model.trace) // 10 :]  # past the start
-        bw = (
-            pd.Series([b for b, _, _, _ in tr], dtype=float)
-            / (1 << BW_SCALE)
-            * GBPS_PER_PACKET_PER_US
-        )
-        modes = pd.Series([m for _, _, m, _ in tr])
-        cwnd = pd.Series([w for _, _, _, w in tr], dtype=float)
+        bw = pd.Series([b for b, *_ in tr], dtype=float) / (1 << BW_SCALE) * GBPS_PER_PACKET_PER_US
+        modes = pd.Series([m for _, _, m, *_ in tr])
+        cwnd = pd.Series([w for _, _, _, w, _ in tr], dtype=float)
         rows.append(_summary("simulator", mode, bw, modes, model.pacing_gain / BBR_UNIT, cwnd))
     return pd.DataFrame(rows)
 

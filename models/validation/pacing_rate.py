@@ -36,10 +36,16 @@ __all__ = [
     "table",
     "kernel_findings",
     "model_findings",
+    "START",
+    "start_table",
+    "start_findings",
 ]
 
 #: The readings (``tools/pacing_rate_sample.py``).
 DATASET = "kernel6_machine4_pacing_rate"
+#: bbr's state from each run's first segment on, pinned apart (``tools/bbr_trace.py --keep
+#: start --pin apart``: 16 KiB responses at QD 8, a Nagle and a MSG_MORE server).
+START = "kernel6_machine4_bbr_start"
 #: A model's median pacing rate is the kernel's within this factor either way.
 FACTOR = 2.0
 #: A pacing gain above this is bbr's start-up (``bbr_high_gain``, 2.89); the others are 1.25 and
@@ -74,15 +80,15 @@ def simulated(make: Any, profile: Any, row: dict[str, Any], hz: int, ops: int = 
     sc = make("iscsi_loop", row, ProfileHost(profile), hz)
     sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
     model = sim.server_ep.sender.cc.model
-    model.trace = []  # (max_bw, pacing rate in bytes/s, mode, cwnd) after every ACK
+    model.trace = []  # (max_bw, pacing rate in bytes/s, mode, cwnd, fs) after every ACK
     sim.run()
     past = model.trace[len(model.trace) // 5 :]
-    gbps = sorted(rate * 8 / 1e9 for _, rate, _, _ in past)  # bytes/s -> Gb/s
+    gbps = sorted(rate * 8 / 1e9 for _, rate, *_ in past)  # bytes/s -> Gb/s
     return {
         "pacing_gbps": gbps[len(gbps) // 2],
         "pacing_lo_gbps": gbps[0],
         "pacing_hi_gbps": gbps[-1],
-        "startup_share": sum(mode == STARTUP for _, _, mode, _ in past) / len(past),
+        "startup_share": sum(mode == STARTUP for _, _, mode, *_ in past) / len(past),
     }
 
 
@@ -192,5 +198,99 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "neither model's rate moves twofold within a run": all(
             (t[f"{m}_pacing_hi_gbps"] < 2 * t[f"{m}_pacing_lo_gbps"]).all() for m in models
+        ),
+    }
+
+
+def _left_startup_ms(trace: list) -> float:
+    """Milliseconds from the run's start to the first ACK a model's bbr processed outside
+    start-up (``BbrModel.trace`` entries), or NaN if it never left."""
+    from models.sim.rules.bbr_model import STARTUP
+
+    for _bw, _rate, mode, _cwnd, at_fs in trace:
+        if mode != STARTUP:
+            return at_fs / 1e12  # fs -> ms
+    return math.nan
+
+
+def start_table(ops: int = 4000) -> pd.DataFrame:
+    """Per server mode of :data:`START`: when the kernel's bbr left start-up (ms after the
+    run's first segment; the trace keeps the first ``window_ms``), how many segments arrived
+    with one packet in flight (``lone_rows``) and the share of those that found the
+    application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), and when the
+    owned and clock models' bbr left start-up in a run of ``ops`` operations from the start,
+    every event run (NaN: never)."""
+    import pandas as pd
+
+    from models.data import describe, load
+    from models.kernel import load_kernel_run
+    from models.sim.engine import Simulation
+    from models.validation import machine4, ownership
+    from models.validation.fidelity import ProfileHost
+
+    k = load(START)
+    window_ms = float(describe(START)["sources"][0]["section"].split("--window-ms ")[1].split()[0])
+    hz = load_kernel_run(prefix=machine4.PREFIX).hz
+    owned = ProfileHost(machine4.owned_profile())
+    rows = []
+    for mode, g in k.groupby("server_sock_mode", sort=False):
+        out = g[g["bbr_mode"] != "startup"]
+        lone = g[g["packets_out"] == 1]  # a segment arrived with one packet in flight
+        row: dict[str, Any] = {
+            "server_sock_mode": mode,
+            "window_ms": window_ms,
+            "kernel_ms": float(out["time_us"].min()) / 1e3 if len(out) else math.nan,  # us -> ms
+            "lone_rows": len(lone),
+            "lone_ended_share": float((lone["app_limited_mark"] == 0).mean()),
+        }
+        sample = ownership._row(str(mode), "bbr", ownership.PACED)
+        for name, make in (
+            ("owned", machine4.replies_scenario),
+            ("clock", machine4.clock_scenario),
+        ):
+            sc = make("iscsi_loop", sample, owned, hz)
+            sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
+            model = sim.server_ep.sender.cc.model
+            model.trace = []
+            r = sim.run()
+            row[f"{name}_ms"] = _left_startup_ms(model.trace)
+            row[f"{name}_run_ms"] = r.sim_time_s * 1e3  # s -> ms
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def start_findings(t: pd.DataFrame) -> dict[str, bool]:
+    """What the text says of :func:`start_table` ``t``: the kernel's bbr left start-up within the
+    traced window behind both servers, and most of the segments that reached its server with one
+    packet in flight found the application-limited period over; both models' bbr left start-up
+    behind the MSG_MORE server and never behind the Nagle server in their whole run (a known
+    failure).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"server_sock_mode": ["nagle", "more"], "window_ms": [10.0, 10.0],
+    ...                   "kernel_ms": [1.3, 4.3], "lone_ended_share": [0.84, 0.9],
+    ...                   "owned_ms": [math.nan, 0.6],
+    ...                   "clock_ms": [math.nan, 0.6], "owned_run_ms": [120.0, 120.0],
+    ...                   "clock_run_ms": [90.0, 90.0]})
+    >>> all(start_findings(t).values())
+    True
+    >>> t.loc[0, "owned_ms"] = 2.0  # the Nagle server's model leaving too
+    >>> start_findings(t)["both models stay in start-up behind the Nagle server"]
+    False
+    """
+    by = t.set_index("server_sock_mode")
+    models = ("owned", "clock")
+    return {
+        "the kernel leaves start-up within the window behind both servers": bool(
+            (t["kernel_ms"] <= t["window_ms"]).all()
+        ),
+        "in the kernel most lone packets in flight find the limited period over": bool(
+            (t["lone_ended_share"] > 0.5).all()
+        ),
+        "both models leave start-up behind the MSG_MORE server": all(
+            not math.isnan(by.loc["more", f"{m}_ms"]) for m in models
+        ),
+        "both models stay in start-up behind the Nagle server": all(
+            math.isnan(by.loc["nagle", f"{m}_ms"]) for m in models
         ),
     }

@@ -136,8 +136,9 @@ class BbrModel:
         self.has_seen_rtt = False
         self.rng = random.Random(rng_seed)  # prandom_u32_max
         self.drained_at = -1  # a statistic: round that left STARTUP
-        # a list to record (estimate, pacing rate, mode, window) after each ACK
-        # the run simulates (a fast-forwarded stretch records nothing)
+        # a list to record (estimate, pacing rate, mode, window, the ACK's
+        # time in fs) after each ACK the run simulates (a fast-forwarded
+        # stretch records nothing)
         self.trace: list | None = None
         # the ACK aggregation allowance (bbr_update_ack_aggregation): when
         # the epoch began (fs), packets ACKed in it, and the largest excess
@@ -298,7 +299,9 @@ class BbrModel:
         self.set_rate(self.max_bw(), self.pacing_gain, mss, srtt_us, cwnd)
         cwnd = self.set_cwnd(cwnd, rs.acked, delivered, mss)
         if self.trace is not None:
-            self.trace.append((self.max_bw(), self.rate, self.mode, cwnd))
+            self.trace.append(
+                (self.max_bw(), self.rate, self.mode, cwnd, delivered_fs)
+            )
         return cwnd
 
     def _update_bw(self, rs: RateSample, delivered: int) -> None:
