@@ -127,9 +127,12 @@ def test_the_start_trace_shows_the_kernel_leaving_start_up_and_the_models_not():
     t = PR.start_table()
     f = PR.start_findings(t)
     assert all(f.values()), f
-    # the kernel's times in the models' place: the known failure's claim fails
+    # the kernel's times and first rate in the models' place: the known failures' claims fail
     t["owned_ms"] = t["clock_ms"] = t["kernel_ms"]
-    assert not PR.start_findings(t)["both models stay in start-up behind the Nagle server"]
+    t["owned_start_gbps"] = t["clock_start_gbps"] = t["kernel_start_gbps"]
+    f = PR.start_findings(t)
+    assert not f["both models stay in start-up behind the Nagle server"]
+    assert not f["the models start pacing at under a tenth of the kernel's first rate"]
 
 
 def test_bbr_trace_refuses_a_server_mode_it_does_not_know():

@@ -217,9 +217,11 @@ def start_table(ops: int = 4000) -> pd.DataFrame:
     """Per server mode of :data:`START`: when the kernel's bbr left start-up (ms after the
     run's first segment; the trace keeps the first ``window_ms``), how many segments arrived
     with one packet in flight (``lone_rows``) and the share of those that found the
-    application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), and when the
-    owned and clock models' bbr left start-up in a run of ``ops`` operations from the start,
-    every event run (NaN: never)."""
+    application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), the pacing
+    rate at the first segment (``kernel_start_gbps``, Gb/s: bbr's first rate, from the
+    handshake's round trip), and when the owned and clock models' bbr left start-up in a run of
+    ``ops`` operations from the start, every event run (NaN: never), with their first pacing
+    rate (``*_start_gbps``)."""
     import pandas as pd
 
     from models.data import describe, load
@@ -236,9 +238,12 @@ def start_table(ops: int = 4000) -> pd.DataFrame:
     for mode, g in k.groupby("server_sock_mode", sort=False):
         out = g[g["bbr_mode"] != "startup"]
         lone = g[g["packets_out"] == 1]  # a segment arrived with one packet in flight
+        first = g.sort_values("time_us").iloc[0]
         row: dict[str, Any] = {
             "server_sock_mode": mode,
             "window_ms": window_ms,
+            # the pacing rate at the first segment, from the handshake's RTT (bytes/s -> Gb/s)
+            "kernel_start_gbps": float(first["pacing_rate_bytes_per_s"]) * 8 / 1e9,
             "kernel_ms": float(out["time_us"].min()) / 1e3 if len(out) else math.nan,  # us -> ms
             "lone_rows": len(lone),
             "lone_ended_share": float((lone["app_limited_mark"] == 0).mean()),
@@ -251,6 +256,7 @@ def start_table(ops: int = 4000) -> pd.DataFrame:
             sc = make("iscsi_loop", sample, owned, hz)
             sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
             model = sim.server_ep.sender.cc.model
+            row[f"{name}_start_gbps"] = model.rate * 8 / 1e9  # bytes/s -> Gb/s, before any ACK
             model.trace = []
             r = sim.run()
             row[f"{name}_ms"] = _left_startup_ms(model.trace)
@@ -263,13 +269,14 @@ def start_findings(t: pd.DataFrame) -> dict[str, bool]:
     """What the text says of :func:`start_table` ``t``: the kernel's bbr left start-up within the
     traced window behind both servers, and most of the segments that reached its server with one
     packet in flight found the application-limited period over; both models' bbr left start-up
-    behind the MSG_MORE server and never behind the Nagle server in their whole run (a known
-    failure).
+    behind the MSG_MORE server and never behind the Nagle server in their whole run, and they
+    start pacing at under a tenth of the kernel's first rate (known failures).
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"server_sock_mode": ["nagle", "more"], "window_ms": [10.0, 10.0],
     ...                   "kernel_ms": [1.3, 4.3], "lone_ended_share": [0.84, 0.9],
-    ...                   "owned_ms": [math.nan, 0.6],
+    ...                   "owned_ms": [math.nan, 0.6], "kernel_start_gbps": [19.5, 19.5],
+    ...                   "owned_start_gbps": [0.33, 0.33], "clock_start_gbps": [0.33, 0.33],
     ...                   "clock_ms": [math.nan, 0.6], "owned_run_ms": [120.0, 120.0],
     ...                   "clock_run_ms": [90.0, 90.0]})
     >>> all(start_findings(t).values())
@@ -292,5 +299,8 @@ def start_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "both models stay in start-up behind the Nagle server": all(
             math.isnan(by.loc["nagle", f"{m}_ms"]) for m in models
+        ),
+        "the models start pacing at under a tenth of the kernel's first rate": all(
+            (t[f"{m}_start_gbps"] < 0.1 * t["kernel_start_gbps"]).all() for m in models
         ),
     }
