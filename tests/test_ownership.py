@@ -170,7 +170,9 @@ def test_the_tool_runs_the_scenario_the_comparison_simulates():
             assert (args.client_sock, args.qd, args.iosize) == tuple(
                 trace.scenario[k] for k in ("client_sock_mode", "qd", "iosize_bytes")
             )
-            row = OWN._row(mode, cc, trace)  # the pinned sample's row the comparison simulates
+            row = OWN.sample_row(
+                mode, cc, trace
+            )  # the pinned sample's row the comparison simulates
             assert row["link"] == link.label
             assert {k: row[k] for k in trace.scenario} == trace.scenario
             assert (row["sock_mode"], row["cc"]) == (mode, cc)

@@ -152,7 +152,7 @@ def test_in_the_model_no_ack_finds_a_lone_tail_in_flight(monkeypatch):
     from models.validation.fidelity import ProfileHost
 
     run = load_kernel_run(prefix=machine4.PREFIX)
-    row = ownership._row("nagle", "bbr", ownership.PACED)
+    row = ownership.sample_row("nagle", "bbr", ownership.PACED)
     sc = machine4.replies_scenario(
         "iscsi_loop", row, ProfileHost(machine4.owned_profile()), run.hz
     )

@@ -50,6 +50,7 @@ __all__ = [
     "SLOWER",
     "COVERED",
     "kernel",
+    "sample_row",
     "table",
     "owner_numbers",
     "send_per_op_us",
@@ -122,7 +123,7 @@ def kernel(trace: TraceSet = PACED) -> pd.DataFrame:
     return load(trace.dataset)
 
 
-def _row(mode: str, cc: str, trace: TraceSet = PACED) -> dict[str, Any]:
+def sample_row(mode: str, cc: str, trace: TraceSet = PACED) -> dict[str, Any]:
     """The pinned sample's row of ``trace``'s scenario (its link and scenario, ``mode`` server,
     ``cc``), or one of its rows with those two changed: the scenario :func:`table`
     simulates."""
@@ -212,7 +213,7 @@ def table(
     }
     hz = load_kernel_run(prefix=machine4.PREFIX).hz
     t = kernel(trace).copy()
-    rows = [_row(r["server_sock_mode"], r["cc"], trace) for r in t.to_dict("records")]
+    rows = [sample_row(r["server_sock_mode"], r["cc"], trace) for r in t.to_dict("records")]
     t["kernel_class"] = t["pace_kicks_per_op"].map(pacingtimer.classify)
     for name, (p, make) in models.items():
         if name in OWNERS:  # (one simulation gives the rate and the owner's numbers)

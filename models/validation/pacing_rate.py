@@ -117,7 +117,7 @@ def table() -> pd.DataFrame:
     models = {"owned": machine4.replies_scenario, "clock": machine4.clock_scenario}
     for name, make in models.items():
         sims = [
-            simulated(make, owned, ownership._row(r["server_sock_mode"], r["cc"], trace), hz)
+            simulated(make, owned, ownership.sample_row(r["server_sock_mode"], r["cc"], trace), hz)
             for r in t.to_dict("records")
             for trace in [ownership.SETS[r["set"]]]
         ]
@@ -248,7 +248,7 @@ def start_table(ops: int = 4000) -> pd.DataFrame:
             "lone_rows": len(lone),
             "lone_ended_share": float((lone["app_limited_mark"] == 0).mean()),
         }
-        sample = ownership._row(str(mode), "bbr", ownership.PACED)
+        sample = ownership.sample_row(str(mode), "bbr", ownership.PACED)
         for name, make in (
             ("owned", machine4.replies_scenario),
             ("clock", machine4.clock_scenario),
