@@ -91,7 +91,9 @@ def test_the_tool_writes_the_bundled_description_again():
     desc = data.describe(PR.DATASET)
     m = desc["measurement"]["runs"]
     draws = max(int(k.split("/")[0]) for k in m)
-    assert PRS.description(m, 30, draws) == desc["description"]
+    command = desc["sources"][0]["section"]  # the tool's command line, as run
+    samples = int(command.split("--samples ")[1].split()[0])
+    assert PRS.description(m, samples, draws) == desc["description"]
 
 
 def test_the_readings_show_what_the_text_says():

@@ -38,6 +38,7 @@ from ownership_trace import run_args, write_dataset  # noqa: E402
 
 from models.measure.netns import PREFIX, SERVER_ADDR  # noqa: E402
 from models.validation.ownership import SETS  # noqa: E402
+from models.validation.pacing_rate import STARTUP_GAIN  # noqa: E402
 
 #: bits per second of each unit ``ss`` may print a rate in
 UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12}
@@ -124,7 +125,9 @@ def summarise(samples: list[dict]) -> dict:
     return {
         "samples": len(samples),
         "pacing_gain": statistics.median(gains) if gains else None,
-        "startup_share": round(sum(g > 2 for g in gains) / len(gains), 3) if gains else None,
+        "startup_share": (
+            round(sum(g > STARTUP_GAIN for g in gains) / len(gains), 3) if gains else None
+        ),
         "bw_gbps": gbps("bw_bps"),
         "bw_lo_gbps": gbps("bw_bps", min),
         "bw_hi_gbps": gbps("bw_bps", max),

@@ -72,7 +72,9 @@ def simulated(make: Any, profile: Any, row: dict[str, Any], hz: int, ops: int = 
     """The server's bbr over one simulation of ``ops`` operations, every event run, of the
     scenario ``make`` builds for the pinned sample's ``row`` with ``profile``: the median pacing
     rate (Gb/s) over its ACKs past the first fifth, the lowest and highest there, and the share of
-    them in start-up."""
+    them in start-up; its first pacing rate, before any ACK (``start_gbps``), when it left
+    start-up (``left_ms``, ms from the run's start; NaN: never) and the run's length
+    (``run_ms``)."""
     from models.sim.engine import Simulation
     from models.sim.rules.bbr_model import STARTUP
     from models.validation.fidelity import ProfileHost
@@ -80,8 +82,9 @@ def simulated(make: Any, profile: Any, row: dict[str, Any], hz: int, ops: int = 
     sc = make("iscsi_loop", row, ProfileHost(profile), hz)
     sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
     model = sim.server_ep.sender.cc.model
+    start_gbps = model.rate * 8 / 1e9  # bytes/s -> Gb/s
     model.trace = []  # (max_bw, pacing rate in bytes/s, mode, cwnd, fs) after every ACK
-    sim.run()
+    r = sim.run()
     past = model.trace[len(model.trace) // 5 :]
     gbps = sorted(rate * 8 / 1e9 for _, rate, *_ in past)  # bytes/s -> Gb/s
     return {
@@ -89,13 +92,17 @@ def simulated(make: Any, profile: Any, row: dict[str, Any], hz: int, ops: int = 
         "pacing_lo_gbps": gbps[0],
         "pacing_hi_gbps": gbps[-1],
         "startup_share": sum(mode == STARTUP for _, _, mode, *_ in past) / len(past),
+        "start_gbps": start_gbps,
+        "left_ms": _left_startup_ms(model.trace),
+        "run_ms": r.sim_time_s * 1e3,  # s -> ms
     }
 
 
 def table() -> pd.DataFrame:
     """One row per run of :func:`kernel` (its draws' medians combined by their geometric mean,
     ``pacing_gbps``; their lowest and highest readings, their start-up share) with the two
-    models' numbers (:func:`simulated`, columns ``owned_`` and ``clock_``), each model's ratio to
+    models' numbers (every field of :func:`simulated`, columns ``owned_`` and ``clock_``),
+    each model's ratio to
     the kernel's median (``*_ratio``) and whether it is within :data:`FACTOR` (``*_within``) and
     in start-up when the kernel is (``*_state_right``)."""
     from models.kernel import load_kernel_run
@@ -121,7 +128,7 @@ def table() -> pd.DataFrame:
             for r in t.to_dict("records")
             for trace in [ownership.SETS[r["set"]]]
         ]
-        for key in ("pacing_gbps", "pacing_lo_gbps", "pacing_hi_gbps", "startup_share"):
+        for key in sims[0]:
             t[f"{name}_{key}"] = [s[key] for s in sims]
         t[f"{name}_ratio"] = t[f"{name}_pacing_gbps"] / t["pacing_gbps"]
         t[f"{name}_within"] = t[f"{name}_ratio"].between(1 / FACTOR, FACTOR)
@@ -213,27 +220,24 @@ def _left_startup_ms(trace: list) -> float:
     return math.nan
 
 
-def start_table(ops: int = 4000) -> pd.DataFrame:
+def start_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per server mode of :data:`START`: when the kernel's bbr left start-up (ms after the
     run's first segment; the trace keeps the first ``window_ms``), how many segments arrived
     with one packet in flight (``lone_rows``) and the share of those that found the
-    application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), the pacing
-    rate at the first segment (``kernel_start_gbps``, Gb/s: bbr's first rate, from the
-    handshake's round trip), and when the owned and clock models' bbr left start-up in a run of
-    ``ops`` operations from the start, every event run (NaN: never), with their first pacing
+    application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), and the
+    pacing rate at the first segment (``kernel_start_gbps``, Gb/s: bbr's first rate, from the
+    handshake's round trip); beside them, from the models' runs of the same scenarios in
+    ``runs`` (:func:`table`, simulated if not given), when the owned and clock models' bbr left
+    start-up (``*_ms``; NaN: never), their run's length (``*_run_ms``) and their first pacing
     rate (``*_start_gbps``)."""
     import pandas as pd
 
     from models.data import describe, load
-    from models.kernel import load_kernel_run
-    from models.sim.engine import Simulation
-    from models.validation import machine4, ownership
-    from models.validation.fidelity import ProfileHost
 
+    runs = table() if runs is None else runs
+    paced = runs[runs["set"] == "paced"].set_index("server_sock_mode")
     k = load(START)
     window_ms = float(describe(START)["sources"][0]["section"].split("--window-ms ")[1].split()[0])
-    hz = load_kernel_run(prefix=machine4.PREFIX).hz
-    owned = ProfileHost(machine4.owned_profile())
     rows = []
     for mode, g in k.groupby("server_sock_mode", sort=False):
         out = g[g["bbr_mode"] != "startup"]
@@ -248,19 +252,11 @@ def start_table(ops: int = 4000) -> pd.DataFrame:
             "lone_rows": len(lone),
             "lone_ended_share": float((lone["app_limited_mark"] == 0).mean()),
         }
-        sample = ownership.sample_row(str(mode), "bbr", ownership.PACED)
-        for name, make in (
-            ("owned", machine4.replies_scenario),
-            ("clock", machine4.clock_scenario),
-        ):
-            sc = make("iscsi_loop", sample, owned, hz)
-            sim = Simulation(sc.replace(run={"ops": ops, "fast_forward": False}))
-            model = sim.server_ep.sender.cc.model
-            row[f"{name}_start_gbps"] = model.rate * 8 / 1e9  # bytes/s -> Gb/s, before any ACK
-            model.trace = []
-            r = sim.run()
-            row[f"{name}_ms"] = _left_startup_ms(model.trace)
-            row[f"{name}_run_ms"] = r.sim_time_s * 1e3  # s -> ms
+        for name in ("owned", "clock"):  # (the same runs as the pacing-rate table's)
+            sim = paced.loc[mode]
+            row[f"{name}_ms"] = float(sim[f"{name}_left_ms"])
+            row[f"{name}_run_ms"] = float(sim[f"{name}_run_ms"])
+            row[f"{name}_start_gbps"] = float(sim[f"{name}_start_gbps"])
         rows.append(row)
     return pd.DataFrame(rows)
 
