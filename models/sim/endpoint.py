@@ -11,7 +11,7 @@ this host's channel.  A super-packet (``transmit_gso``) counts once
 towards the ACK rule and leaves as MSS-sized segments.  Pushes that an
 ACK releases are paid by the soft interrupt that carried the ACK
 (``inbound``, the channel into this host: :meth:`Sender.charge_soft
-<models.sim.sender.Sender.charge_soft>`).
+<models.sim.sender_cpu.SendCpu.charge_soft>`).
 
 Socket ownership (``Host.own_socket``): Linux lets one context at a time
 work on a socket.  While the host's thread is inside a ``send()`` call

@@ -456,7 +456,7 @@ class Channel(ChannelView):
         """The receiving host's soft interrupt spends ``cost`` fs more,
         after the work queued on it (a push it released: the sending
         half's CPU, :meth:`Sender.charge_soft
-        <models.sim.sender.Sender.charge_soft>`), on ``cpu`` if given (the
+        <models.sim.sender_cpu.SendCpu.charge_soft>`), on ``cpu`` if given (the
         CPU that runs it, when not the channel's: see ``Segment.cpu``).
         Deliveries already scheduled keep their times; later frames wait
         for it."""

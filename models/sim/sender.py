@@ -33,14 +33,8 @@ kept (``hold_max``): Butterfield (2017)'s ``SN`` (``CN`` at the client)
 when the queue was empty before, plus ``SW`` behind earlier data (the
 segments of a super-packet count with the wait of its first byte).
 
-Transmit CPU (:class:`TxCosts`): ``send_fs`` per ``send()`` call,
-``gso_fs`` per buffer sent and ``seg_fs`` per wire segment.  What a
-``send()`` call transmits is the calling thread's (``thread_cpu``, taken
-by the thread with :meth:`Sender.take_thread_cpu`); what leaves outside
-one (an ACK's push, a TX completion, the probe or pacing timer, a flush)
-is paid by the soft interrupt that releases it: :meth:`Sender.charge_soft`
-adds it to the receive soft-interrupt queue of this host
-(``ep.inbound``), after the work already queued there.
+Transmit CPU (:class:`TxCosts`) is counted and charged by
+:class:`models.sim.sender_cpu.SendCpu`, a base class of :class:`Sender`.
 """
 
 from __future__ import annotations
@@ -51,6 +45,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from models.sim.events import Timer
 from models.sim.rules.cc import NoWindow
 from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
+from models.sim.sender_cpu import SendCpu
 from models.sim.sender_view import SenderView
 
 if TYPE_CHECKING:
@@ -90,7 +85,7 @@ class _Skb:
         self.t_write = t_write
 
 
-class Sender(SenderView):
+class Sender(SendCpu, SenderView):
     """Send queue, Nagle, cork, probe timer and windows of one endpoint.
 
     ``ep`` (the endpoint) transmits: ``ep.transmit(now, seq, end, psh)``
@@ -334,41 +329,6 @@ class Sender(SenderView):
         self.in_send = False
         return self.sent_in_call
 
-    def pays_in_call(self, cost: int) -> bool:
-        """Whether the receiving stack's ``cost`` fs for a segment just sent runs inside our
-        thread's ``send()`` (``Host.send_cpu_first``: the call's CPU is queued at its end), which
-        then pays for it."""
-        if self.in_send and self.cpu_first:
-            self.thread_cpu += cost
-            return True
-        return False
-
-    def take_thread_cpu(self) -> int:
-        """The transmit CPU of the thread's calls since the last take, fs."""
-        cpu = self.thread_cpu
-        self.thread_cpu = 0
-        return cpu
-
-    def charge_soft(self, now: int, own: bool = False) -> None:
-        """Charge what left outside a ``send()`` to this host's soft
-        interrupt (``ep.inbound``), after the work queued there, on the CPU
-        that runs it (``ep.ctx_cpu``, else the channel's); with ``own``, on
-        the CPU of the host's thread where a timer it armed is pinned
-        (``ep.own_cpu``; bbr's pacing timer), which its next work waits for."""
-        cpu = self.soft_cpu
-        if cpu:
-            self.soft_cpu = 0
-            self.soft_cpu_fs += cpu
-            ep = self.ep
-            inbound = getattr(ep, "inbound", None)
-            pinned = getattr(ep, "own_cpu", None) if own else None
-            if pinned is not None:  # (later frames into this host need not wait)
-                pinned.run(now, cpu)
-                if inbound is not None:
-                    inbound.softirq_busy += cpu
-            elif inbound is not None:
-                inbound.charge(now, cpu, getattr(ep, "ctx_cpu", None))
-
     def set_cork(self, now: int, on: bool) -> int:
         """``setsockopt(TCP_CORK)``; clearing it pushes (with
         TCP_NODELAY: everything).  Returns the segments sent."""
@@ -435,7 +395,7 @@ class Sender(SenderView):
             self.probe_timer.arm_ticks(now, self.probe.ticks(), self.clock)
 
     def _send(
-        self, now: int, start: int, end: int, psh: bool, t_write: int, clock: int = -1
+        self, now: int, start: int, end: int, psh: bool, t_write: int, clock: int | None = None
     ) -> None:
         """One buffer leaves: ``now`` the event's time, ``clock`` the congestion control's
         (``tcp_clock_cache``; ``now`` unless given)."""
@@ -474,7 +434,7 @@ class Sender(SenderView):
         elif self.paid:
             self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
         if self.windowed:
-            self.cc.sent(self, now if clock < 0 else clock, start, end, nsegs)
+            self.cc.sent(self, now if clock is None else clock, start, end, nsegs)
         if nsegs == 1:
             self.ep.transmit(at, start, end, psh)
         else:  # GSO/TSO: MSS-sized segments, PSH on the last
