@@ -164,6 +164,8 @@ class Simulation:
                 timer.late = timer_late(rng, fs(host.timer_spread_s), ep.app)
             ep.sender.cpu_first = host.send_cpu_first
             ep.sender.clock_in_call = host.xmit_clock_in_call
+            if host.handshake_rtt:  # SYN and SYN-ACK (or SYN-ACK and ACK) on idle paths
+                ep.sender.cc.handshake(self.c2s.idle_trip_fs() + self.s2c.idle_trip_fs())
             if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
                 curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
                 ep.sender.waker = WakerCost(curve, ep.app.peer)

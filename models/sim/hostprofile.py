@@ -89,7 +89,12 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
 ``own_socket``
     a flag, set by no shipped profile: on, a segment that reaches a host while its thread is
     inside a ``send()`` that costs CPU waits in the socket's backlog until the call ends (Linux
-    lets one context at a time work on a socket: ``tcp_add_backlog``, ``release_sock``).
+    lets one context at a time work on a socket: ``tcp_add_backlog``, ``release_sock``);
+``handshake_rtt``
+    a flag, set by no shipped profile: on, each end's congestion control takes the
+    handshake's round trip (a bare header each way over the idle path) as its first RTT
+    sample, so bbr paces its first segments at the initial window over that round trip, as
+    ``bbr_init_pacing_rate_from_rtt`` does, instead of over the 1 ms it assumes without one.
 
 >>> p = validate({"schema": SCHEMA, "version": 1,
 ...               "machine": {"kernel": "6.1", "config_hz": 250,
@@ -162,7 +167,7 @@ def _curve(where: str, value: Any) -> list:
 
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
-FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket")
+FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket", "handshake_rtt")
 
 
 def flag_setting(text: str) -> tuple[str, bool]:

@@ -62,7 +62,8 @@ class Host(Part):
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
     ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far),
     ``xmit_clock_in_call`` (its pacing clock there too), ``own_socket``
-    (a segment arriving during a ``send()`` waits for the call's end) and ``gro``;
+    (a segment arriving during a ``send()`` waits for the call's end), ``handshake_rtt``
+    (the handshake's round trip as the first RTT sample) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
     """
@@ -305,6 +306,16 @@ class Host(Part):
         "socket ownership: a segment that reaches this host while its thread is inside a "
         "send() call that costs CPU waits in the socket's backlog and is processed when the "
         "call ends (tcp_add_backlog, release_sock); off: it is processed on arrival",
+        sample=OneOf(False, True),
+    )
+    handshake_rtt: bool = param(
+        False,
+        "flag",
+        "",
+        "the connection's handshake gives this end's congestion control its first RTT sample "
+        "before any data: srtt, the minimum RTT and bbr's first pacing rate "
+        "(bbr_init_pacing_rate_from_rtt), the path's idle round trip of a bare header; off: "
+        "no sample until the first data is acknowledged (bbr assumes 1 ms)",
         sample=OneOf(False, True),
     )
     gro: bool = param(

@@ -31,6 +31,7 @@ from models.sim.rules.rate import RateSampler
 #: it is checked against in whole nanoseconds (``tcp_wstamp_ns``,
 #: ``tcp_clock_cache``)
 NS_FS = FS // 10**9
+_US = FS // 10**6  # fs per microsecond
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -88,6 +89,18 @@ class Bbr(Reno):
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
         self.timer_fire_fs = 0
         self.model.init_rate(init_cwnd, mss, 0)
+
+    def handshake(self, rtt_fs: int) -> None:
+        """The handshake's round trip (``rtt_fs`` fs) before any data: srtt
+        (Reno's bookkeeping), the minimum RTT (``tcp_min_rtt``, which
+        ``bbr_init`` copies), and the first pacing rate, the initial window
+        over srtt at the start-up gain (``bbr_init_pacing_rate_from_rtt``),
+        not over the 1 ms assumed without a sample."""
+        super().handshake(rtt_fs)
+        m = rtt_fs if rtt_fs >= _US else self.rs.jiffy_fs  # tcp_update_rtt_min
+        self.rs.rtt_min_fs = m
+        self.model.min_rtt_fs = m
+        self.model.init_rate(self.cwnd, self.mss, self.srtt_us >> 3)
 
     def bind(self, sender) -> None:
         """Attach the pacing timer to ``sender``'s loop; one jiffy of its

@@ -131,6 +131,10 @@ class NoWindow:
 
     # end rule: no-window
 
+    def handshake(self, rtt_fs: int) -> None:
+        """Nothing to seed (the handshake's round trip,
+        ``Host.handshake_rtt``)."""
+
     def cycle_state(self, view: View) -> Hashable:
         return None  # no state of its own
 
@@ -251,6 +255,18 @@ class Reno(NoWindow):
         s = self.srtt_us  # tcp_rtt_estimator: 8 x srtt
         self.srtt_us = m << 3 if not s else s + m - (s >> 3)
         return acked
+
+    def handshake(self, rtt_fs: int) -> None:
+        """The handshake's round trip, ``rtt_fs`` femtoseconds, is the first
+        RTT sample (``tcp_synack_rtt_meas`` in ``tcp_check_req`` on the
+        server, the SYN-ACK on the client): srtt before any data
+        (``Host.handshake_rtt``)."""
+        if rtt_fs <= 0:
+            raise ValueError(f"handshake round trip {rtt_fs} fs: must be > 0")
+        if self.srtt_us:
+            raise RuntimeError("the handshake's sample comes before any other")
+        m = max(1, rtt_fs // _US)  # fs -> whole microseconds, at least 1
+        self.srtt_us = m << 3  # tcp_rtt_estimator's first sample
 
     def grow(self, acked: int) -> None:
         """``tcp_cong_avoid`` (Reno's): slow start, then one segment per

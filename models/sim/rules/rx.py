@@ -60,6 +60,10 @@ class PerWakeup:
 
     # end rule: per-wakeup
 
+    def idle_fs(self) -> int:
+        """fs from a frame's arrival on an idle path to the capture point."""
+        return self.latency
+
     def cycle_state(self, view: View) -> Hashable:
         """The wake-up under way, if any."""
         now = view.now
