@@ -142,6 +142,16 @@ def test_an_owner_that_changes_nothing_fails_its_finding(ev):
     assert "with a socket owner too, fewer runs are within than sent after its CPU alone" in failed
 
 
+def test_a_handshake_that_changes_nothing_fails_its_finding(ev):
+    """The wrong model in the handshake row's place: the owned model as it is."""
+    t = ev.table.copy()
+    t.loc[M4.HANDSHAKE] = t.loc[M4.OWNED]
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert (
+        "with the handshake's sample too, a few more runs are within, no verdict moves" in failed
+    )
+
+
 def _sample_row(run, link: str, client: str, server: str, size: int, qd: int) -> dict:
     """The pinned sample's unlimited-link run under bbr of that link, client and server socket
     modes, response size (bytes) and queue depth."""

@@ -103,7 +103,7 @@ def test_the_readings_show_what_the_text_says():
     assert PR.repeat_factor(k) < PR.FACTOR
 
 
-def test_the_two_models_beside_the_readings():
+def test_the_models_beside_the_readings():
     t = PR.table()
     f = PR.model_findings(t)
     assert all(f.values()), f
@@ -123,6 +123,19 @@ def test_a_model_that_were_the_kernel_fails_the_known_failures():
     assert not f["both pace the 2 KiB server at under half the kernel's rate"]
     assert not f["neither model's rate moves twofold within a run"]
     assert not f["with the clock in the call the MSG_MORE server's rate is nearer the kernel's"]
+    # the kernel's states in the handshake model's place: the Nagle server's miss is gone
+    t["handshake_state_right"] = True
+    assert not PR.model_findings(t)["with it the Nagle server's model still stays in start-up"]
+
+
+def test_without_the_handshakes_sample_the_2_kib_rate_misses():
+    """The owned model's own columns in the handshake model's place: at under half the kernel's
+    rate, the claim that the handshake's sample brings it within the tolerance fails."""
+    t = PR.table().copy()
+    for col in ("ratio", "state_right"):
+        t[f"handshake_{col}"] = t[f"owned_{col}"]
+    f = PR.model_findings(t)
+    assert not f["with the handshake's sample the 2 KiB rate is the kernel's, in start-up"]
 
 
 def test_the_start_trace_shows_the_kernel_leaving_start_up_and_the_models_not():
@@ -130,11 +143,12 @@ def test_the_start_trace_shows_the_kernel_leaving_start_up_and_the_models_not():
     f = PR.start_findings(t)
     assert all(f.values()), f
     # the kernel's times and first rate in the models' place: the known failures' claims fail
-    t["owned_ms"] = t["clock_ms"] = t["kernel_ms"]
+    t["owned_ms"] = t["clock_ms"] = t["handshake_ms"] = t["kernel_ms"]
     t["owned_start_gbps"] = t["clock_start_gbps"] = t["kernel_start_gbps"]
     f = PR.start_findings(t)
     assert not f["both models stay in start-up behind the Nagle server"]
     assert not f["the models start pacing at under a tenth of the kernel's first rate"]
+    assert not f["with the handshake's sample the model still stays behind the Nagle server"]
 
 
 def test_bbr_trace_refuses_a_server_mode_it_does_not_know():

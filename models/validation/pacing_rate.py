@@ -7,10 +7,11 @@ above 2 in start-up), its bandwidth estimate and the socket's pacing rate, media
 highest.  :func:`table` puts beside each run what two models do on the same scenario: the owned
 model of :mod:`models.validation.ownership` (the fourth machine's calibration refitted with a
 segment sent after its ``send()``'s CPU and a socket owner, replies on their CPU; columns
-``owned_``) and the same with the pacing clock read after the call's CPU so far
-(``Host.xmit_clock_in_call``; columns ``clock_``): the median pacing rate over the run's ACKs
+``owned_``), the same with the pacing clock read after the call's CPU so far
+(``Host.xmit_clock_in_call``; columns ``clock_``) and the same with the handshake's round trip as
+bbr's first sample (``Host.handshake_rtt``; columns ``handshake_``): the median pacing rate over the run's ACKs
 past its first fifth, its spread, and the share of those ACKs in start-up.  Every row is a test:
-nothing of either model was fitted to these readings.
+nothing of any model was fitted to these readings.
 
 The tolerance is stated from the kernel's own repeat: the two draws' medians of one run differ by
 up to :func:`repeat_factor` (about 1.7), so a model's median counts as the kernel's when it is
@@ -100,8 +101,9 @@ def simulated(make: Any, profile: Any, row: dict[str, Any], hz: int, ops: int = 
 
 def table() -> pd.DataFrame:
     """One row per run of :func:`kernel` (its draws' medians combined by their geometric mean,
-    ``pacing_gbps``; their lowest and highest readings, their start-up share) with the two
-    models' numbers (every field of :func:`simulated`, columns ``owned_`` and ``clock_``),
+    ``pacing_gbps``; their lowest and highest readings, their start-up share) with the three
+    models' numbers (every field of :func:`simulated`, columns ``owned_``, ``clock_`` and
+    ``handshake_``),
     each model's ratio to
     the kernel's median (``*_ratio``) and whether it is within :data:`FACTOR` (``*_within``) and
     in start-up when the kernel is (``*_state_right``)."""
@@ -121,7 +123,11 @@ def table() -> pd.DataFrame:
     t = t.reset_index()
     hz = load_kernel_run(prefix=machine4.PREFIX).hz
     owned = machine4.owned_profile()
-    models = {"owned": machine4.replies_scenario, "clock": machine4.clock_scenario}
+    models = {
+        "owned": machine4.replies_scenario,
+        "clock": machine4.clock_scenario,
+        "handshake": machine4.handshake_scenario,
+    }
     for name, make in models.items():
         sims = [
             simulated(make, owned, ownership.sample_row(r["server_sock_mode"], r["cc"], trace), hz)
@@ -175,7 +181,10 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     the MSG_MORE server's median pacing rate is the kernel's within :data:`FACTOR` and without
     it is further below; both models pace the 2 KiB server's responses at less than half the kernel's
     rate (their estimate from start-up is lower); and neither model's rate moves by a factor of
-    two within a run, where the kernel's moves tenfold.
+    two within a run, where the kernel's moves tenfold.  The owned model with the handshake's
+    sample (``handshake_``, ``Host.handshake_rtt``) paces the 2 KiB server within
+    :data:`FACTOR` of the kernel's rate, in start-up as the kernel is (both keep the rate the
+    handshake gave), and still stays in start-up behind the Nagle server.
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"set": ["paced", "paced", "small"],
@@ -184,9 +193,13 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     ...     "owned_state_right": [True, False, True], "clock_state_right": [True, False, True],
     ...     "owned_ratio": [0.6, 3.8, 0.36], "clock_ratio": [1.1, 3.8, 0.38],
     ...     "owned_pacing_lo_gbps": [14.0, 99.0, 20.0], "owned_pacing_hi_gbps": [14.0, 99.0, 20.0],
-    ...     "clock_pacing_lo_gbps": [26.0, 99.0, 22.0], "clock_pacing_hi_gbps": [26.0, 99.0, 22.0]})
+    ...     "clock_pacing_lo_gbps": [26.0, 99.0, 22.0], "clock_pacing_hi_gbps": [26.0, 99.0, 22.0],
+    ...     "handshake_ratio": [0.6, 3.1, 1.4], "handshake_state_right": [True, False, True]})
     >>> all(model_findings(t).values())
     True
+    >>> t.loc[2, "handshake_ratio"] = 0.36  # the 2 KiB rate without the handshake's sample
+    >>> model_findings(t)["with the handshake's sample the 2 KiB rate is the kernel's, in start-up"]
+    False
     """
     idx = t.set_index(["set", "server_sock_mode"])
     more, nagle = idx.loc[("paced", "more")], idx.loc[("paced", "nagle")]
@@ -205,6 +218,12 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "neither model's rate moves twofold within a run": all(
             (t[f"{m}_pacing_hi_gbps"] < 2 * t[f"{m}_pacing_lo_gbps"]).all() for m in models
+        ),
+        "with the handshake's sample the 2 KiB rate is the kernel's, in start-up": bool(
+            1 / FACTOR <= small["handshake_ratio"] <= FACTOR and small["handshake_state_right"]
+        ),
+        "with it the Nagle server's model still stays in start-up": bool(
+            not nagle["handshake_state_right"]
         ),
     }
 
@@ -227,7 +246,8 @@ def start_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     application-limited period over (``tp->app_limited`` 0: ``lone_ended_share``), and the
     pacing rate at the first segment (``kernel_start_gbps``, Gb/s: bbr's first rate, from the
     handshake's round trip); beside them, from the models' runs of the same scenarios in
-    ``runs`` (:func:`table`, simulated if not given), when the owned and clock models' bbr left
+    ``runs`` (:func:`table`, simulated if not given), when the owned, clock and handshake
+    models' bbr left
     start-up (``*_ms``; NaN: never), their run's length (``*_run_ms``) and their first pacing
     rate (``*_start_gbps``)."""
     import pandas as pd
@@ -252,7 +272,7 @@ def start_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
             "lone_rows": len(lone),
             "lone_ended_share": float((lone["app_limited_mark"] == 0).mean()),
         }
-        for name in ("owned", "clock"):  # (the same runs as the pacing-rate table's)
+        for name in ("owned", "clock", "handshake"):  # (the pacing-rate table's runs)
             sim = paced.loc[mode]
             row[f"{name}_ms"] = float(sim[f"{name}_left_ms"])
             row[f"{name}_run_ms"] = float(sim[f"{name}_run_ms"])
@@ -274,7 +294,7 @@ def start_findings(t: pd.DataFrame) -> dict[str, bool]:
     ...                   "owned_ms": [math.nan, 0.6], "kernel_start_gbps": [19.5, 19.5],
     ...                   "owned_start_gbps": [0.33, 0.33], "clock_start_gbps": [0.33, 0.33],
     ...                   "clock_ms": [math.nan, 0.6], "owned_run_ms": [120.0, 120.0],
-    ...                   "clock_run_ms": [90.0, 90.0]})
+    ...                   "clock_run_ms": [90.0, 90.0], "handshake_ms": [math.nan, 0.2]})
     >>> all(start_findings(t).values())
     True
     >>> t.loc[0, "owned_ms"] = 2.0  # the Nagle server's model leaving too
@@ -295,6 +315,9 @@ def start_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         "both models stay in start-up behind the Nagle server": all(
             math.isnan(by.loc["nagle", f"{m}_ms"]) for m in models
+        ),
+        "with the handshake's sample the model still stays behind the Nagle server": bool(
+            math.isnan(by.loc["nagle", "handshake_ms"])
         ),
         "the models start pacing at under a tenth of the kernel's first rate": all(
             (t[f"{m}_start_gbps"] < 0.1 * t["kernel_start_gbps"]).all() for m in models
