@@ -187,3 +187,11 @@ def test_in_the_model_no_ack_finds_a_lone_tail_in_flight(monkeypatch):
     monkeypatch.setattr(type(cc), "acked", counting)
     sim.run()
     assert len(acks) > 1000 and lone == []
+
+
+def test_the_client_turnaround_decides_the_state_behind_the_nagle_server():
+    t = PR.turnaround_table()
+    f = PR.turnaround_findings(t)
+    assert all(f.values()), f
+    # the two rows differ only in the client's CPU per request
+    assert list(t["extra_client_us"]) == list(PR.TURNAROUND_US)
