@@ -78,6 +78,7 @@ class Endpoint:
         "receiver",
         "app",
         "trace",
+        "replaying",
         "pure_acks",
         "inbound",
         "own_cpu",
@@ -114,7 +115,9 @@ class Endpoint:
         self.clock = clock
         self.channel = channel
         self.app: Any = None  # the host's thread: on_data(now), busy, waking
-        self.trace: list | None = None  # (time, Segment) pairs, or None
+        # what the capture point saw, Segment.seen entries, or None
+        self.trace: list | None = None
+        self.replaying = False  # (processing the backlog at the call's end)
         self.pure_acks = 0
         self.inbound: Any = None  # the channel into this host
         # the CPU of this host's thread when the two ends share a machine with a CPU
@@ -152,8 +155,8 @@ class Endpoint:
         )
 
     def receive(self, now: int, seg: Segment) -> None:
-        if self.trace is not None:
-            self.trace.append((seg.t_rx, seg))
+        if self.trace is not None and not self.replaying:  # (a backlogged one: on arrival)
+            self.trace.append(seg.seen(seg.t_rx))
         if self.owned:  # tcp_add_backlog: the owner's call processes it when it ends
             self.backlog.append(seg)
             return
@@ -220,12 +223,12 @@ class Endpoint:
         if backlog:
             self.backlog = []
             self.backlogged += len(backlog)
-            trace, self.trace = self.trace, None  # (traced when they arrived)
+            self.replaying = True  # (traced when they arrived; what they release is traced)
             for seg in backlog:
                 if seg.end != seg.seq:
                     self.backlogged_data += 1
                 self.receive(now, seg)
-            self.trace = trace
+            self.replaying = False
         if self.tsq_deferred:  # tcp_release_cb: the write the pacing timer left to the owner
             self.tsq_deferred = False
             self.tsq_writes += 1
@@ -269,7 +272,7 @@ class Endpoint:
             ack.data_sent(now)
         self.channel.send(now, seg)
         if self.trace is not None:
-            self.trace.append((now, seg))
+            self.trace.append(seg.seen(now))
 
     def transmit_gso(self, now: int, seq: int, end: int, psh: bool, mss: int) -> None:
         """Send ``[seq, end)`` as one super-packet: MSS-sized segments
@@ -281,9 +284,7 @@ class Endpoint:
         seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
         if self.ctx_cpu is not None:
             self._from_soft_irq(seg)
-        sent = self.channel.send_gso(now, seg, mss)
-        if self.trace is not None:
-            self.trace.extend((now, seg) for seg in sent)
+        self.channel.send_gso(now, seg, mss, self.trace)
 
     def send_ack(self, now: int) -> None:
         """A pure ACK (``tcp_send_ack``)."""
@@ -309,7 +310,7 @@ class Endpoint:
         self.pure_acks += 1
         self.channel.send(now, seg)
         if self.trace is not None:
-            self.trace.append((now, seg))
+            self.trace.append(seg.seen(now))
 
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 

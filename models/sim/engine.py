@@ -413,16 +413,16 @@ class Simulation:
             )
         trace = []
         if self.trace is not None:
-            for t, seg in sorted(self.trace, key=lambda e: e[0]):
+            for t, src, psh, seq, end_seq, ack in sorted(self.trace, key=lambda e: e[0]):
                 trace.append(
                     TraceRecord(
                         fs_to_seconds(t),
-                        "C > S" if seg.src == 0 else "S > C",
-                        "P." if seg.psh else ".",
-                        seg.seq,
-                        seg.end,
-                        seg.ack,
-                        seg.end - seg.seq,
+                        "C > S" if src == 0 else "S > C",
+                        "P." if psh else ".",
+                        seq,
+                        end_seq,
+                        ack,
+                        end_seq - seq,
                     )
                 )
         return Result(

@@ -96,6 +96,11 @@ class Segment:
         """Payload bytes."""
         return self.end - self.seq
 
+    def seen(self, t: int) -> tuple:
+        """A trace entry: what a capture point sees of it at ``t`` fs, ``(t, src, psh, seq,
+        end, ack)``, copied (the object changes later: GRO merges the next segment into it)."""
+        return (t, self.src, self.psh, self.seq, self.end, self.ack)
+
 
 class Channel(ChannelView):
     """Transmit path + cable + receive path of one direction.
@@ -425,20 +430,20 @@ class Channel(ChannelView):
             self.gro_size = length
         return done
 
-    def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
+    def send_gso(self, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:
         """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
         segments of ``mss`` bytes, PSH on the last (``tcp_gso_segment``),
-        each a frame of its own; returns them."""
-        out = []
+        each a frame of its own; each as it leaves goes into ``trace`` if
+        given (:meth:`Segment.seen`)."""
         seq, end = seg.seq, seg.end
         while seq < end:
             nxt = seq + mss if end - seq > mss else end
             part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end)
             part.cpu = seg.cpu
+            if trace is not None:
+                trace.append(part.seen(now))
             self.send(now, part)
-            out.append(part)
             seq = nxt
-        return out
 
     def _gro_merge(self, batch: list[Segment], seg: Segment, seen: int) -> bool:
         """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last

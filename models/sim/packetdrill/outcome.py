@@ -172,13 +172,15 @@ class _Tap(Channel):
         self.on_send(done, seg)
         return done
 
-    def send_gso(self, now: int, seg: Segment, mss: int) -> list[Segment]:
+    def send_gso(self, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:
         """tun takes a GSO packet whole; a ``tbf`` qdisc cuts one larger
         than its burst into segments (``tbf_segment``)."""
         if self.qdisc is None:
+            if trace is not None:
+                trace.append(seg.seen(now))
             self.send(now, seg)
-            return [seg]
-        return super().send_gso(now, seg, mss)
+            return
+        super().send_gso(now, seg, mss, trace)
 
 
 def _seconds(fs: int) -> float:
