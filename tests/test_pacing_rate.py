@@ -193,5 +193,6 @@ def test_the_client_turnaround_decides_the_state_behind_the_nagle_server():
     t = PR.turnaround_table()
     f = PR.turnaround_findings(t)
     assert all(f.values()), f
-    # the two rows differ only in the client's CPU per request
-    assert list(t["extra_client_us"]) == list(PR.TURNAROUND_US)
+    # the rows differ only in the client's CPU per request and for how long it applies
+    assert list(t["extra_client_us"]) == [extra for extra, _ in PR.TURNAROUND_US]
+    assert t["for_ms"].isna().tolist() == [ms is None for _, ms in PR.TURNAROUND_US]
