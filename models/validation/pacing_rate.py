@@ -362,8 +362,11 @@ def turnaround_table(ops: int = 4000) -> pd.DataFrame:
     with the handshake's sample and the client's CPU per request raised as each of
     :data:`TURNAROUND_US` says (for the whole run, or for its first milliseconds and then back
     to the profile's): its rate (``iops``), the share of its ACKs in start-up and its median
-    pacing rate there (Gb/s), over the run's ACKs past its first fifth, beside the kernel's rate
-    and median from :func:`table`'s run (``kernel_iops``, ``kernel_pacing_gbps``).  Which of two
+    pacing rate there (Gb/s), over the run's ACKs past its first fifth, the pacing timers it
+    armed and the server's time inside ``send()`` per operation (us, all its calls), beside the
+    kernel's rate and median from :func:`table`'s run (``kernel_iops``, ``kernel_pacing_gbps``)
+    and the traced run's timers and time in the calls of a response's data
+    (:func:`models.validation.ownership.send_per_op_us`).  Which of two
     ACKs reaches the server first, the client's next request (carrying the previous tail's ACK)
     or its ACK of the next response's first segments, decides whether the tail the first
     releases leaves inside an application-limited period; the client's turnaround sets that
@@ -379,16 +382,21 @@ def turnaround_table(ops: int = 4000) -> pd.DataFrame:
     row = ownership.sample_row("nagle", "bbr", ownership.PACED)
     k = kernel()
     k = k[(k["set"] == "paced") & (k["server_sock_mode"] == "nagle")]
+    kt = ownership.kernel(ownership.PACED)
+    pick = kt[(kt["server_sock_mode"] == "nagle") & (kt["cc"] == "bbr")]
+    traced = pick.iloc[0]
+    traced_send_us = float(ownership.send_per_op_us(pick).iloc[0])
     rows = []
     for extra, first_ms in TURNAROUND_US:
         sim = Simulation(turnaround_scenario(row, extra, hz, ops))
         if first_ms is not None:
             restore_client_after(sim, extra, first_ms)
-        model = sim.server_ep.sender.cc.model
-        model.trace = []
+        cc = sim.server_ep.sender.cc
+        cc.model.trace = []
         r = sim.run()
-        past = model.trace[len(model.trace) // 5 :]
+        past = cc.model.trace[len(cc.model.trace) // 5 :]
         gbps = sorted(rate * 8 / 1e9 for _, rate, *_ in past)  # bytes/s -> Gb/s
+        ops = max(r.completed_total, 1)
         rows.append(
             {
                 "extra_client_us": extra,
@@ -396,8 +404,12 @@ def turnaround_table(ops: int = 4000) -> pd.DataFrame:
                 "iops": r.iops,
                 "startup_share": sum(mode == STARTUP for _, _, mode, *_ in past) / len(past),
                 "pacing_gbps": gbps[len(gbps) // 2],
+                "arms_per_op": cc.timer_arms / ops,
+                "send_per_op_us": 1e6 * r.hosts["server"].owned_s / ops,  # s per op -> us
                 "kernel_iops": float(k["iops"].mean()),
                 "kernel_pacing_gbps": math.exp(k["pacing_gbps"].map(math.log).mean()),
+                "kernel_arms_per_op": float(traced["pace_kicks_per_op"]),
+                "kernel_send_per_op_us": traced_send_us,
             }
         )
     return pd.DataFrame(rows)
@@ -409,13 +421,17 @@ def turnaround_findings(t: pd.DataFrame) -> dict[str, bool]:
     median pacing rate then within :data:`FACTOR` of the kernel's, but the model runs more than
     a quarter faster than the kernel; with those two microseconds for the first milliseconds
     only, it leaves and stays out with the profile's own client: two steady states for one set
-    of parameters, chosen by the start.
+    of parameters, chosen by the start; and there it arms the pacing timer for fewer responses
+    per operation than the kernel and spends less time in ``send()`` per operation than the
+    kernel's data calls alone.
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"extra_client_us": [0.0, 2.0, 2.0], "for_ms": [None, None, 5.0],
     ...     "iops": [33449.0, 46457.0, 42000.0], "startup_share": [1.0, 0.0, 0.0],
     ...     "pacing_gbps": [82.8, 21.3, 24.6], "kernel_iops": [32027.0] * 3,
-    ...     "kernel_pacing_gbps": [26.6] * 3})
+    ...     "kernel_pacing_gbps": [26.6] * 3, "arms_per_op": [1.0, 0.7, 0.73],
+    ...     "kernel_arms_per_op": [0.89] * 3, "send_per_op_us": [28.8, 20.0, 21.7],
+    ...     "kernel_send_per_op_us": [25.3] * 3})
     >>> all(turnaround_findings(t).values())
     True
     >>> t.loc[2, "startup_share"] = 1.0  # back in start-up once the client is the profile's
@@ -434,5 +450,9 @@ def turnaround_findings(t: pd.DataFrame) -> dict[str, bool]:
         ),
         f"two microseconds for the first {start['for_ms']:g} ms only, and it stays out": bool(
             start["startup_share"] == 0.0
+        ),
+        "out of start-up it arms fewer timers and spends less time in send() than the kernel": bool(
+            start["arms_per_op"] < start["kernel_arms_per_op"]
+            and start["send_per_op_us"] < start["kernel_send_per_op_us"]
         ),
     }
