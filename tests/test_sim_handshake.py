@@ -3,7 +3,7 @@ first RTT sample before any data (``tcp_synack_rtt_meas`` in ``tcp_check_req`` o
 SYN-ACK's ACK on the client), so bbr paces its first segments at the initial window over that
 round trip (``bbr_init_pacing_rate_from_rtt``), not over the 1 ms it assumes without a sample.
 The round trip is the path's: a bare header each way over the idle channels
-(``Channel.idle_trip_fs``), which these tests hold to a pure ACK's real delivery."""
+(:mod:`models.sim.handshake`), which these tests hold to a pure ACK's real delivery."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from models.sim import Scenario, simulate
 from models.sim.cpu import CpuPool
 from models.sim.engine import Simulation
 from models.sim.events import EventLoop
+from models.sim.handshake import idle_trip_fs, round_trip_fs
 from models.sim.link import Channel, Segment
 from models.sim.rules.bbr_model import BW_SCALE, HIGH_GAIN
 from models.sim.rules.rx import InterruptModeration
@@ -59,7 +60,7 @@ def test_the_idle_trip_is_a_pure_acks_delivery(kind):
         cpu=CpuPool(2) if cpu else None,
         **opts,
     )
-    trip = ch.idle_trip_fs()
+    trip = idle_trip_fs(ch)
     assert trip > 0
     assert delivered_at(ch, loop, 10 * FS_PER_US) == 10 * FS_PER_US + trip
 
@@ -71,7 +72,7 @@ def test_a_receive_rule_without_an_idle_wake_up_is_refused_by_name():
 
     ch = Channel(EventLoop(), 10**9, 0, 0, 0, 0, rx=Bare())
     with pytest.raises(ValueError, match="Bare has no idle_fs"):
-        ch.idle_trip_fs()
+        idle_trip_fs(ch)
 
 
 def paced(flag: bool, cc: str = "bbr", size: int = 16384, **run) -> dict:
@@ -94,7 +95,7 @@ def paced(flag: bool, cc: str = "bbr", size: int = 16384, **run) -> dict:
 
 def test_the_handshake_seeds_srtt_the_minimum_rtt_and_bbrs_first_rate():
     sim = Simulation(Scenario().replace(**paced(True)))
-    rtt = sim.c2s.idle_trip_fs() + sim.s2c.idle_trip_fs()
+    rtt = round_trip_fs(sim.c2s, sim.s2c)
     for ep in (sim.client_ep, sim.server_ep):
         cc = ep.sender.cc
         srtt_us = cc.srtt_us >> 3
@@ -111,7 +112,7 @@ def test_the_handshake_seeds_srtt_the_minimum_rtt_and_bbrs_first_rate():
 
 def test_reno_takes_srtt_from_the_handshake_too():
     sim = Simulation(Scenario().replace(**paced(True, cc="reno")))
-    rtt = sim.c2s.idle_trip_fs() + sim.s2c.idle_trip_fs()
+    rtt = round_trip_fs(sim.c2s, sim.s2c)
     assert sim.server_ep.sender.cc.srtt_us >> 3 == rtt // FS_PER_US
     # no window rule: nothing to seed
     Simulation(Scenario().replace(**paced(True, cc="none")))

@@ -14,6 +14,7 @@ import time as _time
 
 from models import framing
 from models.rng import PCG64
+from models.sim import handshake
 from models.sim.cpu import CpuPool
 from models.sim.ends import ClientThread, ServerThread
 from models.sim.events import FS, EventLoop, Timer, fs_to_seconds, seconds_to_fs
@@ -165,7 +166,7 @@ class Simulation:
             ep.sender.cpu_first = host.send_cpu_first
             ep.sender.clock_in_call = host.xmit_clock_in_call
             if host.handshake_rtt:  # SYN and SYN-ACK (or SYN-ACK and ACK) on idle paths
-                ep.sender.cc.handshake(self.c2s.idle_trip_fs() + self.s2c.idle_trip_fs())
+                ep.sender.cc.handshake(handshake.round_trip_fs(self.c2s, self.s2c))
             if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
                 curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
                 ep.sender.waker = WakerCost(curve, ep.app.peer)

@@ -233,28 +233,6 @@ class Channel(ChannelView):
             self._wire_fs[nbytes] = fs
         return fs
 
-    def idle_trip_fs(self) -> int:
-        """Femtoseconds from handing a bare header (a handshake's segment:
-        no payload) to this channel, idle, to its delivery: the transmit
-        path's start latency, the frame's wire time (none through a full
-        token bucket), propagation, the receive path's wake-up
-        (``rx.idle_fs()``) and the soft interrupt's CPU for a pure ACK,
-        which on one machine runs as the frame is sent.  The SYN's options
-        (12 bytes more than a data segment's timestamp option) are not
-        counted.  A receive rule without ``idle_fs`` is refused by name."""
-        idle = getattr(self.rx, "idle_fs", None)
-        if idle is None:
-            raise ValueError(
-                f"receive rule {type(self.rx).__name__} has no idle_fs(): the handshake's "
-                "round trip (Host.handshake_rtt) needs its wake-up from idle"
-            )
-        wire = 0 if self.qdisc is not None else self.wire_fs(_FRAME_BYTES)  # a full bucket
-        seen = self.tx_latency + wire + self.prop + idle()
-        cost = self.ack_softirq
-        if self.cpu is None:
-            return seen + cost
-        return seen if seen > cost else cost  # (one machine: netif_rx runs it at once)
-
     def send(self, now: int, seg: Segment) -> int:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
         its TX completion time (a wire with no qdisc, GRO or shared CPU and

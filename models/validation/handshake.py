@@ -17,7 +17,7 @@ link's MSS (``formula_share``: a test of the simulator's rule against the kernel
 For the cases the pinned sample has (the ends apart) it puts beside them the model's: the
 fourth machine's owned model with the handshake's sample on (``Host.handshake_rtt``,
 :func:`models.validation.machine4.handshake_scenario`), its round trip (``model_trip_us``: a
-bare header each way over the idle path, ``Channel.idle_trip_fs``), the srtt bbr takes from it
+bare header each way over the idle path, :func:`models.sim.handshake.round_trip_fs`), the srtt bbr takes from it
 (whole microseconds, as the kernel keeps it) and its first pacing rate.  Nothing was fitted to
 these connections: every model row is a test.
 
@@ -51,8 +51,6 @@ __all__ = [
 DATASET = "kernel6_machine4_handshake"
 #: A row's case and side.
 CASE = ["link", "pin", "side"]
-#: The initial congestion window, segments (``TCP_INIT_CWND``; the shipped kernel profile's).
-INIT_CWND = 10
 
 
 def kernel() -> pd.DataFrame:
@@ -66,20 +64,22 @@ def _mss(link: str) -> int:
     """The MSS of the harness's ``link`` (``loopback`` or ``veth-MTU``), bytes."""
     from models import framing
 
-    return framing.mss(65536 if link == "loopback" else int(link.split("-")[1]))
+    return framing.mss(framing.MAX_MTU if link == "loopback" else int(link.split("-")[1]))
 
 
-def rule_rate(srtt_us: int, mss: int, cwnd: int = INIT_CWND) -> int:
+def rule_rate(srtt_us: int, mss: int, cwnd: int | None = None) -> int:
     """The simulator's first pacing rate for an srtt of ``srtt_us`` whole microseconds (bytes/s):
-    :meth:`~models.sim.rules.bbr_model.BbrModel.init_rate`.
+    :meth:`~models.sim.rules.bbr_model.BbrModel.init_rate`, over ``cwnd`` segments (default the
+    linux-6 profile's initial window).
 
     >>> rule_rate(6, 1448)
     6896948273
     """
+    from models.sim.kernels import PROFILES
     from models.sim.rules.bbr_model import BbrModel
 
     m = BbrModel(0)
-    m.init_rate(cwnd, mss, srtt_us)
+    m.init_rate(PROFILES["linux-6"].init_cwnd if cwnd is None else cwnd, mss, srtt_us)
     return m.rate
 
 
@@ -90,6 +90,7 @@ def simulated(link: str) -> dict[str, float]:
     (Gb/s)."""
     from models.kernel import load_kernel_run
     from models.sim.engine import Simulation
+    from models.sim.handshake import round_trip_fs
     from models.validation import machine4
     from models.validation.fidelity import ProfileHost
 
@@ -104,7 +105,7 @@ def simulated(link: str) -> dict[str, float]:
     sim = Simulation(sc)
     cc = sim.server_ep.sender.cc
     return {
-        "model_trip_us": (sim.c2s.idle_trip_fs() + sim.s2c.idle_trip_fs()) / 1e9,  # fs -> us
+        "model_trip_us": round_trip_fs(sim.c2s, sim.s2c) / 1e9,  # fs -> us
         "model_srtt_us": float(cc.srtt_us >> 3),  # 8 x srtt -> srtt, whole us
         "model_pacing_gbps": cc.model.rate * 8 / 1e9,  # bytes/s -> Gb/s
     }

@@ -22,6 +22,8 @@ readings were seen.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only
@@ -43,6 +45,8 @@ __all__ = [
     "TURNAROUND_US",
     "turnaround_scenario",
     "restore_client_after",
+    "TurnaroundRun",
+    "turnaround_run",
     "turnaround_table",
     "turnaround_findings",
 ]
@@ -357,29 +361,61 @@ def restore_client_after(sim: Any, extra_us: float, first_ms: float) -> None:
     sim.loop.schedule(at, lambda now, arg: setattr(sim.server, "reply_proc", arg), less)
 
 
+@dataclass(frozen=True)
+class TurnaroundRun:
+    """One run of :func:`turnaround_run`: its ``result`` (with the packet trace seen at the
+    server), the pacing timers its server armed, and its server's bbr after every ACK
+    (``BbrModel.trace`` entries; empty under another control)."""
+
+    result: Any
+    timer_arms: int
+    bbr_trace: tuple
+
+
+@lru_cache(maxsize=8)
+def turnaround_run(
+    cc: str, extra_us: float, first_ms: float | None, ops: int = 4000
+) -> TurnaroundRun:
+    """The handshake model behind the 16 KiB Nagle server of the traced ``paced`` scenario under
+    ``cc``, the client's CPU per request raised by ``extra_us`` for the whole run (``first_ms``
+    ``None``) or for its first ``first_ms`` milliseconds, ``ops`` operations, every event run;
+    cached, so :func:`turnaround_table` and :mod:`models.validation.tail_order` share a run."""
+    from models.kernel import load_kernel_run
+    from models.sim.engine import Simulation
+    from models.validation import machine4, ownership
+
+    hz = load_kernel_run(prefix=machine4.PREFIX).hz
+    row = ownership.sample_row("nagle", cc, ownership.PACED)
+    sc = turnaround_scenario(row, extra_us, hz, ops)
+    sim = Simulation(sc.replace(run={"trace": True, "trace_at": "server"}))
+    if first_ms is not None:
+        restore_client_after(sim, extra_us, first_ms)
+    ctl = sim.server_ep.sender.cc
+    model = getattr(ctl, "model", None)
+    if model is not None:
+        model.trace = []
+    r = sim.run()
+    return TurnaroundRun(r, getattr(ctl, "timer_arms", 0), tuple(model.trace) if model else ())
+
+
 def turnaround_table(ops: int = 4000) -> pd.DataFrame:
     """Behind the 16 KiB Nagle server under bbr (the traced ``paced`` scenario), the owned model
     with the handshake's sample and the client's CPU per request raised as each of
-    :data:`TURNAROUND_US` says (for the whole run, or for its first milliseconds and then back
-    to the profile's): its rate (``iops``), the share of its ACKs in start-up and its median
-    pacing rate there (Gb/s), over the run's ACKs past its first fifth, the pacing timers it
-    armed and the server's time inside ``send()`` per operation (us, all its calls), beside the
-    kernel's rate and median from :func:`table`'s run (``kernel_iops``, ``kernel_pacing_gbps``)
-    and the traced run's timers and time in the calls of a response's data
-    (:func:`models.validation.ownership.send_per_op_us`).  Which of two
+    :data:`TURNAROUND_US` says (:func:`turnaround_run`): its rate (``iops``), the share of its
+    ACKs in start-up and its median pacing rate there (Gb/s), over the run's ACKs past its first
+    fifth, the pacing timers it armed and the server's time inside ``send()`` per operation
+    (us, all its calls), beside the kernel's rate and median from :func:`table`'s run
+    (``kernel_iops``, ``kernel_pacing_gbps``) and the traced run's timers and time in the calls
+    of a response's data (:func:`models.validation.ownership.send_per_op_us`).  Which of two
     ACKs reaches the server first, the client's next request (carrying the previous tail's ACK)
     or its ACK of the next response's first segments, decides whether the tail the first
     releases leaves inside an application-limited period; the client's turnaround sets that
     order."""
     import pandas as pd
 
-    from models.kernel import load_kernel_run
-    from models.sim.engine import Simulation
     from models.sim.rules.bbr_model import STARTUP
-    from models.validation import machine4, ownership
+    from models.validation import ownership
 
-    hz = load_kernel_run(prefix=machine4.PREFIX).hz
-    row = ownership.sample_row("nagle", "bbr", ownership.PACED)
     k = kernel()
     k = k[(k["set"] == "paced") & (k["server_sock_mode"] == "nagle")]
     kt = ownership.kernel(ownership.PACED)
@@ -388,15 +424,11 @@ def turnaround_table(ops: int = 4000) -> pd.DataFrame:
     traced_send_us = float(ownership.send_per_op_us(pick).iloc[0])
     rows = []
     for extra, first_ms in TURNAROUND_US:
-        sim = Simulation(turnaround_scenario(row, extra, hz, ops))
-        if first_ms is not None:
-            restore_client_after(sim, extra, first_ms)
-        cc = sim.server_ep.sender.cc
-        cc.model.trace = []
-        r = sim.run()
-        past = cc.model.trace[len(cc.model.trace) // 5 :]
+        run = turnaround_run("bbr", extra, first_ms, ops)
+        r = run.result
+        past = run.bbr_trace[len(run.bbr_trace) // 5 :]
         gbps = sorted(rate * 8 / 1e9 for _, rate, *_ in past)  # bytes/s -> Gb/s
-        ops = max(r.completed_total, 1)
+        done = max(r.completed_total, 1)  # operations, the warm-up's too
         rows.append(
             {
                 "extra_client_us": extra,
@@ -404,8 +436,8 @@ def turnaround_table(ops: int = 4000) -> pd.DataFrame:
                 "iops": r.iops,
                 "startup_share": sum(mode == STARTUP for _, _, mode, *_ in past) / len(past),
                 "pacing_gbps": gbps[len(gbps) // 2],
-                "arms_per_op": cc.timer_arms / ops,
-                "send_per_op_us": 1e6 * r.hosts["server"].owned_s / ops,  # s per op -> us
+                "arms_per_op": run.timer_arms / done,
+                "send_per_op_us": 1e6 * r.hosts["server"].owned_s / done,  # s per op -> us
                 "kernel_iops": float(k["iops"].mean()),
                 "kernel_pacing_gbps": math.exp(k["pacing_gbps"].map(math.log).mean()),
                 "kernel_arms_per_op": float(traced["pace_kicks_per_op"]),

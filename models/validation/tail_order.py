@@ -116,27 +116,18 @@ class _Seen:
         self.flags, self.payload_bytes = _TH_ACK, n
 
 
-def simulated_tails(cc: str, started_out: bool = False, ops: int = 4000) -> list[dict]:
+def simulated_tails(cc: str, started_out: bool = False) -> list[dict]:
     """:func:`tails` of the owned model with the handshake's sample on the traced scenario with
-    a Nagle server under ``cc``, seen at the server (``run.trace_at``); ``started_out``: with
-    :func:`~models.validation.pacing_rate.turnaround_table`'s start (two microseconds more
-    client CPU per request for the first 5 ms), which takes bbr out of start-up.  Only the
-    tails past the first fifth of the run."""
+    a Nagle server under ``cc``, seen at the server
+    (:func:`~models.validation.pacing_rate.turnaround_run`, shared with the turnaround table);
+    ``started_out``: with :data:`~models.validation.pacing_rate.TURNAROUND_US`'s third run (two
+    microseconds more client CPU per request for the first 5 ms), which takes bbr out of
+    start-up.  Only the tails past the first fifth of the run."""
     from models import framing
-    from models.kernel import load_kernel_run
-    from models.sim.engine import Simulation
-    from models.validation import machine4, ownership, pacing_rate
+    from models.validation import ownership, pacing_rate
 
-    hz = load_kernel_run(prefix=machine4.PREFIX).hz
-    row = ownership.sample_row("nagle", cc, ownership.PACED)
     extra, first_ms = pacing_rate.TURNAROUND_US[2] if started_out else (0.0, None)
-    sc = pacing_rate.turnaround_scenario(row, extra, hz, ops).replace(
-        run={"trace": True, "trace_at": "server"}
-    )
-    sim = Simulation(sc)
-    if first_ms is not None:
-        pacing_rate.restore_client_after(sim, extra, first_ms)
-    r = sim.run()
+    r = pacing_rate.turnaround_run(cc, extra, first_ms).result
     seen = [_Seen(g.time, g.direction, g.seq, g.ack, g.length) for g in r.trace]
     rows = tails(seen, framing.mss(int(ownership.PACED.link.mtu or 1500)), "S > C")
     return rows[len(rows) // 5 :]
