@@ -95,6 +95,24 @@ def test_count_limit_bounds_the_run(loopback: Link) -> None:
     assert r.wall_s < 10
 
 
+def test_the_server_reads_its_socket_every_nth_response(loopback: Link) -> None:
+    """qdperf server --cc-log-every: a reading before responses 0, N, 2N, ... (the first before
+    any data: the handshake's srtt alone), every column named, none when it is off."""
+    r = run_one(
+        RunSpec("iscsi", "nagle", 4, 512, duration_s=30, warmup_s=0, count=40, capture=False,
+                cc="reno", cc_log_every=8),
+        loopback,
+    )  # fmt: skip
+    s = r.server
+    log = [dict(zip(s["cc_log_columns"], row, strict=True)) for row in s["cc_log"]]
+    assert [x["op"] for x in log] == list(range(0, s["ops"], 8))
+    assert log[0]["delivered"] <= 1 and log[0]["rtt_us"] > 0  # nothing sent yet
+    assert all(a["t_us"] <= b["t_us"] for a, b in zip(log, log[1:], strict=False))
+    assert all(x["bw_Bps"] == 0 and x["pacing_gain_x256"] == 0 for x in log)  # reno: no bbr info
+    off = run_one(RunSpec("iscsi", "nagle", 1, 512, count=5, warmup_s=0, capture=False), loopback)
+    assert "cc_log" not in off.server
+
+
 def test_cli_smoke_command() -> None:
     import subprocess
     import sys

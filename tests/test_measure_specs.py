@@ -22,6 +22,8 @@ from models.measure.sweep import SCHEMAS, flory_payloads, standard_plan
         ({"cc": "cubic; rm"}, "cc"),
         ({"client_sock": "more"}, "client_sock"),
         ({"pin": "both"}, "pin"),
+        ({"cc_log_every": -1}, "cc_log_every"),
+        ({"cc_log_every": 10**7}, "cc_log_every"),
     ],
 )
 def test_runspec_rejects_bad_values(kwargs: dict, word: str) -> None:

@@ -116,6 +116,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         client_sock=args.client_sock,
         capture=True if args.pcap is not None else args.capture,
         pin=args.pin,
+        cc_log_every=args.cc_log_every,
     )
     with Link(_link_spec(args)) as link:
         res = run_one(spec, link, keep_pcap=args.pcap)

@@ -33,6 +33,7 @@ from .cli_args import (
 from .netns import MTU_MAX, MTU_MIN
 from .plan import LINK_LABELS, PLANS
 from .runner import (
+    CC_LOG_EVERY_MAX,
     CLIENT_SOCK_MODES,
     COUNT_MAX,
     DURATION_MAX_S,
@@ -162,6 +163,14 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"requests kept outstanding, 1..{QD_MAX} (default 1)",
     )
     _add_iosize(run)
+    run.add_argument(
+        "--cc-log-every",
+        type=bounded_int(0, CC_LOG_EVERY_MAX),
+        default=0,
+        help="read the server socket's congestion state (TCP_INFO, TCP_CC_INFO, SO_MEMINFO) "
+        f"before every N-th response, 0..{CC_LOG_EVERY_MAX} (default 0: never); the JSON "
+        "report's server gains cc_log",
+    )
     run.add_argument(
         "--duration",
         type=bounded_float(0, DURATION_MAX_S, lo_open=True),

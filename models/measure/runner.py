@@ -46,6 +46,8 @@ WARMUP_MAX_S = 60.0
 COUNT_MAX = 10**12
 #: Longest congestion-control name (the kernel's TCP_CA_NAME_MAX is 16 with the final NUL).
 CC_NAME_MAX = 15
+#: Largest ``cc_log_every`` (``qdperf server --cc-log-every``'s own bound).
+CC_LOG_EVERY_MAX = 1_000_000
 
 #: Bytes per request and per response header for each protocol.
 PROTOCOLS = {"flory": 8, "iscsi": 48}
@@ -133,6 +135,9 @@ class RunSpec:
     pin
         Where the two processes run: ``none`` (the scheduler decides), ``same`` (both on the
         first CPU this process may use), ``apart`` (server on the first, client on the second).
+    cc_log_every
+        Read the server socket's congestion state before every ``cc_log_every``-th response
+        (``qdperf server --cc-log-every``: its report gains ``cc_log``); 0 (default): never.
     """
 
     proto: str = "iscsi"
@@ -147,6 +152,7 @@ class RunSpec:
     client_sock: str = "nagle"
     capture: bool | None = None
     pin: str = "none"
+    cc_log_every: int = 0
 
     def __post_init__(self) -> None:
         if self.pin not in PIN_MODES:
@@ -178,6 +184,13 @@ class RunSpec:
             )
         if not isinstance(self.count, int) or not 1 <= self.count <= COUNT_MAX:
             raise ValueError(f"count must be an integer 1..{COUNT_MAX}, got {self.count!r}")
+        if (
+            not isinstance(self.cc_log_every, int)
+            or not 0 <= self.cc_log_every <= CC_LOG_EVERY_MAX
+        ):
+            raise ValueError(
+                f"cc_log_every must be an integer 0..{CC_LOG_EVERY_MAX}, got {self.cc_log_every!r}"
+            )
         if self.cc is not None and not cc_name_ok(self.cc):
             raise ValueError(
                 f"cc must be a congestion control name such as 'cubic', got {self.cc!r}"
@@ -318,6 +331,7 @@ def run_one(
                 "0",
                 "--sock",
                 spec.sock,
+                *(["--cc-log-every", str(spec.cc_log_every)] if spec.cc_log_every else []),
                 *common,
             ],
             stdout=subprocess.PIPE,

@@ -21,6 +21,12 @@
  *   more_nodelay  TCP_NODELAY, header send(MSG_MORE), data send()
  *   more_all      header send(MSG_MORE), data send(MSG_MORE): the "promise never kept" misuse
  *
+ * --cc-log-every N (server, 0 = off): before every N-th response (responses 0, N, 2N, ...) the server
+ * reads its socket's TCP_INFO, TCP_CC_INFO (bbr's estimate and gains) and SO_MEMINFO (bytes still
+ * charged to the socket's transmit memory) and keeps the reading; at most CC_LOG_MAX readings, printed
+ * in the report as "cc_log" (one array per reading, the columns named by "cc_log_columns").  Each
+ * reading costs three getsockopt() calls inside the server's loop.
+ *
  * Every run is bounded: --time-limit (seconds, hard) on both sides, --duration/--count on the client.
  * Only the address given with --listen/--connect is used (the Python runner passes loopback or an
  * address inside a network namespace it created).
@@ -31,6 +37,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -48,6 +56,7 @@
 #define MAX_PAYLOAD (4u * 1024u * 1024u) /* bytes: largest payload a request may ask for */
 #define MAX_QD 4096
 #define BUSY_BUCKETS 257 /* busy counts 0..255, and 256 for "256 or more" */
+#define CC_LOG_MAX 20000 /* readings --cc-log-every keeps at most */
 #define STALL_US 20000.0 /* an operation slower than 20 ms counts as stalled (timers are >= 40 ms) */
 
 static double now_s(void) {
@@ -85,13 +94,14 @@ struct opts {
     double duration_s, warmup_s, time_limit_s;
     long count;
     const char *lat_file;
+    long cc_log_every;
 };
 
 static void usage(void) {
     fprintf(stderr,
             "usage: qdperf server [--listen ADDR] [--port P] [--proto flory|iscsi]\n"
             "                     [--sock nagle|nodelay|more|more_nodelay|more_all] [--cc NAME]\n"
-            "                     [--time-limit S]\n"
+            "                     [--time-limit S] [--cc-log-every N]\n"
             "       qdperf client --connect ADDR --port P [--proto flory|iscsi] [--qd N]\n"
             "                     [--iosize BYTES] [--duration S] [--warmup S] [--count N]\n"
             "                     [--client-sock nagle|nodelay] [--cc NAME] [--time-limit S]\n"
@@ -104,7 +114,8 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
         {"proto", 1, 0, 'P'},    {"sock", 1, 0, 's'},        {"client-sock", 1, 0, 'S'},
         {"cc", 1, 0, 'C'},       {"qd", 1, 0, 'q'},          {"iosize", 1, 0, 'n'},
         {"duration", 1, 0, 'd'}, {"warmup", 1, 0, 'w'},      {"count", 1, 0, 'k'},
-        {"time-limit", 1, 0, 't'}, {"lat-file", 1, 0, 'L'},  {0, 0, 0, 0}};
+        {"time-limit", 1, 0, 't'}, {"lat-file", 1, 0, 'L'},
+        {"cc-log-every", 1, 0, 'G'}, {0, 0, 0, 0}};
     if (argc < 2) return -1;
     o->role = argv[1];
     o->addr = "127.0.0.1";
@@ -120,6 +131,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     o->time_limit_s = 30.0;
     o->count = 10000000;
     o->lat_file = NULL;
+    o->cc_log_every = 0;
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -137,6 +149,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
         case 'k': o->count = atol(optarg); break;
         case 't': o->time_limit_s = atof(optarg); break;
         case 'L': o->lat_file = optarg; break;
+        case 'G': o->cc_log_every = atol(optarg); break;
         default: return -1;
         }
     }
@@ -145,6 +158,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     else { fprintf(stderr, "unknown --proto %s\n", o->proto); return -1; }
     if (o->qd < 1 || o->qd > MAX_QD) { fprintf(stderr, "--qd must be 1..%d, got %d\n", MAX_QD, o->qd); return -1; }
     if (o->iosize < 0 || o->iosize > (long)MAX_PAYLOAD) { fprintf(stderr, "--iosize must be 0..%u, got %ld\n", MAX_PAYLOAD, o->iosize); return -1; }
+    if (o->cc_log_every < 0 || o->cc_log_every > 1000000) {
+        fprintf(stderr, "--cc-log-every must be 0..1000000, got %ld\n", o->cc_log_every);
+        return -1;
+    }
     if (!(o->time_limit_s > 0) || !(o->duration_s > 0) || o->warmup_s < 0 || o->count < 1) {
         fprintf(stderr, "--time-limit and --duration must be > 0, --warmup >= 0, --count >= 1\n");
         return -1;
@@ -237,6 +254,68 @@ static void print_tcp_info(int fd) {
            (unsigned long long)ti.tcpi_busy_time);
 }
 
+/* One reading of --cc-log-every: the socket's congestion state before a response is written. */
+struct cc_reading {
+    double t_s;                     /* CLOCK_MONOTONIC seconds */
+    unsigned long long op;          /* responses written before this one */
+    unsigned long long pacing_Bps;  /* sk_pacing_rate, bytes/s */
+    unsigned long long delivery_Bps; /* the kept rate sample, bytes/s */
+    unsigned app_limited;           /* that sample was application-limited */
+    unsigned long long bw_Bps;      /* bbr's bandwidth estimate, bytes/s (0: not bbr) */
+    unsigned bbr_min_rtt_us, pacing_gain, cwnd_gain; /* gains in 1/256 (bbr) */
+    unsigned cwnd, unacked, notsent_bytes, delivered;
+    unsigned rtt_us;
+    int wmem_alloc;                 /* bytes charged to the transmit memory (SO_MEMINFO) */
+};
+
+static const char *CC_LOG_COLUMNS =
+    "\"t_us\", \"op\", \"pacing_Bps\", \"delivery_Bps\", \"app_limited\", \"bw_Bps\", "
+    "\"bbr_min_rtt_us\", \"pacing_gain_x256\", \"cwnd_gain_x256\", \"cwnd\", \"unacked\", "
+    "\"notsent_bytes\", \"delivered\", \"rtt_us\", \"wmem_alloc\"";
+
+static void read_cc(int fd, unsigned long long op, struct cc_reading *r) {
+    struct tcp_info ti;
+    union tcp_cc_info cci;
+    unsigned mem[SK_MEMINFO_VARS];
+    socklen_t tl = sizeof ti, cl = sizeof cci, ml = sizeof mem;
+    memset(&ti, 0, sizeof ti);
+    memset(&cci, 0, sizeof cci);
+    memset(mem, 0, sizeof mem);
+    memset(r, 0, sizeof *r);
+    r->t_s = now_s();
+    r->op = op;
+    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+    r->pacing_Bps = (unsigned long long)ti.tcpi_pacing_rate;
+    r->delivery_Bps = (unsigned long long)ti.tcpi_delivery_rate;
+    r->app_limited = ti.tcpi_delivery_rate_app_limited;
+    r->cwnd = ti.tcpi_snd_cwnd;
+    r->unacked = ti.tcpi_unacked;
+    r->notsent_bytes = ti.tcpi_notsent_bytes;
+    r->delivered = ti.tcpi_delivered;
+    r->rtt_us = ti.tcpi_rtt;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CC_INFO, &cci, &cl) == 0 && cl >= sizeof cci.bbr) {
+        /* (under reno or cubic the kernel returns nothing here: the fields stay 0) */
+        r->bw_Bps = ((unsigned long long)cci.bbr.bbr_bw_hi << 32) | cci.bbr.bbr_bw_lo;
+        r->bbr_min_rtt_us = cci.bbr.bbr_min_rtt;
+        r->pacing_gain = cci.bbr.bbr_pacing_gain;
+        r->cwnd_gain = cci.bbr.bbr_cwnd_gain;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &ml) == 0) r->wmem_alloc = (int)mem[SK_MEMINFO_WMEM_ALLOC];
+}
+
+static void print_cc_log(const struct cc_reading *log, long n, double t0) {
+    printf("\"cc_log_columns\": [%s], \"cc_log\": [", CC_LOG_COLUMNS);
+    for (long i = 0; i < n; i++) {
+        const struct cc_reading *r = &log[i];
+        printf("%s[%.3f, %llu, %llu, %llu, %u, %llu, %u, %u, %u, %u, %u, %u, %u, %u, %d]",
+               i ? ", " : "", (r->t_s - t0) * 1e6 /* s -> us */, r->op, r->pacing_Bps,
+               r->delivery_Bps, r->app_limited, r->bw_Bps, r->bbr_min_rtt_us, r->pacing_gain,
+               r->cwnd_gain, r->cwnd, r->unacked, r->notsent_bytes, r->delivered, r->rtt_us,
+               r->wmem_alloc);
+    }
+    printf("]");
+}
+
 static void set_cc(const char *role, int fd, const char *cc) {
     if (cc && *cc && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)) != 0)
         die(role, "setsockopt TCP_CONGESTION");
@@ -323,6 +402,13 @@ static int run_server(const struct opts *o) {
     if (fd < 0) die(R, "accept");
     close(ls);
     if (sock_nodelay) set_nodelay(R, fd, 1);
+    double t_accept = now_s();
+    struct cc_reading *cc_log = NULL;
+    long cc_n = 0;
+    if (o->cc_log_every > 0) {
+        cc_log = calloc(CC_LOG_MAX, sizeof *cc_log);
+        if (!cc_log) fail(R, "out of memory");
+    }
 
     struct counters c0, c1;
     read_counters(&c0);
@@ -361,6 +447,8 @@ static int run_server(const struct opts *o) {
                 if (len > MAX_PAYLOAD) fail(R, "request asks for more than MAX_PAYLOAD bytes");
                 put_u32(hdr, tag);
                 put_u32(hdr + 4, len);
+                if (cc_log && ops % (unsigned long long)o->cc_log_every == 0 && cc_n < CC_LOG_MAX)
+                    read_cc(fd, ops, &cc_log[cc_n++]);
                 if (send_all(fd, (char *)hdr, (size_t)o->hdr_size, hdr_flags, deadline) != 0 ||
                     (len > 0 && send_all(fd, payload, len, data_flags, deadline) != 0)) {
                     end_reason = "send_failed";
@@ -397,8 +485,13 @@ static int run_server(const struct opts *o) {
     print_tcp_info(fd);
     printf(", ");
     print_counter_deltas(&c0, &c1);
+    if (cc_log) {
+        printf(", ");
+        print_cc_log(cc_log, cc_n, t_accept);
+    }
     printf("}\n");
     fflush(stdout);
+    free(cc_log);
     close(fd);
     return strcmp(end_reason, "eof") == 0 ? 0 : 3;
 }
