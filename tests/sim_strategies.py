@@ -95,6 +95,8 @@ def scenarios(draw, **fixed) -> Scenario:
     for host in (parts["client"], parts["server"]):
         if host["xmit_clock_in_call"]:  # (a clock after the call's CPU so far)
             host["send_cpu_first"] = True
+        if host["handshake_rtt_s"]:  # (a measured round trip as the handshake's sample)
+            host["handshake_rtt"] = True
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz

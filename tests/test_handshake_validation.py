@@ -4,7 +4,6 @@ show, each claim able to fail."""
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -31,15 +30,8 @@ def traced_first_gbps() -> float:
     return float(start["pacing_rate_bytes_per_s"].iloc[0]) * 8 / 1e9
 
 
-def startup_gbps() -> float:
-    """The rate ss read behind the 2 KiB server: the draws' geometric mean, Gb/s."""
-    k = PR.kernel()
-    small = k[k["set"] == "small"]["pacing_gbps"]
-    return math.exp(small.map(math.log).mean())
-
-
 def test_the_kernels_connections_show_what_the_text_says(table):
-    f = H.kernel_findings(table, traced_first_gbps(), startup_gbps())
+    f = H.kernel_findings(table, traced_first_gbps())
     assert all(f.values()), f
 
 
@@ -52,7 +44,7 @@ def test_the_rule_is_exact_on_veth_and_would_fail_anywhere_else(table):
     veth["srtt_us"] += 1
     shifted = H.table(veth)
     assert (shifted["formula_share"] == 0.0).all()
-    f = H.kernel_findings(shifted, traced_first_gbps(), startup_gbps())
+    f = H.kernel_findings(shifted, traced_first_gbps())
     assert not f["bbr's first rate is the rule's on every veth connection"]
 
 
@@ -77,12 +69,27 @@ def test_the_kernels_own_numbers_in_the_models_place_fail_the_known_failure(tabl
     assert not f["outside the tolerance on the servers' rows"]
 
 
-def test_a_handshake_as_fast_as_the_trace_fails_the_tracing_claim(table):
+def test_a_warm_connections_rate_in_the_traces_place_fails(table):
+    """The traced start's connection was its processes' first: a warm connection's median rate
+    in its place fails the claim; and first connections as fast as the rest fail theirs."""
     server = table[(table["link"] == "veth-1500") & (table["side"] == "server")]
-    fast = float(server["kernel_pacing_gbps"].iloc[0])
-    assert not H.kernel_findings(table, fast, startup_gbps())[
-        "tracing slowed the handshake: its first rate under half"
+    warm = float(server["kernel_pacing_gbps"].iloc[0])
+    assert not H.kernel_findings(table, warm)[
+        "the traced start's first rate is the first connection's"
     ]
+    t = table.copy()
+    t["kernel_first_srtt_us"] = t["kernel_srtt_us"]
+    assert not H.kernel_findings(t, traced_first_gbps())[
+        "a first connection takes at least twice the median"
+    ]
+
+
+def test_the_first_connections_round_trip_is_read_from_the_dataset():
+    k = H.kernel()
+    first = k[(k["conn"] == 1) & (k["side"] == "server") & (k["link"] == "veth-1500")]
+    assert H.first_rtt_s("veth-9000", "server") == first["srtt_us"].median() * 1e-6
+    with pytest.raises(ValueError, match="no first connection over 'tun-1500'"):
+        H.first_rtt_s("tun-1500", "server")
 
 
 def test_the_tool_refuses_bad_options():

@@ -35,6 +35,7 @@ BAD: dict[tuple[str, str], tuple[list[str], str]] = {
     ("run", "--duration"): (["0", "600.5", "-1", "nan", "inf", "x"], "(0, 600] seconds"),
     ("run", "--warmup"): (["-0.1", "61", "nan", "x"], "[0, 60] seconds"),
     ("run", "--count"): (["0", "1000000000001", "1e3"], "an integer 1..1000000000000"),
+    ("run", "--cc-log-every"): (["-1", "1000001", "4.5"], "an integer 0..1000000"),
     ("run", "--cc"): (["cubic; rm", "", "c" * 16, "cubïc", "-x"], "1..15 letters"),
     ("run", "--link"): (["wifi"], "invalid choice"),
     ("run", "--mtu"): (["67", "65536", "x"], "an integer 68..65535 bytes"),

@@ -123,19 +123,21 @@ def test_a_model_that_were_the_kernel_fails_the_known_failures():
     assert not f["both pace the 2 KiB server at under half the kernel's rate"]
     assert not f["neither model's rate moves twofold within a run"]
     assert not f["with the clock in the call the MSG_MORE server's rate is nearer the kernel's"]
-    # the kernel's states in the handshake model's place: the Nagle server's miss is gone
-    t["handshake_state_right"] = True
-    assert not PR.model_findings(t)["with it the Nagle server's model still stays in start-up"]
+    # the kernel's rate in the handshake model's place behind the 2 KiB server: its miss is gone
+    t["handshake_ratio"] = 1.0
+    assert not PR.model_findings(t)[
+        "it keeps the 2 KiB server in start-up at under half the rate ss read"
+    ]
 
 
-def test_without_the_handshakes_sample_the_2_kib_rate_misses():
-    """The owned model's own columns in the handshake model's place: at under half the kernel's
-    rate, the claim that the handshake's sample brings it within the tolerance fails."""
+def test_without_the_first_connections_handshake_the_nagle_state_misses():
+    """The owned model's own columns in the handshake model's place (no handshake: bbr stays in
+    start-up behind the Nagle server): the claim that the handshake puts it right fails."""
     t = PR.table().copy()
     for col in ("ratio", "state_right"):
         t[f"handshake_{col}"] = t[f"owned_{col}"]
     f = PR.model_findings(t)
-    assert not f["with the handshake's sample the 2 KiB rate is the kernel's, in start-up"]
+    assert not f["with the first connection's handshake the Nagle server's is right"]
 
 
 def test_the_start_trace_shows_the_kernel_leaving_start_up_and_the_models_not():
@@ -148,7 +150,9 @@ def test_the_start_trace_shows_the_kernel_leaving_start_up_and_the_models_not():
     f = PR.start_findings(t)
     assert not f["both models stay in start-up behind the Nagle server"]
     assert not f["the models start pacing at under a tenth of the kernel's first rate"]
-    assert not f["with the handshake's sample the model still stays behind the Nagle server"]
+    assert not f[
+        "with the first connection's handshake it leaves behind both, sooner than the kernel"
+    ]
 
 
 def test_bbr_trace_refuses_a_server_mode_it_does_not_know():
@@ -194,5 +198,6 @@ def test_the_client_turnaround_decides_the_state_behind_the_nagle_server():
     f = PR.turnaround_findings(t)
     assert all(f.values()), f
     # the rows differ only in the client's CPU per request and for how long it applies
-    assert list(t["extra_client_us"]) == [extra for extra, _ in PR.TURNAROUND_US]
-    assert t["for_ms"].isna().tolist() == [ms is None for _, ms in PR.TURNAROUND_US]
+    assert list(t["extra_client_us"]) == [extra for extra, _, _ in PR.TURNAROUND_US]
+    assert t["for_ms"].isna().tolist() == [ms is None for _, ms, _ in PR.TURNAROUND_US]
+    assert list(t["handshake"]) == ["warm" if w else "first" for _, _, w in PR.TURNAROUND_US]

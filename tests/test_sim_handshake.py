@@ -110,6 +110,26 @@ def test_the_handshake_seeds_srtt_the_minimum_rtt_and_bbrs_first_rate():
     assert sim.server_ep.sender.cc.model.rate > 4 * off.model.rate
 
 
+def test_a_measured_round_trip_replaces_the_idle_paths():
+    """Host.handshake_rtt_s: the round trip a process's first connection measured, each end its
+    own, in place of the path's idle one."""
+    kw = paced(True)
+    kw["server"] = {**kw["server"], "handshake_rtt_s": 17 * US}
+    sim = Simulation(Scenario().replace(**kw))
+    server, client = sim.server_ep.sender.cc, sim.client_ep.sender.cc
+    assert server.srtt_us >> 3 == 17 and server.model.min_rtt_fs == 17 * FS_PER_US
+    assert client.srtt_us >> 3 == round_trip_fs(sim.c2s, sim.s2c) // FS_PER_US  # (its own: 0)
+    bw = (server.cwnd << BW_SCALE) // 17
+    assert server.model.rate == server.model.pacing_rate(bw, HIGH_GAIN, server.mss)
+
+
+def test_a_measured_round_trip_without_the_flag_is_refused():
+    kw = paced(False)
+    kw["server"] = {**kw["server"], "handshake_rtt_s": 17 * US}
+    with pytest.raises(ValueError, match="handshake_rtt_s .* needs server.handshake_rtt true"):
+        Scenario().replace(**kw)
+
+
 def test_reno_takes_srtt_from_the_handshake_too():
     sim = Simulation(Scenario().replace(**paced(True, cc="reno")))
     rtt = round_trip_fs(sim.c2s, sim.s2c)

@@ -130,14 +130,14 @@ class RunSpec:
         ``cc`` on both; the sweeps' tables record one ``cc`` per run and never set this).
     client_sock
         Client socket mode: ``nagle`` (default socket) or ``nodelay``.
+    cc_log_every
+        Read the server socket's congestion state before every ``cc_log_every``-th response
+        (``qdperf server --cc-log-every``: its report gains ``cc_log``); 0 (default): never.
     capture
         ``True`` capture with tcpdump (fail if impossible), ``False`` never, ``None`` if available.
     pin
         Where the two processes run: ``none`` (the scheduler decides), ``same`` (both on the
         first CPU this process may use), ``apart`` (server on the first, client on the second).
-    cc_log_every
-        Read the server socket's congestion state before every ``cc_log_every``-th response
-        (``qdperf server --cc-log-every``: its report gains ``cc_log``); 0 (default): never.
     """
 
     proto: str = "iscsi"
@@ -150,9 +150,9 @@ class RunSpec:
     cc: str | None = None
     client_cc: str | None = None
     client_sock: str = "nagle"
+    cc_log_every: int = 0
     capture: bool | None = None
     pin: str = "none"
-    cc_log_every: int = 0
 
     def __post_init__(self) -> None:
         if self.pin not in PIN_MODES:

@@ -166,7 +166,8 @@ class Simulation:
             ep.sender.cpu_first = host.send_cpu_first
             ep.sender.clock_in_call = host.xmit_clock_in_call
             if host.handshake_rtt:  # SYN and SYN-ACK (or SYN-ACK and ACK) on idle paths
-                ep.sender.cc.handshake(handshake.round_trip_fs(self.c2s, self.s2c))
+                rtt = fs(host.handshake_rtt_s) or handshake.round_trip_fs(self.c2s, self.s2c)
+                ep.sender.cc.handshake(rtt)
             if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
                 curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
                 ep.sender.waker = WakerCost(curve, ep.app.peer)

@@ -94,6 +94,12 @@ COST_RANGES: dict[str, Range] = {
         "a timer's interrupt: a microsecond or two on hardware, an exit to the hypervisor and "
         "back on a virtual machine (over ten microseconds: data/hosts, the third machine)",
     ),
+    "handshake_rtt_s": Range(
+        0.0,
+        1e-3,
+        "a handshake's round trip between two processes of one machine: a few microseconds, "
+        "tens for a process's first connection (cold paths: data/kernel6_machine4_handshake)",
+    ),
     "tbf_late_s": Range(
         0.0,
         1e-3,

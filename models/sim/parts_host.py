@@ -318,6 +318,16 @@ class Host(Part):
         "no sample until the first data is acknowledged (bbr assumes 1 ms)",
         sample=OneOf(False, True),
     )
+    handshake_rtt_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "with handshake_rtt: the handshake's round trip as this end measured it, its first RTT "
+        "sample; a process's first connection pays cold paths that later ones do not "
+        "(tools/handshake_rtt.py's first connection, python -m models.measure run "
+        "--cc-log-every's first reading); 0: the path's idle round trip of a bare header each way",
+        sample=OneOf(0.0, 17e-6),
+    )
     gro: bool = param(
         False,
         "flag",
@@ -367,6 +377,11 @@ class Host(Part):
             raise ValueError(
                 f"{where}.xmit_clock_in_call reads the clock after the call's CPU so far: "
                 f"it needs {where}.send_cpu_first true"
+            )
+        if self.handshake_rtt_s and not self.handshake_rtt:
+            raise ValueError(
+                f"{where}.handshake_rtt_s is the handshake's round trip as a first RTT sample: "
+                f"it needs {where}.handshake_rtt true"
             )
         if self.wake_curve_s and self.wake_fast_idle_s:
             raise ValueError(
