@@ -142,6 +142,18 @@ def test_an_owner_that_changes_nothing_fails_its_finding(ev):
     assert "with a socket owner too, fewer runs are within than sent after its CPU alone" in failed
 
 
+def test_frames_held_to_their_wire_time_fail_the_freed_finding(ev):
+    """The wrong model in the freed row's place: the same refit with each frame held until its
+    wire time ends (the sent row): the runs under bbr behind Nagle do not gain."""
+    t = ev.table.copy()
+    t.loc[M4.FREED] = t.loc[M4.SENT]
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert (
+        "freed on hand-over, the runs under bbr behind Nagle gain most, the large lose" in failed
+    )
+    assert "freed on hand-over, more runs are within than sent after its CPU alone" in failed
+
+
 def test_a_handshake_that_moves_the_share_fails_its_finding(ev):
     """The wrong model in the handshake row's place: the model sent after its CPU, whose share
     within is far from the owned model's."""

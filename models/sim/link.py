@@ -166,6 +166,7 @@ class Channel(ChannelView):
         "payload_bytes",
         "in_nic",
         "nic_bytes",
+        "freed_on_handover",
         "batch",
         "batch_time",
         "batch_event",
@@ -213,6 +214,8 @@ class Channel(ChannelView):
         self.data_frames = 0
         self.payload_bytes = 0
         self.in_nic: deque = deque()  # (tx completion, payload) of data
+        # Link.freed_on_handover: a frame is not held past its hand-over (unless a qdisc holds it)
+        self.freed_on_handover = False
         self.nic_bytes = 0  # payload bytes in in_nic
         self.batch: list[Segment] | None = None  # segments of one delivery event
         self.batch_time = -1
@@ -251,11 +254,12 @@ class Channel(ChannelView):
         if length:
             self.data_frames += 1
             self.payload_bytes += length
-            q = self.in_nic
-            while q and q[0][0] <= now:  # completed: forget them
-                self.nic_bytes -= q.popleft()[1]
-            q.append([done, length])
-            self.nic_bytes += length
+            if not self.freed_on_handover:
+                q = self.in_nic
+                while q and q[0][0] <= now:  # completed: forget them
+                    self.nic_bytes -= q.popleft()[1]
+                q.append([done, length])
+                self.nic_bytes += length
             cost = self.softirq
         else:
             cost = self.ack_softirq
@@ -322,6 +326,8 @@ class Channel(ChannelView):
             return None
         self.data_frames += 1
         self.payload_bytes += length
+        if self.freed_on_handover and done != HELD:  # freed as the link takes it
+            return None
         q = self.in_nic
         while q and q[0][0] <= now:  # completed: forget them
             self.nic_bytes -= q.popleft()[1]

@@ -259,6 +259,17 @@ class Link(Part):
         "with that host's thread (with shared_cpus: on the shared CPUs)",
         sample=OneOf(False, True),
     )
+    freed_on_handover: bool = param(
+        False,
+        "flag",
+        "",
+        "a sent data frame leaves the socket's transmit memory as soon as the link takes it, not "
+        "when its wire time ends: loopback_xmit orphans it, and on a veth pair the peer's "
+        "receive path, run by the sending CPU's soft interrupt before the send returns, orphans "
+        "it in ip_rcv_core; so autocorking and bbr's application-limited check never find it "
+        "in the host (a frame waiting in a tbf qdisc is held until it leaves)",
+        sample=OneOf(False, True),
+    )
     replies_on_rx_cpu: bool = param(
         False,
         "flag",

@@ -85,7 +85,7 @@ def channel(loop, rate: int, sender, receiver, link) -> Channel:
             watchdog = WatchdogWake(
                 fs(sender.wake_fast_s), fs(sender.wake_fast_idle_s), fs(sender.wake_s)
             )
-    return Channel(
+    ch = Channel(
         loop,
         rate,
         fs(sender.tx_latency_s),
@@ -98,3 +98,5 @@ def channel(loop, rate: int, sender, receiver, link) -> Channel:
         gro=receiver.gro,
         watchdog=watchdog,
     )
+    ch.freed_on_handover = link.freed_on_handover
+    return ch
