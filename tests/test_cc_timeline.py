@@ -14,7 +14,8 @@ import cc_timeline as CT  # noqa: E402
 
 from models.data import describe  # noqa: E402
 from models.validation import cc_timeline as C  # noqa: E402
-from models.validation import pacing_rate as PR  # noqa: E402
+from models.validation import turnaround as TURN  # noqa: E402
+from models.validation.fidelity import IOPS_TOL  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +37,12 @@ def test_a_warm_handshake_in_the_models_place_fails(table, runs):
     """The model with a warm connection's handshake (the path's idle round trip): its first
     rate is several times the kernel's and behind the Nagle server it never leaves start-up."""
     t = table.copy()
-    warm = PR.turnaround_run("bbr", 0.0, None, warm=True)
+    warm = TURN.turnaround_run("bbr", 0.0, None, warm=True)
     nagle = t.index[t["server_sock_mode"] == "nagle"][0]
     first_gbps = warm.bbr_trace[0][1] * 8 / 1e9  # its first pacing rate, bytes/s -> Gb/s
     t.loc[nagle, "model_first_gbps"] = first_gbps
     t.loc[nagle, "first_ratio"] = first_gbps / t.loc[nagle, "first_gbps"]
-    t.loc[nagle, "within"] = abs(t.loc[nagle, "first_ratio"] - 1) <= 0.25
+    t.loc[nagle, "within"] = abs(t.loc[nagle, "first_ratio"] - 1) <= IOPS_TOL
     t.loc[nagle, ["model_left_ms", "state_right"]] = [math.nan, False]
     f = C.findings(t, runs)
     assert not f["the model's first srtt and rate are the runs' within the tolerance"]

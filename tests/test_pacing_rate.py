@@ -16,6 +16,7 @@ import pacing_rate_sample as PRS  # noqa: E402
 
 from models.measure.netns import CLIENT_ADDR, SERVER_ADDR  # noqa: E402
 from models.validation import pacing_rate as PR  # noqa: E402
+from models.validation import turnaround as TURN  # noqa: E402
 
 HEAD = "Recv-Q Send-Q Local Address:Port Peer Address:Port Process"
 
@@ -194,10 +195,10 @@ def test_in_the_model_no_ack_finds_a_lone_tail_in_flight(monkeypatch):
 
 
 def test_the_client_turnaround_decides_the_state_behind_the_nagle_server():
-    t = PR.turnaround_table()
-    f = PR.turnaround_findings(t)
+    t = TURN.turnaround_table()
+    f = TURN.turnaround_findings(t)
     assert all(f.values()), f
     # the rows differ only in the client's CPU per request and for how long it applies
-    assert list(t["extra_client_us"]) == [extra for extra, _, _ in PR.TURNAROUND_US]
-    assert t["for_ms"].isna().tolist() == [ms is None for _, ms, _ in PR.TURNAROUND_US]
-    assert list(t["handshake"]) == ["warm" if w else "first" for _, _, w in PR.TURNAROUND_US]
+    assert list(t["extra_client_us"]) == [extra for extra, _, _ in TURN.TURNAROUND_US]
+    assert t["for_ms"].isna().tolist() == [ms is None for _, ms, _ in TURN.TURNAROUND_US]
+    assert list(t["handshake"]) == ["warm" if w else "first" for _, _, w in TURN.TURNAROUND_US]

@@ -16,7 +16,7 @@ ACK of its own response's full segments (negative: that ACK came later).  :func:
 kernel's runs beside the fourth machine's owned model with the handshake a process's first
 connection measures as each end's first sample (:func:`models.validation.machine4.handshake_scenario`)
 on the same scenarios, and under bbr beside that model with a warm connection's handshake (the
-path's idle round trip, :func:`models.validation.pacing_rate.turnaround_table`'s first run),
+path's idle round trip, :func:`models.validation.turnaround.turnaround_table`'s first run),
 which keeps bbr in start-up.  Nothing was fitted
 to these captures: every model row is a test.  A capture shows when a segment arrived, not when
 the server processed it (a segment may wait in the socket's backlog), so the comparison is of
@@ -120,13 +120,13 @@ class _Seen:
 def simulated_tails(cc: str, warm: bool = False) -> list[dict]:
     """:func:`tails` of the owned model with the handshake's sample on the traced scenario with
     a Nagle server under ``cc``, seen at the server
-    (:func:`~models.validation.pacing_rate.turnaround_run`, shared with the turnaround table);
+    (:func:`~models.validation.turnaround.turnaround_run`, shared with the turnaround table);
     ``warm``: a warm connection's handshake instead of a process's first connection's.  Only the
     tails past the first fifth of the run."""
     from models import framing
-    from models.validation import ownership, pacing_rate
+    from models.validation import ownership, turnaround
 
-    r = pacing_rate.turnaround_run(cc, 0.0, None, warm=warm).result
+    r = turnaround.turnaround_run(cc, 0.0, None, warm=warm).result
     seen = [_Seen(g.time, g.direction, g.seq, g.ack, g.length) for g in r.trace]
     rows = tails(seen, framing.mss(int(ownership.PACED.link.mtu or 1500)), "S > C")
     return rows[len(rows) // 5 :]
