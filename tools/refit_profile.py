@@ -1,4 +1,4 @@
-"""Refit a ``calibrate`` profile from its own records, optionally with ``Host`` flags on.
+"""Refit a ``calibrate`` profile from its own records, optionally with ``Host`` or ``Link`` flags on.
 
     .venv/bin/python tools/refit_profile.py data/hosts/kernel6_machine4.json \\
         --set send_cpu_first=true --out data/hosts/kernel6_machine4_sent_after_cpu.json
@@ -9,7 +9,9 @@ measured operation time (``fit.training_rows``, with the kernel's smallest round
 rebuilds the training rows from those records and runs the same fit again
 (:func:`models.measure.profile.build_profile`, a thread's CPU per wake-up fitted when the profile
 fitted it), with the ``Host`` flags given by ``--set`` on both ends of every simulation of the
-fit and in the result.  Nothing is measured: without ``--set`` the refit gives the profile's own
+fit and in the result, and the ``Link`` flags given by ``--link`` on the path of every simulation
+of the fit (recorded in the result's ``fit.link``: a profile holds ``Host`` fields only, so whoever
+simulates with it sets them on the link).  Nothing is measured: without ``--set`` the refit gives the profile's own
 costs and loss again (the check that the rows were rebuilt as they were measured).
 
 Host fields a profile holds from a measurement made after its calibration (``--keep``, default
@@ -109,8 +111,32 @@ def require_records(profile: dict[str, Any]) -> None:
         raise ValueError(f"profile: no {', '.join(missing)}; only calibrate's profiles refit")
 
 
+def link_setting(text: str) -> tuple[str, bool]:
+    """A command line's ``NAME=true`` or ``NAME=false`` for a flag of
+    :data:`models.measure.profile.LINK_FLAGS`.
+
+    >>> link_setting("freed_on_handover=true")
+    ('freed_on_handover', True)
+    >>> link_setting("mtu=1500")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'mtu' is not a Link flag; known: run_to_block, ...
+    """
+    from models.measure.profile import LINK_FLAGS  # noqa: PLC0415
+
+    name, _, value = text.partition("=")
+    if name not in LINK_FLAGS:
+        raise ValueError(f"{name!r} is not a Link flag; known: {', '.join(LINK_FLAGS)}")
+    if value not in ("true", "false"):
+        raise ValueError(f"{name} takes true or false, got {value!r}")
+    return name, value == "true"
+
+
 def refit(
-    profile: dict[str, Any], flags: dict[str, bool], keep: tuple[str, ...] = KEEP
+    profile: dict[str, Any],
+    flags: dict[str, bool],
+    keep: tuple[str, ...] = KEEP,
+    link: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """``profile`` fitted again from its records with ``flags`` (see the module's docstring).
 
@@ -133,6 +159,7 @@ def refit(
         training=profile["fit"].get("training"),
         flags=flags,
         host=kept,  # the kept fields in every simulation of the fit, and in the result
+        link=link,  # on the path of every simulation of the fit; recorded in fit.link
     )
     for k in kept:
         out["provenance"][k] = profile.get("provenance", {}).get(k, "carried over")
@@ -152,14 +179,24 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a Host flag, NAME=true",
     )
+    p.add_argument(
+        "--link",
+        type=link_setting,
+        action="append",
+        default=[],
+        help="a Link flag on the path of the fit's simulations, NAME=true",
+    )
     p.add_argument("--keep", nargs="*", default=list(KEEP), help="host fields carried over")
     ns = p.parse_args(argv)
     try:
         src = json.loads(ns.profile.read_text())
-        out = refit(src, dict(ns.set), tuple(ns.keep))
+        out = refit(src, dict(ns.set), tuple(ns.keep), dict(ns.link))
     except (OSError, ValueError) as e:  # (a JSON syntax error is a ValueError)
         p.error(f"{ns.profile}: {e}")
-    flags = " ".join(f"--set {k}={'true' if v else 'false'}" for k, v in ns.set)
+    flags = " ".join(
+        [f"--set {k}={'true' if v else 'false'}" for k, v in ns.set]
+        + [f"--link {k}={'true' if v else 'false'}" for k, v in ns.link]
+    )
     out["fit"]["refit"] = (
         f"tools/refit_profile.py {ns.profile.name} {flags}".strip()
         + f": fitted again from {ns.profile.name}'s records (measured, fit.training_rows); "

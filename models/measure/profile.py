@@ -34,6 +34,7 @@ from typing import Any
 
 from models.sim import hostprofile
 from models.sim.hostranges import COST_RANGES, CURVE_RANGES
+from models.sim.parts import Link
 
 from .calruns import (
     QUICK_WINDOW_S,
@@ -93,16 +94,22 @@ __all__ = [
 #: message, the cost per segment, a thread's CPU per wake-up; 300 stopped most fits before the
 #: simplex settled).
 FIT_EVALUATIONS = 450
+#: The flags of :class:`models.sim.parts.Link` (its ``bool`` fields), which :func:`build_profile`
+#: may set on the path of every simulation of its fit.
+LINK_FLAGS = tuple(f.name for f in dataclasses.fields(Link) if f.type in (bool, "bool"))
 
 
 def _simulated_median(
-    hz: int, cpus: int | None = None, host: Mapping[str, Any] | None = None
+    hz: int,
+    cpus: int | None = None,
+    host: Mapping[str, Any] | None = None,
+    link: Mapping[str, Any] | None = None,
 ) -> Callable[[Mapping[str, Any], Any], float]:
     """The simulator's median operation time of a row, microseconds (its mean, ``QD / IOPS``, for
     a row whose :func:`~models.measure.calruns.fit_target` is ``"mean"``); with ``cpus``, both
     ends on one machine of that many CPUs (:func:`models.kernel.runs.one_machine`), as the
     calibration's loopback runs are; ``host``: ``Host`` fields of both ends besides the costs (a
-    measured wake-up curve)."""
+    measured wake-up curve); ``link``: ``Link`` flags of the path (``freed_on_handover``)."""
     from models.kernel.runs import one_machine, row_scenario, simulate_uncached  # noqa: PLC0415
 
     def median_us(row: Mapping[str, Any], costs: Any) -> float:
@@ -111,6 +118,8 @@ def _simulated_median(
             sc = sc.replace(link=one_machine(cpus))
         if host:
             sc = sc.replace(client=dict(host), server=dict(host))
+        if link:
+            sc = sc.replace(link=dict(link))
         got = simulate_uncached(sc)
         if fit_target(row) == "mean":
             return 1e6 * float(row["qd"]) / float(got.iops)  # Little's law, s -> us
@@ -160,6 +169,28 @@ def _given_host(host: Mapping[str, Any] | None, fitted: Iterable[str]) -> dict[s
     return given
 
 
+def _given_link(link: Mapping[str, Any] | None) -> dict[str, bool]:
+    """:func:`build_profile`'s ``link``, checked: flags of :class:`models.sim.parts.Link` (its
+    ``bool`` fields), each ``True`` or ``False``.
+
+    >>> _given_link({"freed_on_handover": True})
+    {'freed_on_handover': True}
+    >>> _given_link({"mtu": 1500})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: link: ['mtu'] are not Link flags; known: [...]
+    """
+    given = dict(link or {})
+    known = LINK_FLAGS
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ValueError(f"link: {unknown} are not Link flags; known: {sorted(known)}")
+    bad = {k: v for k, v in given.items() if not isinstance(v, bool)}
+    if bad:
+        raise ValueError(f"link: {bad} must be true or false")
+    return given
+
+
 def _bound_note(fit: Any, name: str) -> str:
     bound = dict(fit.at_bound).get(name)
     return f", at the {bound} bound of its range" if bound else ""
@@ -183,6 +214,7 @@ def build_profile(
     busy_repeats: list[dict[str, Any]] | None = None,
     flags: Mapping[str, bool] | None = None,
     host: Mapping[str, Any] | None = None,
+    link: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """The host profile (a JSON object, validated) from the microbenchmarks and the sweep rows.
 
@@ -223,12 +255,17 @@ def build_profile(
         takes from ``costs_result``: e.g. a timer cost measured after the calibration
         (``tools/refit_profile.py``'s ``--keep``).  Never a cost the fit searches or holds
         (:data:`models.kernel.calibrate.FIELDS`); default: none.
+    link
+        Flags of the path (:data:`LINK_FLAGS`, e.g. ``freed_on_handover``) in every simulation of
+        the fit, recorded in the profile's ``fit.link``: a profile keeps ``Host`` fields only, so
+        whoever simulates with it sets these on the link themselves.  Only with the simulator's
+        ``median_us`` (a caller's builds its own scenarios); default: none.
 
     Raises
     ------
     ValueError
-        No row without a stall to fit, a ``flags`` or ``host`` name the fit does not take, or a
-        profile value outside its range.
+        No row without a stall to fit, a ``flags``, ``host`` or ``link`` name the fit does not
+        take, ``link`` with a caller's ``median_us``, or a profile value outside its range.
     """
     from models.kernel import calibrate  # noqa: PLC0415 - NumPy and SciPy only here
     from models.kernel.runs import STALL_SHARE_PCT  # noqa: PLC0415
@@ -238,6 +275,9 @@ def build_profile(
     if unknown:
         raise ValueError(f"flags: {unknown} are not Host flags; known: {list(hostprofile.FLAGS)}")
     given_host = _given_host(host, calibrate.FIELDS.values())
+    given_link = _given_link(link)
+    if given_link and median_us is not None:
+        raise ValueError("link: only the simulator's median_us takes Link flags; got a caller's")
     st, c = costs_result["settings"], costs_result["costs"]
     hz = st["kernel"]["config_hz"] or 250  # ticks per second; 250 if the config is unreadable
     train = [r for r in rows if float(r["stalled_pct"]) < STALL_SHARE_PCT]
@@ -302,6 +342,7 @@ def build_profile(
                 **given_host,
             }
             or None,
+            given_link or None,
         ),
         start=start,
         max_evaluations=max_evaluations,
@@ -419,6 +460,7 @@ def build_profile(
             "training_rows": rows_out,
             "stalled_rows": len(rows) - len(train),
             **({"kernel_min_rtt_us": trip} if trip is not None else {}),
+            **({"link": given_link} if given_link else {}),
         },
         "settings": st,
     }

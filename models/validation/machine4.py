@@ -138,7 +138,9 @@ HANDSHAKE = "handshake's sample too"
 #: :data:`SENT` with a sent data frame freed as the link takes it (``Link.freed_on_handover``:
 #: loopback and veth free it before the sending call returns, so nothing of the socket is in the
 #: host when it next writes, as the server's own readings show, and autocorking never holds;
-#: nothing fitted again).
+#: nothing fitted again, and nothing to fit: ``tools/refit_profile.py --link
+#: freed_on_handover=true`` gives the sent profile's costs again, as the calibration's loopback
+#: passes a frame in nanoseconds and no frame of the fit is held when its socket next writes).
 FREED = "freed on hand-over too"
 #: The table's rows, in order.
 ROWS = (MODELS[0], REPLIES, SENT, OWNED, HANDSHAKE, FREED, *MODELS[1:])
