@@ -242,3 +242,16 @@ def test_behind_msg_more_and_nodelay_the_owner_s_calls_outlast_the_kernel_s_oper
     r = sim.run()
     assert sim.server_ep.sender.cc.timer_arms == 0
     assert 1e6 * r.hosts["server"].owned_s / r.completed_total < in_send["owned"] / 1.25
+
+
+def test_a_clock_read_at_the_calls_start_fails_the_freed_clock_findings(ev):
+    """The wrong model in the row's place: frames freed, but bbr's pacing clock read at the
+    call's start (the freed row): the large responses do not come back."""
+    t = ev.table.copy()
+    t.loc[M4.FREED_CLOCK] = t.loc[M4.FREED]
+    failed = [k for k, v in M4.findings(t).items() if not v]
+    assert (
+        "paced by the call's clock too, the large responses are within more often than freed"
+        in failed
+    )
+    assert "paced by the call's clock too, the runs under bbr behind Nagle lose" in failed
