@@ -24,6 +24,10 @@ from models.measure.sweep import SCHEMAS, flory_payloads, standard_plan
         ({"pin": "both"}, "pin"),
         ({"cc_log_every": -1}, "cc_log_every"),
         ({"cc_log_every": 10**7}, "cc_log_every"),
+        ({"cc_log_every": True}, "cc_log_every"),  # a bool is not a count
+        ({"qd": True}, "qd"),
+        ({"count": True}, "count"),
+        ({"payload_bytes": False}, "payload_bytes"),
     ],
 )
 def test_runspec_rejects_bad_values(kwargs: dict, word: str) -> None:

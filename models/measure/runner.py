@@ -103,6 +103,15 @@ class HarnessError(RuntimeError):
     """A run failed: a process reported an error, hung past its limit, or printed no report."""
 
 
+def _is_int(value: object) -> bool:
+    """An integer, not a ``bool`` (``True`` is an ``int`` to Python, not a count).
+
+    >>> _is_int(8), _is_int(True), _is_int(8.0)
+    (True, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One measurement.
@@ -165,12 +174,9 @@ class RunSpec:
             raise ValueError(
                 f"client_sock must be one of {CLIENT_SOCK_MODES}, got {self.client_sock!r}"
             )
-        if not isinstance(self.qd, int) or not 1 <= self.qd <= QD_MAX:
+        if not _is_int(self.qd) or not 1 <= self.qd <= QD_MAX:
             raise ValueError(f"qd must be an integer 1..{QD_MAX}, got {self.qd!r}")
-        if (
-            not isinstance(self.payload_bytes, int)
-            or not 0 <= self.payload_bytes <= PAYLOAD_MAX_BYTES
-        ):
+        if not _is_int(self.payload_bytes) or not 0 <= self.payload_bytes <= PAYLOAD_MAX_BYTES:
             raise ValueError(
                 f"payload_bytes must be an integer 0..{PAYLOAD_MAX_BYTES}, got {self.payload_bytes!r}"
             )
@@ -182,12 +188,9 @@ class RunSpec:
             raise ValueError(
                 f"warmup_s must be in [0, {WARMUP_MAX_S:g}] seconds, got {self.warmup_s!r}"
             )
-        if not isinstance(self.count, int) or not 1 <= self.count <= COUNT_MAX:
+        if not _is_int(self.count) or not 1 <= self.count <= COUNT_MAX:
             raise ValueError(f"count must be an integer 1..{COUNT_MAX}, got {self.count!r}")
-        if (
-            not isinstance(self.cc_log_every, int)
-            or not 0 <= self.cc_log_every <= CC_LOG_EVERY_MAX
-        ):
+        if not _is_int(self.cc_log_every) or not 0 <= self.cc_log_every <= CC_LOG_EVERY_MAX:
             raise ValueError(
                 f"cc_log_every must be an integer 0..{CC_LOG_EVERY_MAX}, got {self.cc_log_every!r}"
             )
