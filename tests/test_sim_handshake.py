@@ -16,9 +16,10 @@ from models.sim.cpu import CpuPool
 from models.sim.engine import Simulation
 from models.sim.events import EventLoop
 from models.sim.handshake import idle_trip_fs, round_trip_fs
-from models.sim.link import Channel, Segment
+from models.sim.link import Channel
 from models.sim.rules.bbr_model import BW_SCALE, HIGH_GAIN
 from models.sim.rules.rx import InterruptModeration
+from models.sim.segment import Segment
 
 US = 1e-6  # seconds per microsecond
 FS_PER_US = 10**9  # femtoseconds per microsecond

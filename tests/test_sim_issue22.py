@@ -130,7 +130,8 @@ def test_released_pushes_are_charged_to_the_soft_interrupt():
 
 def test_soft_charge_delays_later_frames_of_that_soft_interrupt():
     loop = EventLoop()
-    from models.sim.link import Channel, Segment
+    from models.sim.link import Channel
+    from models.sim.segment import Segment
 
     ch = Channel(loop, 10**9, 0, 0, 0, 0)
     ch.out = lambda now, seg: None

@@ -8,7 +8,7 @@ import pytest
 
 from models.sim import Scenario, simulate
 from models.sim.engine import Simulation
-from models.sim.link import Segment
+from models.sim.segment import Segment
 
 US = 1e-6  # seconds per microsecond
 #: Costs that make each send() last 10 us (one call, one segment) on a link a few us long, so

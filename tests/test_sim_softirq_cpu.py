@@ -13,7 +13,8 @@ import pytest
 
 from models.sim import Scenario
 from models.sim.engine import Simulation
-from models.sim.link import Channel, Segment
+from models.sim.link import Channel
+from models.sim.segment import Segment
 
 FS_PER_US = 10**9  # femtoseconds per microsecond
 MSS = 1448  # bytes, MTU 1500

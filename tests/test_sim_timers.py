@@ -26,7 +26,8 @@ import pytest
 from models import framing
 from models.sim import Scenario, simulate
 from models.sim.events import FS, EventLoop
-from models.sim.link import Channel, Segment
+from models.sim.link import Channel
+from models.sim.segment import Segment
 from models.validation.simulator import stated
 
 STALL = dict(run={"ops": 40})  # two send() calls, Nagle

@@ -77,14 +77,14 @@ def _bucket_channel():
 
 
 def _full(seq: int):
-    from models.sim.link import Segment
+    from models.sim.segment import Segment
 
     mss = framing.mss(1500)
     return Segment(1, seq, seq + mss, 1, False)
 
 
 def _ack():
-    from models.sim.link import Segment
+    from models.sim.segment import Segment
 
     return Segment(1, 1, 1, 1, False)  # no payload: a pure ACK
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from models.sim.events import FS
-from models.sim.link import Segment
 from models.sim.link_view import segment_state, shift_segment
 from models.sim.receiver import Receiver
 from models.sim.rules.ack import _PINGPONG_MAX, AdaptiveAck, LinuxAck
+from models.sim.segment import Segment
 from models.sim.sender import CORK, Sender, TxCosts
 
 if TYPE_CHECKING:

@@ -54,12 +54,13 @@ from models import framing
 from models.sim.events import FS
 from models.sim.link_view import ChannelView
 from models.sim.rules.rx import PerWakeup
+from models.sim.segment import Segment
 from models.sim.tbf import HELD, Tbf
 
 if TYPE_CHECKING:
     from models.sim.fastforward import Shift
 
-__all__ = ["Channel", "Segment"]
+__all__ = ["Channel"]  # (Segment: models.sim.segment)
 
 
 def _unwired(now: int, seg: Segment) -> None:
@@ -71,35 +72,6 @@ _FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
 #: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
 #: less the IPv4, TCP and timestamp headers.
 _GRO_MAX_BYTES = framing.mss(65536)
-
-
-class Segment:
-    """A TCP segment: payload ``[seq, end)`` (``end == seq``: pure ACK)."""
-
-    __slots__ = ("src", "seq", "end", "ack", "psh", "t_tx", "t_rx", "cpu")
-
-    def __init__(self, src: int, seq: int, end: int, ack: int, psh: bool) -> None:
-        self.src = src  # 0 = client, 1 = server
-        self.seq = seq  # first payload byte (relative, from 1)
-        self.end = end  # one past the last payload byte
-        self.ack = ack  # cumulative ACK: next byte expected from peer
-        self.psh = psh  # PSH flag
-        self.t_tx = 0  # fs: handed to the NIC (tcpdump, sender)
-        self.t_rx = 0  # fs: at the receiver's capture point
-        # the CPU whose soft interrupt receives it, when not its channel's: sent from the
-        # receive soft interrupt of the other direction (an ACK, a push that ACK allowed),
-        # it leaves from the CPU that runs that soft interrupt (one machine), or None
-        self.cpu = None
-
-    @property
-    def length(self) -> int:
-        """Payload bytes."""
-        return self.end - self.seq
-
-    def seen(self, t: int) -> tuple:
-        """A trace entry: what a capture point sees of it at ``t`` fs, ``(t, src, psh, seq,
-        end, ack)``, copied (the object changes later: GRO merges the next segment into it)."""
-        return (t, self.src, self.psh, self.seq, self.end, self.ack)
 
 
 class Channel(ChannelView):

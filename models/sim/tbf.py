@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from models.sim.fastforward import Shift, View
-    from models.sim.link import Segment
+    from models.sim.segment import Segment
 
 __all__ = ["HELD", "Tbf"]
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.sim.events import FS
-from models.sim.link import Channel, Segment
+from models.sim.link import Channel
 from models.sim.rules.skb import SKB_SHINFO_BYTES, skb_truesize
+from models.sim.segment import Segment
 
 #: packetdrill's default timing tolerance, microseconds.
 DEFAULT_TOLERANCE_USECS = 4000

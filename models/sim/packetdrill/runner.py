@@ -112,7 +112,6 @@ from models import framing
 from models.sim.endpoint import Endpoint
 from models.sim.events import FS
 from models.sim.kernels import KernelProfile, get_profile
-from models.sim.link import Segment
 from models.sim.packetdrill.parser import (
     Event,
     Packet,
@@ -121,6 +120,7 @@ from models.sim.packetdrill.parser import (
     Syscall,
     parse_file,
 )
+from models.sim.segment import Segment
 
 __all__ = [
     "DEFAULT_TOLERANCE_USECS",

@@ -3,7 +3,6 @@ ones matched against what it sent (a part of ``models.sim.packetdrill.runner``'s
 
 from __future__ import annotations
 
-from models.sim.link import Segment
 from models.sim.packetdrill.outcome import (
     _ANY_TIME_CAP,
     _MSS_DEFAULT,
@@ -13,6 +12,7 @@ from models.sim.packetdrill.outcome import (
 )
 from models.sim.packetdrill.parser import Packet, ScriptError
 from models.sim.packetdrill.state import _State
+from models.sim.segment import Segment
 
 
 class _Segments(_State):
