@@ -1,14 +1,15 @@
-"""Count bbr's pacing timer behind the fourth machine's 64 KiB loopback servers, in the kernel.
+"""Count bbr's pacing timer behind 64 KiB loopback servers, in the kernel.
 
     sudo .venv/bin/python tools/pacing_timer_large.py --out data --repeats 2
 
-The configurations are the fourth machine's pinned sample's 64 KiB loopback runs under bbr
+The configurations are the 64 KiB loopback runs under bbr of the seeded pinned sample
 (:func:`models.validation.large_timers.configs`: servers with ``TCP_NODELAY``, Nagle and
-``MSG_MORE``, clients of both kinds, QD 1-64), each counted as ``tools/pacing_timer_sweep.py``
-counts them (``perf stat`` on the ``timer:hrtimer_start`` and ``timer:hrtimer_expire_entry``
-events of ``tcp_pace_kick``, bbr on both sockets, each end on a CPU of its own, the loopback in a
-namespace of its own), into ``PREFIX.csv`` and its sidecar ``PREFIX.json`` with the machine's
-settings (the same columns as that tool's dataset).  Needs root, ``perf`` and two CPUs.
+``MSG_MORE``, clients of both kinds, QD 1-64), on the machine it runs on, each counted as
+``tools/pacing_timer_sweep.py`` counts them (``perf stat`` on the ``timer:hrtimer_start`` and
+``timer:hrtimer_expire_entry`` events of ``tcp_pace_kick``, bbr on both sockets, each end on a CPU
+of its own, the loopback in a namespace of its own), into ``PREFIX.csv`` and its sidecar
+``PREFIX.json`` with the machine's settings (the same columns as that tool's dataset).  Needs root,
+``perf`` and two CPUs.
 """
 
 from __future__ import annotations

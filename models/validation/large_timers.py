@@ -1,7 +1,7 @@
-"""bbr's pacing timer behind the fourth machine's 64 KiB loopback servers, in the kernel and in the
-simulator with frames freed on hand-over.
+"""bbr's pacing timer behind 64 KiB loopback servers, in the kernel and in the simulator with frames
+freed on hand-over.
 
-Freeing a sent frame as the link takes it (``Link.freed_on_handover``, the row
+Freeing a sent frame as the link takes it (``Link.freed_on_handover``, the fourth machine's row
 :data:`models.validation.machine4.FREED`) is what loopback does, and it lets a 64 KiB response
 behind a ``TCP_NODELAY`` server leave as the kernel's does: its header, one full segment and a short
 tail, where the model that held frames to the end of their wire time autocorked the header into the
@@ -15,13 +15,14 @@ kernel reads its clock for the check after the call's copy (``tcp_mstamp_refresh
 
 The dataset (:data:`DATASET`, ``tools/pacing_timer_large.py``) counts the kernel's pacing timers
 with ``perf stat`` in the configurations of the fourth machine's pinned sample with 64 KiB
-responses on the loopback under bbr (:func:`configs`); :func:`table` runs the three models on the
-same rows (the sent profile; frames held, freed, freed and paced by the call's clock) and counts
-the timers each arms, as :mod:`models.validation.pacingtimer` does, its classes
-(:func:`~models.validation.pacingtimer.classify`) compared run by run.  ``perf`` slows the
-kernel's loop, so the test is the class, not the count; the kernel ran these configurations at a
-different rate than in the sample (the machine's 64 KiB loopback runs swing between minutes), so
-the rate is not compared here.
+responses on the loopback under bbr (:func:`configs`), on the fifth machine
+(:mod:`models.validation.machine5`: another instance of the same kind, measured a few minutes
+before its own pinned sample, which has the same configurations); :func:`table` runs the three
+models on the fifth machine's rows with its sent refit (frames held, freed, freed and paced by the
+call's clock) and counts the timers each arms, as :mod:`models.validation.pacingtimer` does, their
+classes (:func:`~models.validation.pacingtimer.classify`) compared run by run.  ``perf`` slows the
+kernel's loop, so the test is the class, not the count, and the rate is not compared
+(:func:`rate_ratio` says how far it moved).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ __all__ = [
 ]
 
 #: The kernel's counts (``tools/pacing_timer_large.py``).
-DATASET = "kernel6_machine4_pacing_timer_large"
+DATASET = "kernel6_machine5_pacing_timer_large"
 #: The response size of the configurations (bytes).
 SIZE_BYTES = 65536
-#: The models, by column suffix: (the machine4 scenario's name, what it is).
+#: The models, by column suffix: (the :mod:`~models.validation.machine4` scenario's name, what it
+#: is).
 MODELS = {
     "held": ("replies_scenario", "frames held to the end of their wire time (the sent row)"),
     "freed": ("freed_scenario", "frames freed on hand-over, the clock read at the call's start"),
@@ -56,13 +58,14 @@ MODELS = {
 
 
 def _sample() -> pd.DataFrame:
-    """The fourth machine's pinned sample's unlimited loopback rows under bbr with responses of
-    :data:`SIZE_BYTES`."""
+    """The fifth machine's pinned sample's unlimited loopback rows under bbr with responses of
+    :data:`SIZE_BYTES` (the fourth machine's sample has the same configurations: the repeat plan is
+    seeded)."""
     from models.kernel import load_kernel_run
-    from models.validation import machine4
+    from models.validation import machine5
     from models.validation.ackheld import unlimited
 
-    t = load_kernel_run(prefix=machine4.PREFIX).table("iscsi_loop")
+    t = load_kernel_run(prefix=machine5.PREFIX).table("iscsi_loop")
     keep = (
         unlimited(t)
         & (t["link"] == "loopback")
@@ -90,12 +93,13 @@ def table() -> pd.DataFrame:
     ``<name>_class`` and ``<name>_right``), and ``kernel_class``."""
     from models.data import load
     from models.kernel import load_kernel_run
-    from models.validation import machine4
+    from models.sim import hostprofile
+    from models.validation import machine4, machine5
     from models.validation import pacingtimer as PT
 
-    hz = load_kernel_run(prefix=machine4.PREFIX).hz
+    hz = load_kernel_run(prefix=machine5.PREFIX).hz
     rows = {tuple(PT._plain(r[k]) for k in PT.CONFIG_KEY): r for r in _sample().to_dict("records")}
-    profile = machine4.sent_profile()
+    profile = hostprofile.shipped(machine5.PROFILE_SENT)
     k = load(DATASET).copy()
     k["kernel_class"] = k["arms_per_op"].map(PT.classify)
     for name, (scenario, _) in MODELS.items():
