@@ -124,12 +124,7 @@ def link_setting(text: str) -> tuple[str, bool]:
     """
     from models.measure.profile import LINK_FLAGS  # noqa: PLC0415
 
-    name, _, value = text.partition("=")
-    if name not in LINK_FLAGS:
-        raise ValueError(f"{name!r} is not a Link flag; known: {', '.join(LINK_FLAGS)}")
-    if value not in ("true", "false"):
-        raise ValueError(f"{name} takes true or false, got {value!r}")
-    return name, value == "true"
+    return hostprofile.bool_setting(text, LINK_FLAGS, "a Link flag")
 
 
 def refit(

@@ -114,7 +114,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,7 @@ __all__ = [
     "handoff_totals",
     "handoff_split",
     "flag_setting",
+    "bool_setting",
 ]
 
 #: The value of the ``schema`` key.
@@ -180,9 +181,24 @@ def flag_setting(text: str) -> tuple[str, bool]:
     ...
     ValueError: 'nodelay' is not a flag a profile may set; known: ...
     """
+    return bool_setting(text, FLAGS, "a flag a profile may set")
+
+
+def bool_setting(text: str, known: Iterable[str], what: str) -> tuple[str, bool]:
+    """A command line's ``NAME=true`` or ``NAME=false`` for a name of ``known`` (``what`` names
+    them in the error).
+
+    >>> bool_setting("gro=false", ("gro",), "a flag")
+    ('gro', False)
+    >>> bool_setting("gro=1", ("gro",), "a flag")
+    Traceback (most recent call last):
+    ...
+    ValueError: gro takes true or false, got '1'
+    """
+    known = tuple(known)
     name, _, value = text.partition("=")
-    if name not in FLAGS:
-        raise ValueError(f"{name!r} is not a flag a profile may set; known: {', '.join(FLAGS)}")
+    if name not in known:
+        raise ValueError(f"{name!r} is not {what}; known: {', '.join(known)}")
     if value not in ("true", "false"):
         raise ValueError(f"{name} takes true or false, got {value!r}")
     return name, value == "true"
