@@ -390,7 +390,7 @@ class Channel(ChannelView):
         """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
         segments of ``mss`` bytes, PSH on the last (``tcp_gso_segment``),
         each a frame of its own; each as it leaves goes into ``trace`` if
-        given (:meth:`Segment.seen`)."""
+        given (:meth:`~models.sim.segment.Segment.seen`)."""
         seq, end = seg.seq, seg.end
         while seq < end:
             nxt = seq + mss if end - seq > mss else end
