@@ -43,6 +43,8 @@ def test_the_numbers_are_the_tables(ev):
     n = M5.numbers(ev)
     assert n["within_pct_3"] == pytest.approx(ev.table.loc[M5.ROWS[3], "within_pct"])
     assert n["rows"] > 100
+    own = hostprofile.shipped(M5.PROFILE).records["measured"]["large_cross"]["send_cpu_us"]
+    assert n["cross_us"] == own and n["cross4_us"] > n["cross_us"]  # this machine copies faster
 
 
 def test_the_clock_read_at_the_calls_start_fails(ev):

@@ -181,10 +181,9 @@ def _given_link(link: Mapping[str, Any] | None) -> dict[str, bool]:
     ValueError: link: ['mtu'] are not Link flags; known: [...]
     """
     given = dict(link or {})
-    known = LINK_FLAGS
-    unknown = sorted(set(given) - set(known))
+    unknown = sorted(set(given) - set(LINK_FLAGS))
     if unknown:
-        raise ValueError(f"link: {unknown} are not Link flags; known: {sorted(known)}")
+        raise ValueError(f"link: {unknown} are not Link flags; known: {sorted(LINK_FLAGS)}")
     bad = {k: v for k, v in given.items() if not isinstance(v, bool)}
     if bad:
         raise ValueError(f"link: {bad} must be true or false")

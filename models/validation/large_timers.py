@@ -48,13 +48,10 @@ __all__ = [
 DATASET = "kernel6_machine5_pacing_timer_large"
 #: The response size of the configurations (bytes).
 SIZE_BYTES = 65536
-#: The models, by column suffix: (the :mod:`~models.validation.machine4` scenario's name, what it
-#: is).
-MODELS = {
-    "held": ("replies_scenario", "frames held to the end of their wire time (the sent row)"),
-    "freed": ("freed_scenario", "frames freed on hand-over, the clock read at the call's start"),
-    "clock": ("freed_clock_scenario", "frames freed, the clock read after the call's CPU"),
-}
+#: The models, by column suffix: the :mod:`~models.validation.machine4` scenario each runs (held:
+#: frames held to the end of their wire time, the sent row; freed: frames freed on hand-over, the
+#: clock read at the call's start; clock: frames freed, the clock read after the call's CPU).
+MODELS = {"held": "replies_scenario", "freed": "freed_scenario", "clock": "freed_clock_scenario"}
 
 
 def _sample() -> pd.DataFrame:
@@ -78,13 +75,10 @@ def _sample() -> pd.DataFrame:
 def configs() -> list[dict[str, Any]]:
     """The configurations (:data:`models.validation.pacingtimer.CONFIG_KEY` dicts) of
     :func:`_sample`, in the sample's order, each once."""
-    from models.validation.pacingtimer import CONFIG_KEY, _plain
+    from models.validation.pacingtimer import CONFIG_KEY, config_key
 
-    seen: dict[tuple, dict[str, Any]] = {}
-    for r in _sample().to_dict("records"):
-        key = tuple(_plain(r[k]) for k in CONFIG_KEY)
-        seen.setdefault(key, dict(zip(CONFIG_KEY, key)))
-    return list(seen.values())
+    keys = dict.fromkeys(config_key(r) for r in _sample().to_dict("records"))
+    return [dict(zip(CONFIG_KEY, key)) for key in keys]
 
 
 def table() -> pd.DataFrame:
@@ -98,19 +92,16 @@ def table() -> pd.DataFrame:
     from models.validation import pacingtimer as PT
 
     hz = load_kernel_run(prefix=machine5.PREFIX).hz
-    rows = {tuple(PT._plain(r[k]) for k in PT.CONFIG_KEY): r for r in _sample().to_dict("records")}
+    rows = {PT.config_key(r): r for r in _sample().to_dict("records")}
     profile = hostprofile.shipped(machine5.PROFILE_SENT)
     k = load(DATASET).copy()
+    keys = [PT.config_key(r) for r in k.to_dict("records")]
     k["kernel_class"] = k["arms_per_op"].map(PT.classify)
-    for name, (scenario, _) in MODELS.items():
+    for name, scenario in MODELS.items():
         make = getattr(machine4, scenario)
-        sims: dict[tuple, float] = {}
-        for r in k.to_dict("records"):
-            key = tuple(PT._plain(r[c]) for c in PT.CONFIG_KEY)
-            if key not in sims:
-                sims[key] = PT.simulated_arms(profile, rows[key], hz, make=make)
-        k[f"sim_{name}"] = [sims[tuple(PT._plain(r[c]) for c in PT.CONFIG_KEY)]
-                            for r in k.to_dict("records")]  # fmt: skip
+        # each configuration simulated once, however many runs the kernel made of it
+        sims = {key: PT.simulated_arms(profile, rows[key], hz, make=make) for key in set(keys)}
+        k[f"sim_{name}"] = [sims[key] for key in keys]
         k[f"{name}_class"] = k[f"sim_{name}"].map(PT.classify)
         k[f"{name}_right"] = k[f"{name}_class"] == k["kernel_class"]
     return k
@@ -122,10 +113,7 @@ def rate_ratio(t: pd.DataFrame) -> float:
     from models.validation import pacingtimer as PT
 
     sample = _sample().groupby(PT.CONFIG_KEY)["iops"].mean()
-    ratios = [
-        r["iops"] / sample.loc[tuple(PT._plain(r[c]) for c in PT.CONFIG_KEY)]
-        for r in t.to_dict("records")
-    ]
+    ratios = [r["iops"] / sample.loc[PT.config_key(r)] for r in t.to_dict("records")]
     return float(statistics.median(ratios))
 
 

@@ -187,11 +187,21 @@ def _right(verdicts: str) -> int:
 
 def numbers(ev: Machine5Evaluation) -> dict[str, float]:
     """The numbers chapter 9 quotes: each row's :func:`~models.validation.machine4.summary`
-    numbers (suffix the row's index), the runs, the tolerance and the goal (percent)."""
+    numbers (suffix the row's index), the runs, the tolerance and the goal (percent), and the CPU
+    of a 64 KiB ``send()`` to a reader on the other CPU as this machine's and the fourth
+    machine's calibrations measured it (``cross_us``, ``cross4_us``, microseconds)."""
+    from models.sim import hostprofile
     from models.validation.fidelity import iops_table
+    from models.validation.machine4 import PROFILE as PROFILE4
 
+    cross = {
+        name: hostprofile.shipped(name).records["measured"]["large_cross"]["send_cpu_us"]
+        for name in (PROFILE, PROFILE4)
+    }
     t = ev.table
     return {
+        "cross_us": cross[PROFILE],
+        "cross4_us": cross[PROFILE4],
         "rows": len(iops_table(ev.tables[ROWS[0]])),
         "tol_pct": IOPS_TOL * 100,  # share -> percent
         "goal_pct": IOPS_SHARE * 100,

@@ -48,6 +48,7 @@ __all__ = [
     "sample_findings",
     "without_timer_costs",
     "classify",
+    "config_key",
     "configs",
     "simulated_arms",
     "table",
@@ -110,6 +111,17 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
+def config_key(row: Any) -> tuple:
+    """The configuration of a run (a mapping with the :data:`CONFIG_KEY` columns), as a tuple of
+    plain Python values, in :data:`CONFIG_KEY`'s order.
+
+    >>> config_key({"link": "loopback", "sock_mode": "nagle", "client_sock_mode": "nodelay",
+    ...             "qd": 8, "iosize_bytes": 512, "iops": 1.0})
+    ('loopback', 'nagle', 'nodelay', 8, 512)
+    """
+    return tuple(_plain(row[k]) for k in CONFIG_KEY)
+
+
 def _sample_rows() -> dict[tuple, dict[str, Any]]:
     """The pinned sample's rows of :func:`configs`, by configuration (:data:`CONFIG_KEY`)."""
     from models.kernel import load_kernel_run
@@ -118,7 +130,7 @@ def _sample_rows() -> dict[tuple, dict[str, Any]]:
     run = load_kernel_run(prefix=ackheld.PREFIX)
     t = run.table("iscsi_loop")
     t = t[ackheld.unlimited(t) & machines.bbr_held(t)]
-    return {tuple(_plain(r[k]) for k in CONFIG_KEY): r for r in t.to_dict("records")}
+    return {config_key(r): r for r in t.to_dict("records")}
 
 
 def simulated_arms(
@@ -154,8 +166,7 @@ def table(profile: Any = None) -> pd.DataFrame:
     rows = _sample_rows()
     k = load(TABLE).copy()
     k["sim_arms_per_op"] = [
-        simulated_arms(p, rows[tuple(_plain(r[c]) for c in CONFIG_KEY)], hz)
-        for r in k.to_dict("records")
+        simulated_arms(p, rows[config_key(r)], hz) for r in k.to_dict("records")
     ]
     k["kernel_class"] = k["arms_per_op"].map(classify)
     k["sim_class"] = k["sim_arms_per_op"].map(classify)
