@@ -58,6 +58,7 @@ __all__ = [
     "Machine5Evaluation",
     "evaluate",
     "findings",
+    "fit_bounds",
     "numbers",
 ]
 
@@ -177,6 +178,21 @@ def findings(table: pd.DataFrame) -> dict[str, bool]:
         "measured again, this machine's kernel agrees with itself more often than the fourth's": (
             again.within_pct > kernel4.within_pct
         ),
+    }
+
+
+def fit_bounds() -> dict[str, list]:
+    """The costs each of this machine's fits ended at a bound of its range, by profile
+    (``fit.at_bound``: ``[name, "lower"|"upper"]`` pairs): a finding to report, not a result.
+
+    >>> fit_bounds()[PROFILE]
+    [['op_s', 'lower']]
+    """
+    from models.sim import hostprofile
+
+    return {
+        name: hostprofile.shipped(name).records["fit"]["at_bound"]
+        for name in (PROFILE, PROFILE_SENT)
     }
 
 
