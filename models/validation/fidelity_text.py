@@ -7,21 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.measure import hostfields
 from models.validation import fidelity as FID
 
-__all__ = ["MISSED", "TIMER_DONOR", "v1500_rows", "timer_what_if", "numbers", "findings"]
+__all__ = ["MISSED", "v1500_rows", "numbers", "findings"]
 
 #: The goals the text names as missed; if that changes, :func:`findings` fails and the text must
 #: change with it.
 MISSED = frozenset({"stall verdicts", "largest stalling QD", "IOPS within 25%"})
-
-
-#: The profile whose measured pacing-timer costs the what-if lends the book's profile (which was
-#: made before they were measured): the third machine's kept one.
-TIMER_DONOR = "kernel6_machine3"
-#: The pacing timer's costs (``Host`` fields) the what-if lends.
-TIMER_FIELDS = hostfields.TIMER_FIELDS
 
 
 def v1500_rows(df: Any) -> Any:
@@ -32,26 +24,6 @@ def v1500_rows(df: Any) -> Any:
         & (df.qd >= 2)
         & (df.iosize_bytes == 4096)
     )
-
-
-def timer_what_if(profile: Any, field: Any, processes: int | None = None) -> Any:
-    """:func:`v1500_rows` of the field sweep (unlimited links), simulated with ``profile`` plus
-    the pacing timer's costs of :data:`TIMER_DONOR`: what those rows would give if the book's
-    machine had paid what another machine of its kind measured (a what-if, not a test: the costs
-    are not this machine's).  Returns the IOPS rows (:func:`~models.validation.fidelity.iops_table`)."""
-    import copy
-
-    from models.sim import hostprofile
-
-    donor = hostprofile.shipped(TIMER_DONOR)
-    d = copy.deepcopy(profile.to_dict())
-    for name in TIMER_FIELDS:
-        d["host"][name] = donor.host[name]
-    lent = hostprofile.load(d)
-    table = FID.simulate_loop(
-        field, lent, processes=processes, rows=lambda t: v1500_rows(t) & ~FID.link_limited(t)
-    )
-    return FID.iops_table(table)
 
 
 def _parts(ev: Any) -> dict[str, Any]:
