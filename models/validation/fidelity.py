@@ -70,6 +70,7 @@ __all__ = [
     "Evaluation",
     "evaluate",
     "flory_evaluation",
+    "flory_goal",
     "simulate_loop",
     "resimulate",
     "PACING_PREFIX",
@@ -401,7 +402,7 @@ def evaluate(
     isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"), processes=n)
     fl = simulated(run.table("flory"), summarise("flory"), processes=n)
     steps = flory_steps(fl)
-    return Evaluation(isc, fl, steps, goals(isc) + [_flory_goal(steps)])
+    return Evaluation(isc, fl, steps, goals(isc) + [flory_goal(steps)])
 
 
 def simulate_loop(
@@ -449,22 +450,28 @@ def resimulate(
 
 
 def flory_evaluation(
-    profile: Any = None, run: Any = None, machine: bool = True, processes: int | None = None
+    profile: Any = None,
+    run: Any = None,
+    machine: bool = True,
+    processes: int | None = None,
+    scenario: Callable[..., Any] | None = None,
 ) -> pd.DataFrame:
     """Flory's steps (:func:`flory_steps`) alone, as :func:`evaluate` computes them: the field
-    sweep's Flory rows simulated with ``profile``; ``machine=False`` gives each thread and soft
-    interrupt a CPU of its own (:class:`ProfileHost`)."""
+    sweep's Flory rows (or ``run``'s) simulated with ``profile``; ``machine=False`` gives each
+    thread and soft interrupt a CPU of its own (:class:`ProfileHost`); ``scenario`` makes each
+    row's scenario instead of :func:`field_scenario` (same arguments, a module-level function)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
 
     run = run or load_kernel_run(prefix=FIELD_PREFIX)
     host = ProfileHost(profile or hostprofile.shipped(), machine=machine)
-    each = functools.partial(_summary, field_scenario, "flory", host, run.hz)
+    each = functools.partial(_summary, scenario or field_scenario, "flory", host, run.hz)
     n = workers() if processes is None else processes
     return flory_steps(simulated(run.table("flory"), each, processes=n))
 
 
-def _flory_goal(steps: pd.DataFrame) -> Goal:
+def flory_goal(steps: pd.DataFrame) -> Goal:
+    """The goal on Flory's thresholds for :func:`flory_steps`' table: every step right."""
     right = int(steps["right"].sum()) if len(steps) else 0
     return Goal(
         "Flory's thresholds",
