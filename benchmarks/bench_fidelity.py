@@ -1,6 +1,6 @@
 """Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
 
-Six suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+Seven suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
 :mod:`models.validation.fidelity`, stated there before any result):
 
 ``field``
@@ -20,6 +20,11 @@ Six suites, each the evaluation chapter 9 shows (the goals, roles and tolerance 
     replies on their CPU, the calibration refitted with a segment sent after its CPU, two wrong
     models and the third machine's profile, beside two audits
     (:func:`models.validation.machine4.evaluate`);
+``field5``
+    the fifth machine's whole field sweep pinned apart, against its own ``calibrate`` profile, that
+    profile refitted with the rules of the fourth and fifth machines' samples, and the shipped
+    profile, beside the machine's sample as an audit (:func:`models.validation.field5.evaluate`,
+    Flory's steps included);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -38,7 +43,7 @@ as a model's pass.  For each goal a column reports its value and whether the goa
 sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
-        [--only field,apart,machine2,machine4,burst,onecpu] [--json]
+        [--only field,apart,machine2,machine4,field5,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -51,7 +56,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2", "machine4", "burst", "onecpu")
+SUITES = ("field", "apart", "machine2", "machine4", "field5", "burst", "onecpu")
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -101,6 +106,17 @@ def _machine4() -> dict[str, Column]:
         name: (FID.goals(ev.tables[name]), "audit" if name in audits else "test", MA.GOALS)
         for name in M4.ROWS
     }
+
+
+def _field5() -> dict[str, Column]:
+    from models.validation import field5 as F5
+
+    ev = F5.evaluate()
+    return {
+        name: (goals, "audit" if name == F5.AUDIT else "test",
+               F5.SAMPLE_GOALS if name == F5.AUDIT else tuple(ev.goals.index))
+        for name, goals in ev.goal_lists.items()
+    }  # fmt: skip
 
 
 def _burst() -> dict[str, Column]:
@@ -176,6 +192,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "apart": _apart,
     "machine2": _machine2,
     "machine4": _machine4,
+    "field5": _field5,
     "burst": _burst,
     "onecpu": _onecpu,
 }

@@ -47,11 +47,24 @@ def test_the_fourth_machine_s_suite_labels_its_audits():
     assert within[M4.MODELS[-1]] and not any(within[n] for n in M4.ROWS[:3])
 
 
+def test_the_fifth_machine_s_field_suite_labels_its_audit_and_tells_its_goals():
+    from models.validation import field5 as F5
+
+    cols = _bench().main(["--only", "field5", "--json"])["field5"]["columns"]
+    assert list(cols) == [*F5.MODELS, F5.AUDIT]
+    assert [n for n, c in cols.items() if c["role"] == "audit"] == [F5.AUDIT]
+    assert cols[F5.AUDIT]["goals"]["largest stalling QD"] == {"value": "-", "met": None}
+    assert isinstance(cols[F5.MODELS[0]]["goals"]["Flory's thresholds"]["met"], bool)
+    # no column meets the goal's share, the audit's sample neither
+    within = {n: c["goals"]["IOPS within 25%"] for n, c in cols.items()}
+    assert not any(within[n]["met"] for n in cols)
+
+
 @pytest.mark.parametrize("bad", ["wide", "field,field", "", "apart,"])
 def test_a_bad_suite_is_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _bench().main(["--only", bad])
-    assert "subset of field,apart,machine2,machine4,burst,onecpu" in capsys.readouterr().err
+    assert "subset of field,apart,machine2,machine4,field5,burst,onecpu" in capsys.readouterr().err
 
 
 def test_the_bucket_suite_reports_its_own_goals_with_the_audit_labelled():

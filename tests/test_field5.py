@@ -50,7 +50,7 @@ def test_a_wrong_model_in_the_rules_place_fails_them(ev):
     # the first machine's profile (another machine's costs) in the place of the rules
     wrong = ev.summary.copy()
     wrong.loc[F5.MODELS[1]] = wrong.loc[F5.MODELS[2]]
-    found = F5.findings(F5.Field5Evaluation(ev.tables, ev.goals, wrong))
+    found = F5.findings(F5.Field5Evaluation(ev.tables, ev.goals, wrong, ev.goal_lists))
     assert not found["the rules beat the calibration within a quarter"]
     assert not found["the machine's own profiles beat the first machine's"]
     assert not found[

@@ -46,6 +46,7 @@ __all__ = [
     "FLORY",
     "MODELS",
     "AUDIT",
+    "SAMPLE_GOALS",
     "Field5Evaluation",
     "evaluate",
     "findings",
@@ -62,19 +63,21 @@ MODELS = ("calibrated here", "freed, paced by the call's clock", "first machine'
 #: The audit beside them.
 AUDIT = "the sample, hours earlier"
 #: The goals a sample can tell.
-SAMPLE_GOALS = tuple(n for n in ("stall verdicts", "IOPS within 25%", "median ratio, QD 1",
-                                 "median ratio, QD >= 8"))  # fmt: skip
+SAMPLE_GOALS = ("stall verdicts", "IOPS within 25%", "median ratio, QD 1", "median ratio, QD >= 8")
 
 
 @dataclass(frozen=True)
 class Field5Evaluation:
     """:func:`evaluate`'s result: ``tables``, the evaluated iSCSI-loop tables by model and audit;
     ``goals``, one row per goal (the field evaluation's, Flory's steps last), one column each;
-    ``summary``, :func:`models.validation.machine4.summary` of each table (rows by name)."""
+    ``summary``, :func:`models.validation.machine4.summary` of each table (rows by name);
+    ``goal_lists``, each column's :class:`~models.validation.fidelity.Goal` objects (the audit's
+    all of :func:`~models.validation.fidelity.goals`, of which it tells :data:`SAMPLE_GOALS`)."""
 
     tables: dict
     goals: Any
     summary: Any
+    goal_lists: dict
 
 
 def _profiles() -> list[tuple[Any, Any]]:
@@ -102,22 +105,22 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 
     run = load_kernel_run(prefix=PREFIX)
     n = FID.workers() if processes is None else processes
-    tables, goals = {}, {}
+    tables, lists = {}, {}
     for name, (profile, make) in zip(MODELS, _profiles()):
         t = FID.simulate_loop(run, profile, processes=n, scenario=make)
         steps = FID.flory_evaluation(profile, run, processes=n, scenario=make)
         tables[name] = t
-        goals[name] = {g.name: g.value for g in FID.goals(t) + [FID.flory_goal(steps)]}
+        lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
     tables[AUDIT] = kernel_beside(sample, here)
-    goals[AUDIT] = {
-        g.name: (g.value if g.name in SAMPLE_GOALS else "-") for g in FID.goals(tables[AUDIT])
-    }
+    lists[AUDIT] = FID.goals(tables[AUDIT])
+    goals = {name: {g.name: g.value for g in gs} for name, gs in lists.items()}
+    goals[AUDIT] = {k: (v if k in SAMPLE_GOALS else "-") for k, v in goals[AUDIT].items()}
     names = [*MODELS, AUDIT]
     table = pd.DataFrame(goals)[names].fillna("-")  # the audit has no Flory runs
     summary = pd.DataFrame({k: M4.summary(t) for k, t in tables.items()}).T.loc[names]
-    return Field5Evaluation(tables, table, summary)
+    return Field5Evaluation(tables, table, summary, lists)
 
 
 def findings(ev: Field5Evaluation) -> dict[str, bool]:
