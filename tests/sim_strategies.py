@@ -7,7 +7,7 @@ Every field of every part is drawn from its ``Spec.sample``: a
 :data:`NAMED`.  A field whose sample cannot be drawn raises ``KeyError``
 here, so a new field without a sample fails the property tests
 (``tests/test_sim_properties.py::test_every_field_has_a_strategy``).
-Two rules across fields are kept by drawing those fields together:
+Rules across fields are kept by drawing those fields together:
 a setup request and response are given together, and ``legs`` or
 ``messages`` (which replaces ``legs``) replaces the request and response
 writes.
@@ -97,6 +97,8 @@ def scenarios(draw, **fixed) -> Scenario:
             host["send_cpu_first"] = True
         if host["handshake_rtt_s"]:  # (a measured round trip as the handshake's sample)
             host["handshake_rtt"] = True
+        if not host["wake_fast_idle_s"]:  # (late wake-ups are a share of the brief-idle ones)
+            host["wake_late_share"] = 0.0
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz

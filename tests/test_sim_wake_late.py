@@ -96,3 +96,17 @@ def test_the_nagle_server_enters_the_kernels_stall_only_with_late_wake_ups(share
     assert s.stalls is stalls
     if stalls:
         assert abs(s.iops / row["iops"] - 1) <= FID.IOPS_TOL
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        {"wake_s": 40e-6, "wake_late_share": 0.02},  # no fast step: no wake-up is brief
+        {"wake_curve_s": ((2e-6, 19e-6), (40e-3, 65e-6)), "wake_late_share": 0.02},
+    ],
+)
+def test_a_share_with_no_brief_wake_up_to_draw_from_is_refused_by_name(host):
+    # it would change nothing (the curve, or the slow wake-up, decides every one)
+    with pytest.raises(ValueError, match=r"server\.wake_late_share .* server\.wake_fast_idle_s"):
+        Scenario(server=host)
+    Scenario(server={**host, "wake_late_share": 0.0})  # without the share: accepted

@@ -388,6 +388,13 @@ class Host(Part):
                 f"{where}.wake_curve_s replaces the wake-up's fast step: leave "
                 f"{where}.wake_fast_idle_s at 0"
             )
+        if self.wake_late_share and not self.wake_fast_idle_s:
+            # (without a fast step no wake-up is brief, so the draw would change nothing)
+            raise ValueError(
+                f"{where}.wake_late_share is a share of the wake-ups after a brief idle: it "
+                f"needs {where}.wake_fast_idle_s above 0 (with {where}.wake_curve_s the curve "
+                "decides every wake-up; leave the share at 0)"
+            )
 
 
 #: The server of Butterfield (2017) for a 512-byte read at QD 1 on 1 Gb/s, in seconds: the CPU per
