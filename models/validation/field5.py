@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.validation import fidelity as FID
+from models.validation import machines
 
 __all__ = [
     "PREFIX",
@@ -63,7 +64,7 @@ MODELS = ("calibrated here", "freed, paced by the call's clock", "first machine'
 #: The audit beside them.
 AUDIT = "the sample, hours earlier"
 #: The goals a sample can tell.
-SAMPLE_GOALS = ("stall verdicts", "IOPS within 25%", "median ratio, QD 1", "median ratio, QD >= 8")
+SAMPLE_GOALS = machines.GOALS
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,6 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
     from models.kernel import load_kernel_run
     from models.validation import machine4 as M4
     from models.validation import machine5 as M5
-    from models.validation.machines import kernel_beside
 
     run = load_kernel_run(prefix=PREFIX)
     n = FID.workers() if processes is None else processes
@@ -113,7 +113,7 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
         lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
-    tables[AUDIT] = kernel_beside(sample, here)
+    tables[AUDIT] = machines.kernel_beside(sample, here)
     lists[AUDIT] = FID.goals(tables[AUDIT])
     goals = {name: {g.name: g.value for g in gs} for name, gs in lists.items()}
     goals[AUDIT] = {k: (v if k in SAMPLE_GOALS else "-") for k, v in goals[AUDIT].items()}

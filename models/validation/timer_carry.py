@@ -112,18 +112,21 @@ def _bbr_nagle(io: pd.DataFrame) -> pd.DataFrame:
 
 
 def _row(name: str, role: str, df: pd.DataFrame) -> dict[str, Any]:
+    from models.validation.ackheld import summary
+
+    base = summary(df)  # the share within, the medians and the verdicts, as every table here
     io = FID.iops_table(df)
-    test = df[df.role == "test"]
+    nagle = _bbr_nagle(io)
     return {
         "model": name,
         "role": role,
-        "within_pct": float(io["within"].mean() * 100),  # share -> percent
-        "q1_ratio": float(io.loc[io.qd == 1, "ratio"].median()),
-        "q8_ratio": float(io.loc[io.qd >= 8, "ratio"].median()),
-        "bbr_nagle_within_pct": float(_bbr_nagle(io)["within"].mean() * 100),
-        "bbr_nagle_ratio": float(_bbr_nagle(io)["ratio"].median()),
-        "verdicts_right": int((test.kernel_stalls == test.sim_stalls).sum()),
-        "verdicts": len(test),
+        "within_pct": base["within_pct"],
+        "q1_ratio": base["median_q1"],
+        "q8_ratio": base["median_q8"],
+        "bbr_nagle_within_pct": float(nagle["within"].mean() * 100),  # share -> percent
+        "bbr_nagle_ratio": float(nagle["ratio"].median()),
+        "verdicts_right": base["verdicts_right"],
+        "verdicts": base["test_rows"],
         "rows": len(io),
     }
 
