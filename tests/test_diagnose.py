@@ -122,6 +122,20 @@ def test_same_verdict_in_other_encodings(tmp_path: Path, ipv6: bool, link: str, 
     assert a["latency_ms"]["p50"] == pytest.approx(b["latency_ms"]["p50"], rel=1e-6)
 
 
+ETH = dict(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800)
+
+
+def _put(w, t, frm, to, seq, ack, flags, payload=b"", win=65535, opts=b"") -> None:
+    """Write one made-up TCP/IPv4/Ethernet segment from ``frm`` to ``to`` at ``t`` seconds."""
+    tcp = dpkt.tcp.TCP(
+        sport=frm[1], dport=to[1], seq=seq, ack=ack, flags=flags, win=win, opts=opts, data=payload
+    )
+    tcp.off = 5 + len(opts) // 4
+    ip = dpkt.ip.IP(src=frm[0], dst=to[0], p=6, data=tcp, ttl=64)
+    ip.len = 20 + len(bytes(tcp))
+    w.writepkt(bytes(dpkt.ethernet.Ethernet(data=ip, **ETH)), t)
+
+
 def _synthetic(path: Path, *, zero_window: bool) -> None:
     """A client asks for 64 KiB at a time; the server may have at most ``window`` bytes unacked.
 
@@ -129,7 +143,6 @@ def _synthetic(path: Path, *, zero_window: bool) -> None:
     window's worth followed by an ACK one round trip (10 ms) later; with ``zero_window`` the client
     advertises a zero window for 60 ms once, in the middle of the run.
     """
-    eth = dict(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800)
     c, s = (b"\x0a\0\0\x02", 40000), (b"\x0a\0\0\x01", 3260)
     window, mss, rtt = 16384, 1448, 0.010
     t = 0.0
@@ -138,20 +151,7 @@ def _synthetic(path: Path, *, zero_window: bool) -> None:
         w = dpkt.pcap.Writer(f)
 
         def put(frm, to, seq, ack, flags, payload=b"", win=65535, opts=b""):
-            tcp = dpkt.tcp.TCP(
-                sport=frm[1],
-                dport=to[1],
-                seq=seq,
-                ack=ack,
-                flags=flags,
-                win=win,
-                opts=opts,
-                data=payload,
-            )
-            tcp.off = 5 + len(opts) // 4
-            ip = dpkt.ip.IP(src=frm[0], dst=to[0], p=6, data=tcp, ttl=64)
-            ip.len = 20 + len(bytes(tcp))
-            w.writepkt(bytes(dpkt.ethernet.Ethernet(data=ip, **eth)), t)
+            _put(w, t, frm, to, seq, ack, flags, payload, win, opts)
 
         syn_opts = b"\x02\x04" + struct.pack("!H", mss) + b"\x01\x03\x03\x00"  # MSS, NOP, wscale 0
         put(c, s, cseq, 0, dpkt.tcp.TH_SYN, opts=syn_opts)
@@ -196,6 +196,53 @@ def test_window_verdicts(tmp_path: Path, zero: bool) -> None:
     assert d["verdict"] == ("zero-window" if zero else "window-limited")
     if not zero:
         assert d["receive_window_bytes"] == 16384
+
+
+def _double_ack(path: Path, *, client_first: bool) -> None:
+    """A Nagle server stalls on every operation; both delayed-ACK timers fire in one tick.
+
+    Made-up traffic (not measured), the pattern of a Nagle server behind a TCP_NODELAY client on
+    Linux loopback: a 48-byte request; the server sends its 48-byte header at once and Nagle holds
+    the 512-byte data behind it; 40 ms later the server's delayed ACK of the request and the
+    client's delayed ACK of the header leave together (the client's first when ``client_first``)
+    and the data follows the client's ACK.
+    """
+    c, s = (b"\x0a\0\0\x02", 40000), (b"\x0a\0\0\x01", 3260)
+    ack, push = dpkt.tcp.TH_ACK, dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH
+    cseq, sseq, t = 1001, 5001, 0.0
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f)
+        _put(w, t, c, s, cseq - 1, 0, dpkt.tcp.TH_SYN)
+        _put(w, t + 1e-5, s, c, sseq - 1, cseq, dpkt.tcp.TH_SYN | ack)
+        _put(w, t + 2e-5, c, s, cseq, sseq, ack)
+        for _ in range(20):
+            t += 1e-4
+            _put(w, t, c, s, cseq, sseq, push, b"q" * 48)
+            cseq += 48
+            _put(w, t + 2e-5, s, c, sseq, cseq - 48, push, b"h" * 48)
+            sseq += 48
+            t += 0.040  # s: both delayed-ACK timers
+            server_ack = (s, c, sseq - 48, cseq, ack)
+            client_ack = (c, s, cseq, sseq, ack)
+            for k, seg in enumerate(
+                (client_ack, server_ack) if client_first else (server_ack, client_ack)
+            ):
+                _put(w, t + k * 1e-5, *seg)
+            _put(w, t + 3e-5, s, c, sseq, cseq, push, b"d" * 512)
+            sseq += 512
+            _put(w, t + 5e-5, c, s, cseq, sseq, ack)
+
+
+@pytest.mark.parametrize("client_first", [True, False])
+def test_both_delayed_acks_in_one_tick(tmp_path: Path, client_first: bool) -> None:
+    """Each stall is a delayed-ACK stall whichever of the two ACKs the capture shows first
+    (seen on loopback: with the server's first, an earlier rule left the gap unexplained)."""
+    path = tmp_path / "two.pcap"
+    _double_ack(path, client_first=client_first)
+    d = _only(path)
+    assert d["operations"] == 20 and d["response_bytes"] == 48 + 512
+    assert d["gaps_by_kind"] == {"delayed-ack": 20}
+    assert d["verdict"] == "delayed-ack-stall" and d["held_side"] == "server"
 
 
 def test_bad_files(tmp_path: Path) -> None:
@@ -299,5 +346,8 @@ def test_fresh_harness_runs(tmp_path: Path, sock: str, qd: int) -> None:
     c = result.client
     harness_stalled = 100.0 * c["stalled_ops"] >= STALL_SHARE_PCT * max(1, c["window_ops"])
     d = _only(pcap)
-    assert (d["verdict"] == "delayed-ack-stall") == harness_stalled
+    assert (d["verdict"] == "delayed-ack-stall") == harness_stalled, (
+        f"harness {c['stalled_ops']} of {c['window_ops']} stalled; capture: {d['verdict']}, "
+        f"{d['stall_held_ops']} of {d['operations']} held, gaps {d['gaps_by_kind']}"
+    )
     assert d["request_bytes"] == 48 and d["response_bytes"] == 48 + 512

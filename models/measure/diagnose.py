@@ -16,7 +16,9 @@ How the streams are split
 What ends a gap (an interval of at least :data:`~models.kernel.runs.STALL_MS` with no segment)
     ``delayed-ack``: the first segment after it is a pure ACK from one side, and the other side,
     which had unacknowledged data, sends more data straight after it: that data was held by Nagle's
-    algorithm until the peer's delayed-ACK timer fired (chapter 4 and 5; Flory 2001).
+    algorithm until the peer's delayed-ACK timer fired (chapter 4 and 5; Flory 2001).  When both
+    sides owed an ACK, both timers can fire in the same tick: the gap then ends with two pure ACKs
+    and the data after the second.
     ``probe``: the data itself ends the gap, from a side that had nothing in flight, while an
     operation waited: corked data (``TCP_CORK`` or ``MSG_MORE`` left set) released by the 200 ms
     probe timer.  ``zero-window``: the receiver had advertised a zero window.  ``idle``: no
@@ -76,6 +78,38 @@ PROBE_MIN_S = 0.150
 WINDOW_SHARE_PCT = 50.0
 #: Share of operations (percent) with a Nagle hold before holds are the verdict.
 HOLD_SHARE_PCT = 5.0
+
+
+def _released_by_ack(timeline: list[dict[str, Any]], i: int, within_s: float) -> str | None:
+    """The side (``"c"`` or ``"s"``) whose held data a pure ACK ending the gap before
+    ``timeline[i]`` released, or ``None``.
+
+    The gap ends with a run of pure ACKs: one, or two when both sides' delayed-ACK timers fired
+    in the same tick (each side owed the other an ACK; the one that released the data may come
+    second).  The data released is the first data segment after the run, sent within
+    ``within_s`` seconds by the side that one of those ACKs acknowledged and that had
+    unacknowledged data before the gap.
+
+    >>> ack = lambda t, side: dict(t=t, side=side, data=0, pure_ack=True)
+    >>> data = lambda t, side: dict(t=t, side=side, data=512, pure_ack=False)
+    >>> before = dict(t=0.0, side="s", data=48, pure_ack=False, unacked_c=48, unacked_s=48)
+    >>> _released_by_ack([before, ack(0.043, "c"), data(0.043, "s")], 1, 0.035)
+    's'
+    >>> _released_by_ack([before, ack(0.043, "s"), ack(0.043, "c"), data(0.043, "s")], 1, 0.035)
+    's'
+    >>> _released_by_ack([before, ack(0.043, "c"), data(0.043, "c")], 1, 0.035) is None
+    True
+    """
+    before, first = timeline[i - 1], timeline[i]
+    k = i
+    while k < len(timeline) and timeline[k]["pure_ack"]:
+        k += 1
+    if k == len(timeline) or timeline[k]["t"] - first["t"] >= within_s:
+        return None
+    released = timeline[k]
+    acked = {("s" if e["side"] == "c" else "c") for e in timeline[i:k]}
+    side = released["side"]
+    return side if side in acked and before[f"unacked_{side}"] > 0 else None
 
 
 def _verdict_text(v: str, d: dict[str, Any]) -> tuple[str, str]:
@@ -277,16 +311,9 @@ def analyze_connection(
         if any(e["window"] == 0 for e in timeline[max(0, i - 4) : i]):
             kind = "zero-window"
         elif b["pure_ack"]:
-            nxt = next((e for e in timeline[i + 1 :] if e["side"] != b["side"] or e["data"]), None)
-            holder = other[b["side"]]
-            if (
-                nxt is not None
-                and nxt["side"] == holder
-                and nxt["data"] > 0
-                and a[f"unacked_{holder}"] > 0
-                and nxt["t"] - b["t"] < stall_s
-            ):
-                kind, held = "delayed-ack", holder
+            held = _released_by_ack(timeline, i, stall_s)
+            if held is not None:
+                kind = "delayed-ack"
             else:
                 kind = "idle" if not waiting else "unexplained"
         elif b["data"] and a[f"unacked_{b['side']}"] == 0 and waiting and dur >= PROBE_MIN_S:
