@@ -98,15 +98,34 @@ def test_the_nagle_server_enters_the_kernels_stall_only_with_late_wake_ups(share
         assert abs(s.iops / row["iops"] - 1) <= FID.IOPS_TOL
 
 
-@pytest.mark.parametrize(
-    "host",
-    [
-        {"wake_s": 40e-6, "wake_late_share": 0.02},  # no fast step: no wake-up is brief
-        {"wake_curve_s": ((2e-6, 19e-6), (40e-3, 65e-6)), "wake_late_share": 0.02},
-    ],
-)
-def test_a_share_with_no_brief_wake_up_to_draw_from_is_refused_by_name(host):
-    # it would change nothing (the curve, or the slow wake-up, decides every one)
-    with pytest.raises(ValueError, match=r"server\.wake_late_share .* server\.wake_fast_idle_s"):
+CURVE = ((2e-6, 19e-6), (200e-6, 25e-6), (40e-3, 65e-6))
+
+
+def test_a_share_with_nothing_to_be_late_against_is_refused_by_name():
+    # without a fast step or a curve every wake-up takes wake_s: the draw would change nothing
+    host = {"wake_s": 40e-6, "wake_late_share": 0.02}
+    with pytest.raises(
+        ValueError,
+        match=r"server\.wake_late_share .* server\.wake_fast_idle_s .* server\.wake_curve_s",
+    ):
         Scenario(server=host)
     Scenario(server={**host, "wake_late_share": 0.0})  # without the share: accepted
+
+
+def _curve_run(curve: tuple, share: float):
+    host = {"wake_curve_s": curve, "proc_s": 10e-6, "wake_late_share": share, "nodelay": True}
+    return simulate(
+        Scenario(workload={"qd": 2}, server=host, client=host, run={"ops": 400, "seed": 3})
+    )
+
+
+def test_on_a_curve_a_late_wake_up_takes_the_curve_s_last_point():
+    every = _curve_run(CURVE, 1 - 1e-12)  # (below 1: every draw late)
+    flat = _curve_run(((2e-6, 65e-6), (40e-3, 65e-6)), 0.0)  # the last point's latency, always
+    assert every.rtts_s == flat.rtts_s
+    never = _curve_run(CURVE, 0.0)
+    assert never.fast_forward_off_reason is None
+    some = _curve_run(CURVE, 0.1)
+    assert "wake_late_share" in some.fast_forward_off_reason
+    # a tenth of the wake-ups late: slower than none, faster than all
+    assert sum(never.rtts_s) < sum(some.rtts_s) < sum(every.rtts_s)

@@ -53,7 +53,8 @@ class Host(Part):
     milliseconds was descheduled by its host and wakes slower still),
     ``wake_late_share`` (the share of those
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
-    into a deeper sleep, or the other thread had it), ``wake_cpu_s`` (thread CPU per
+    into a deeper sleep, or the other thread had it; with a curve, the
+    share of wake-ups that take its last point's latency), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
     ``timer_spread_s`` (a random lateness of a delayed-ACK timer that
     expires while the thread sleeps), ``waker_curve_s`` (what waking
@@ -240,7 +241,9 @@ class Host(Part):
         "fraction",
         "share",
         "share of the wake-ups after a brief idle (under wake_fast_idle_s) that still take "
-        "wake_s, drawn per wake-up (seeded; turns the fast-forward off)",
+        "wake_s, or with wake_curve_s of all wake-ups that take the latency of the curve's "
+        "last point (its longest idle) if slower; drawn per wake-up (seeded; turns the "
+        "fast-forward off)",
         sample=OneOf(0.0, 0.05),
     )
     wake_spread_s: float = param(
@@ -388,12 +391,13 @@ class Host(Part):
                 f"{where}.wake_curve_s replaces the wake-up's fast step: leave "
                 f"{where}.wake_fast_idle_s at 0"
             )
-        if self.wake_late_share and not self.wake_fast_idle_s:
-            # (without a fast step no wake-up is brief, so the draw would change nothing)
+        if self.wake_late_share and not (self.wake_fast_idle_s or self.wake_curve_s):
+            # (without a fast step or a curve every wake-up takes wake_s already: the draw
+            # would change nothing)
             raise ValueError(
-                f"{where}.wake_late_share is a share of the wake-ups after a brief idle: it "
-                f"needs {where}.wake_fast_idle_s above 0 (with {where}.wake_curve_s the curve "
-                "decides every wake-up; leave the share at 0)"
+                f"{where}.wake_late_share is a share of the wake-ups that are late: it needs "
+                f"a fast wake-up to be late against, {where}.wake_fast_idle_s above 0 or "
+                f"{where}.wake_curve_s (else leave the share at 0)"
             )
 
 
