@@ -97,7 +97,7 @@ def scenarios(draw, **fixed) -> Scenario:
             host["send_cpu_first"] = True
         if host["handshake_rtt_s"]:  # (a measured round trip as the handshake's sample)
             host["handshake_rtt"] = True
-        if not host["wake_fast_idle_s"]:  # (late wake-ups are a share of the brief-idle ones)
+        if not (host["wake_fast_idle_s"] or host["wake_curve_s"]):  # (late against a fast one)
             host["wake_late_share"] = 0.0
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
