@@ -437,14 +437,20 @@ def simulate_loop(
 
 
 def resimulate(
-    rows: pd.DataFrame, profile: Any, hz: int, processes: int | None = None
+    rows: pd.DataFrame,
+    profile: Any,
+    hz: int,
+    processes: int | None = None,
+    scenario: Callable[..., Any] | None = None,
 ) -> pd.DataFrame:
     """Rows of an evaluated iSCSI-loop table (:attr:`Evaluation.iscsi`) simulated again as
-    :func:`evaluate` does, with another host ``profile`` (e.g. a wrong model); ``hz`` is the
-    sweep's timer rate.  Returns the rows with new ``sim_iops`` and ``sim_stalls``."""
+    :func:`evaluate` does, with another host ``profile`` (e.g. a wrong model), each row's scenario
+    made by ``scenario`` instead of :func:`field_scenario` if given (same arguments, a
+    module-level function); ``hz`` is the sweep's timer rate.  Returns the rows with new
+    ``sim_iops`` and ``sim_stalls``."""
     host = ProfileHost(profile)
     n = workers() if processes is None else processes
-    summarise = functools.partial(_summary, field_scenario, "iscsi_loop", host, hz)
+    summarise = functools.partial(_summary, scenario or field_scenario, "iscsi_loop", host, hz)
     sims = _each(summarise, rows.to_dict("records"), n)
     return rows.assign(sim_iops=[s.iops for s in sims], sim_stalls=[bool(s.stalls) for s in sims])
 
