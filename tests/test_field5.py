@@ -49,7 +49,7 @@ def test_the_chapter_claims_hold(ev):
 def test_a_wrong_model_in_the_rules_place_fails_them(ev):
     # the first machine's profile (another machine's costs) in the place of the rules
     wrong = ev.summary.copy()
-    wrong.loc[F5.MODELS[1]] = wrong.loc[F5.MODELS[2]]
+    wrong.loc[F5.RULES] = wrong.loc[F5.FIRST]
     found = F5.findings(F5.Field5Evaluation(ev.tables, ev.goals, wrong, ev.goal_lists))
     assert not found["the rules beat the calibration within a quarter"]
     assert not found["the machine's own profiles beat the first machine's"]
@@ -61,3 +61,31 @@ def test_a_wrong_model_in_the_rules_place_fails_them(ev):
 def test_the_roles_are_the_field_evaluations(ev):
     t = ev.tables[F5.MODELS[0]]
     assert (t.role == FID.roles(t)).all()
+
+
+def test_the_rules_without_late_wake_ups_in_their_place_fail_the_late_claims(ev):
+    # the rules' own table and goals where the late wake-ups' stand: no stall is entered
+    tables = {**ev.tables, F5.LATE: ev.tables[F5.RULES]}
+    goals = ev.goals.copy()
+    goals[F5.LATE] = goals[F5.RULES]
+    summary = ev.summary.copy()
+    summary.loc[F5.LATE] = summary.loc[F5.RULES]
+    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists))
+    assert not found["late wake-ups give the rules the first machine's verdicts"]
+    assert not found["and the calibration's stall ends, short of the first machine's"]
+    assert not found["the rules miss the kernel's stalls at QD 2 and 8 that late wake-ups enter"]
+    assert not found["the stalls left are few, the model's extra ones under bbr at QD 4 and 12"]
+
+
+def test_the_late_share_is_the_only_change_and_was_fitted_on_training_rows(ev):
+    late, sent = hostprofile.shipped(F5.PROFILE_LATE), hostprofile.shipped(M5.PROFILE_SENT)
+    assert {k: v for k, v in late.host.items() if k != "wake_late_share"} == sent.host
+    assert late.provenance["wake_late_share"].startswith("fitted:")
+    assert "training rows" in late.provenance["wake_late_share"]
+    n = F5.numbers(ev)
+    assert n["f5_late_train_verdicts"] > n["f5_late_train_verdicts_none"]
+    assert n["f5_late_train_rows"] == int((FID.roles(data.load(F5.DATASET)) == "train").sum())
+    # the stall verdicts counted are the test rows' alone
+    assert ev.goals.loc["stall verdicts", F5.LATE].endswith(
+        f"of {n['f5_rows'] - n['f5_late_train_rows']}"
+    )
