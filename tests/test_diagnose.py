@@ -33,6 +33,7 @@ EXPECTED = {
     "veth1500_nagle_qd2_512": ("delayed-ack-stall", "pipelined", 48, 560, "server", 25),
     "veth9000_nagle_qd8_4096": ("no-stall", "pipelined", 48, 4144, None, 25),
     "veth1500_nodelay_qd16_16384": ("no-stall", "pipelined", 48, 16432, None, 25),
+    "lo_nagle_nagleclient_qd2_512": ("delayed-ack-stall", "pipelined", 48, 560, "server", 100),
 }
 
 
