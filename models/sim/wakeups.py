@@ -75,8 +75,10 @@ def wake_latency(
     >>> wake_latency(50, wake=30, wake_fast=4, wake_fast_idle=10)
     30
     >>> curve = ((2, 10), (102, 20), (1000, 60))
-    >>> wake_latency(52, 0, curve=curve), wake_latency(52, 0, curve=curve, late=lambda: True)
-    (15, 60)
+    >>> wake_latency(52, 0, curve=curve)
+    15
+    >>> wake_latency(52, 0, curve=curve, late=lambda: True)
+    60
     """
     if curve:
         if late is not None and late():
