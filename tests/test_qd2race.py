@@ -62,3 +62,17 @@ def test_the_flag_claim_can_fail():
     # against the late model's rate of stalls in the kernel's place, the flag's claim fails
     assert Q._flag_decides(Q.numbers(Q.table())["qr_k_per_stall"])
     assert not Q._flag_decides(36.0)
+
+
+def test_turnarounds_and_their_claim():
+    # the client's request 8 us after the server's data; then a lone header and a stall
+    recs = [
+        (0.0, "S", 0, 512, 0),
+        (8e-6, "C", 0, 48, 512),
+        (2e-5, "S", 512, 560, 48),
+        (0.06, "C", 0, 0, 560),
+    ]
+    assert Q.turnarounds(recs) == [pytest.approx(8e-6)]
+    assert Q.turnarounds(recs[:3]) == []  # no stall after the header
+    assert Q._answers_fast()
+    assert not Q._answers_fast([30e-6, 25e-6, 8e-6])  # a client that had to wake first

@@ -9,10 +9,13 @@ leaves the stall again (its rate several times the kernel's).  A capture of the 
 2026-12-01 08:20 UTC, loopback, bbr, ``tcp_autocorking`` 1, 1-minute load 0.32) shows the way in.
 Every stall starts with a response's 48-byte header sent alone at a moment when the client had
 acknowledged everything the server had sent (a *lone header*): the client's next request, whose
-ACK frees the server's queue, reached the server between its two writes, header then data, so the
-header left at once and Nagle's algorithm held the data behind it; the client, with both requests
-out and nothing to send, delays its ACK.  The kernel sends such a header for about every second
-response, and one in two of them ends in a stall.
+ACK frees the server's queue, reached the server before it had written that response's data, so
+the header left at once and Nagle's algorithm held the data written after it; the client, with both
+requests out and nothing to send, delays its ACK.  (On the loopback the request that acknowledges a
+held response releases it within the client's own ``send()``: the client finds the response
+waiting and answers within microseconds (:func:`turnarounds`), while the server's thread must
+wake for the request.)  The kernel sends such a header for about every second response, and one in
+two of them ends in a stall.
 
 :func:`table` counts, in the kernel's capture and in the simulator's trace of the same scenario
 (:func:`simulate`, each model of :data:`MODELS`), the responses, the stalls (gaps of at least
@@ -37,6 +40,7 @@ __all__ = [
     "MODELS",
     "records_from_capture",
     "lone_headers",
+    "turnarounds",
     "simulate",
     "table",
     "findings",
@@ -132,6 +136,25 @@ def _stalls_after_lone(records: list[Record], stall_s: float) -> int:
         if records[i][0] - records[i - 1][0] >= stall_s and last_data in lone:
             n += 1
     return n
+
+
+def turnarounds(records: list[Record], stall_s: float = STALL_MS / 1e3) -> list[float]:
+    """For each stall after a lone header, how long (seconds) after the server's last data
+    segment before it the client's request came whose ACK let that header leave alone."""
+    lone = set(_lone_indices(records))
+    out = []
+    for i in sorted(lone):
+        if i + 1 >= len(records) or records[i + 1][0] - records[i][0] < stall_s:
+            continue
+        req = [k for k in range(i) if records[k][1] == "C" and records[k][3] > records[k][2]]
+        if not req:
+            continue
+        data = [
+            k for k in range(req[-1]) if records[k][1] == "S" and records[k][3] > records[k][2]
+        ]
+        if data:
+            out.append(records[req[-1]][0] - records[data[-1]][0])
+    return out
 
 
 def _counts(records: list[Record]) -> dict[str, Any]:
@@ -249,7 +272,29 @@ def findings(t: Any) -> dict[str, bool]:
         "the segment sent after its send()'s CPU is what wins it": _flag_decides(
             k["responses per stall"]
         ),
+        "before a stall the client answers sooner than a wake-up takes": _answers_fast(),
     }
+
+
+def _kernel_turnarounds() -> list[float]:
+    """:func:`turnarounds` of the kernel's capture, seconds."""
+    from models._paths import bundled_data_dir
+
+    path = bundled_data_dir() / "captures" / f"{CAPTURE}.pcap"
+    return turnarounds(records_from_capture(path))
+
+
+def _answers_fast(turns: list[float] | None = None) -> bool:
+    """Whether, before the kernel's stalls, the client's request followed the server's data by
+    less (median) than this machine's wake-up after the briefest idle (its curve's first point);
+    ``turns`` in place of the capture's :func:`turnarounds` (seconds)."""
+    import statistics
+
+    from models.sim import hostprofile
+
+    first = hostprofile.shipped(MODELS["calibrated here"][0]).host["wake_curve_s"][0][1]
+    got = _kernel_turnarounds() if turns is None else turns
+    return bool(got) and statistics.median(got) < first
 
 
 def _flag_decides(kernel_per_stall: float) -> bool:
@@ -264,6 +309,10 @@ def _flag_decides(kernel_per_stall: float) -> bool:
 
 def numbers(t: Any) -> dict[str, Any]:
     """The values chapter 9b quotes from :func:`table`'s result, by glue name."""
+    import statistics
+
+    from models.sim import hostprofile
+
     k = t.loc["kernel (capture)"]
     cal, rules, late = (t.loc[m] for m in MODELS)
     return {
@@ -276,4 +325,7 @@ def numbers(t: Any) -> dict[str, Any]:
         "qr_rules_lone": int(rules["lone headers"]),
         "qr_late_stalls": int(late["stalls"]),
         "qr_late_per_stall": float(late["responses per stall"]),
+        "qr_k_turn_us": statistics.median(_kernel_turnarounds()) * 1e6,  # s -> us
+        "qr_wake_us": hostprofile.shipped(MODELS["calibrated here"][0]).host["wake_curve_s"][0][1]
+        * 1e6,  # s -> us
     }
