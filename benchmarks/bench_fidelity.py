@@ -22,9 +22,10 @@ Seven suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     (:func:`models.validation.machine4.evaluate`);
 ``field5``
     the fifth machine's whole field sweep pinned apart, against its own ``calibrate`` profile, that
-    profile refitted with the rules of the fourth and fifth machines' samples, and the shipped
-    profile, beside the machine's sample as an audit (:func:`models.validation.field5.evaluate`,
-    Flory's steps included);
+    profile refitted with the rules of the fourth and fifth machines' samples, the refit with late
+    wake-ups (their share fitted on the sweep's training rows) and the shipped profile, beside the
+    machine's sample as an audit (:func:`models.validation.field5.evaluate`, Flory's steps
+    included);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside

@@ -60,9 +60,7 @@ def score(
     """Training ``rows`` right with ``share`` on both ends of ``profile`` (default the shipped
     one), each row made by ``scenario`` (default the field evaluation's)."""
     base = profile or hostprofile.shipped()
-    trial = hostprofile.validate(
-        {**base.to_dict(), "host": {**base.host, "wake_late_share": share}}
-    )
+    trial = base.with_host(wake_late_share=share)
     out = FID.resimulate(rows, trial, run.hz, scenario=scenario)
     verdicts = int((out["kernel_stalls"] == out["sim_stalls"]).sum())
     io = FID.iops_table(out.assign(role="test"))  # (the training rows, scored the same way)

@@ -80,38 +80,6 @@ WINDOW_SHARE_PCT = 50.0
 HOLD_SHARE_PCT = 5.0
 
 
-def _released_by_ack(timeline: list[dict[str, Any]], i: int, within_s: float) -> str | None:
-    """The side (``"c"`` or ``"s"``) whose held data a pure ACK ending the gap before
-    ``timeline[i]`` released, or ``None``.
-
-    The gap ends with a run of pure ACKs: one, or two when both sides' delayed-ACK timers fired
-    in the same tick (each side owed the other an ACK; the one that released the data may come
-    second).  The data released is the first data segment after the run, sent within
-    ``within_s`` seconds by the side that one of those ACKs acknowledged and that had
-    unacknowledged data before the gap.
-
-    >>> ack = lambda t, side: dict(t=t, side=side, data=0, pure_ack=True)
-    >>> data = lambda t, side: dict(t=t, side=side, data=512, pure_ack=False)
-    >>> before = dict(t=0.0, side="s", data=48, pure_ack=False, unacked_c=48, unacked_s=48)
-    >>> _released_by_ack([before, ack(0.043, "c"), data(0.043, "s")], 1, 0.035)
-    's'
-    >>> _released_by_ack([before, ack(0.043, "s"), ack(0.043, "c"), data(0.043, "s")], 1, 0.035)
-    's'
-    >>> _released_by_ack([before, ack(0.043, "c"), data(0.043, "c")], 1, 0.035) is None
-    True
-    """
-    before, first = timeline[i - 1], timeline[i]
-    k = i
-    while k < len(timeline) and timeline[k]["pure_ack"]:
-        k += 1
-    if k == len(timeline) or timeline[k]["t"] - first["t"] >= within_s:
-        return None
-    released = timeline[k]
-    acked = {("s" if e["side"] == "c" else "c") for e in timeline[i:k]}
-    side = released["side"]
-    return side if side in acked and before[f"unacked_{side}"] > 0 else None
-
-
 def _verdict_text(v: str, d: dict[str, Any]) -> tuple[str, str]:
     """Cause and fix in words, with the connection's numbers."""
     held = d.get("held_side") or "server"
@@ -311,7 +279,7 @@ def analyze_connection(
         if any(e["window"] == 0 for e in timeline[max(0, i - 4) : i]):
             kind = "zero-window"
         elif b["pure_ack"]:
-            held = _released_by_ack(timeline, i, stall_s)
+            held = streams.released_by_ack(timeline, i, stall_s)
             if held is not None:
                 kind = "delayed-ack"
             else:

@@ -14,12 +14,14 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from models.kernel.runs import STALL_SHARE_PCT
 
 from .pcap import Segment
 
 __all__ = [
+    "released_by_ack",
     "Side",
     "Op",
     "percentile",
@@ -217,6 +219,39 @@ def held_operations(
             k = bisect.bisect_left(starts, o.start)
             held += k < len(spans) and spans[k][1] <= o.end
     return held
+
+
+def released_by_ack(timeline: list[dict[str, Any]], i: int, within_s: float) -> str | None:
+    """The side (``"c"`` or ``"s"``) whose held data a pure ACK ending the gap before
+    ``timeline[i]`` released, or ``None`` (``timeline``: :mod:`models.measure.diagnose`'s
+    entries, each with ``t``, ``side``, ``pure_ack`` and the bytes ``unacked_c``/``unacked_s``).
+
+    The gap ends with a run of pure ACKs: one, or two when both sides' delayed-ACK timers fired
+    in the same tick (each side owed the other an ACK; the one that released the data may come
+    second).  The data released is the first data segment after the run, sent within
+    ``within_s`` seconds by the side that one of those ACKs acknowledged and that had
+    unacknowledged data before the gap.
+
+    >>> ack = lambda t, side: dict(t=t, side=side, data=0, pure_ack=True)
+    >>> data = lambda t, side: dict(t=t, side=side, data=512, pure_ack=False)
+    >>> before = dict(t=0.0, side="s", data=48, pure_ack=False, unacked_c=48, unacked_s=48)
+    >>> one = [before, ack(0.043, "c"), data(0.043, "s")]
+    >>> two = [before, ack(0.043, "s"), ack(0.043, "c"), data(0.043, "s")]
+    >>> released_by_ack(one, 1, 0.035), released_by_ack(two, 1, 0.035)
+    ('s', 's')
+    >>> released_by_ack([before, ack(0.043, "c"), data(0.043, "c")], 1, 0.035) is None
+    True
+    """
+    before, first = timeline[i - 1], timeline[i]
+    k = i
+    while k < len(timeline) and timeline[k]["pure_ack"]:
+        k += 1
+    if k == len(timeline) or timeline[k]["t"] - first["t"] >= within_s:
+        return None
+    released = timeline[k]
+    acked = {("s" if e["side"] == "c" else "c") for e in timeline[i:k]}
+    side = released["side"]
+    return side if side in acked and before[f"unacked_{side}"] > 0 else None
 
 
 def stalled_share(held: int, operations: int) -> bool:

@@ -261,6 +261,20 @@ class HostProfile:
         d.update(self.records)
         return d
 
+    def with_host(self, **costs: Any) -> HostProfile:
+        """This profile with the ``host`` fields ``costs`` set (a what-if: the provenance is
+        kept as it was), validated as a file would be.
+
+        >>> p = shipped().with_host(wake_late_share=0.0)
+        >>> p.host["wake_late_share"], shipped().host["wake_late_share"] > 0
+        (0.0, True)
+        >>> shipped().with_host(wake_late_share=0.9)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: host profile: host.wake_late_share must be in [0, 0.5] ...
+        """
+        return validate({**self.to_dict(), "host": {**self.host, **costs}})
+
     def dumps(self) -> str:
         """The profile as indented JSON text."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"

@@ -212,12 +212,10 @@ def _entries(ev: Field5Evaluation) -> bool:
     late, first = ev.tables[LATE].loc[missed.index], ev.tables[FIRST].loc[missed.index]
     if not (late.sim_stalls.all() and first.sim_stalls.all()):
         return False
+    from models.kernel import load_kernel_run
     from models.sim import hostprofile
 
-    base = hostprofile.shipped()
-    none = hostprofile.validate({**base.to_dict(), "host": {**base.host, "wake_late_share": 0.0}})
-    from models.kernel import load_kernel_run
-
+    none = hostprofile.shipped().with_host(wake_late_share=0.0)
     again = FID.resimulate(missed, none, load_kernel_run(prefix=PREFIX).hz)
     return not again.sim_stalls.any()
 

@@ -17,8 +17,8 @@ waiting and answers within microseconds (:func:`turnarounds`), while the server'
 wake for the request.)  The kernel sends such a header for about every second response, and one in
 two of them ends in a stall.
 
-:func:`table` counts, in the kernel's capture and in the simulator's trace of the same scenario
-(:func:`simulate`, each model of :data:`MODELS`), the responses, the stalls (gaps of at least
+:func:`evaluate` counts, in the kernel's capture and in the simulator's trace of the same
+scenario (:func:`simulate`, each model of :data:`MODELS`), the responses, the stalls (gaps of at least
 :data:`~models.kernel.runs.STALL_MS`) and the lone headers (:func:`lone_headers`).  Which side of
 that race the simulator's server lands on depends on the host costs: a model whose server has both
 writes queued before the request arrives sends the whole response when its ACK comes, and the
@@ -31,9 +31,14 @@ stagger holds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from models.kernel.runs import STALL_MS
+from models.kernel.runs import HEADER_BYTES, STALL_MS
+from models.validation import fidelity as FID
+from models.validation import field5 as F5
+from models.validation import machine4 as M4
+from models.validation import machine5 as M5
 
 __all__ = [
     "CAPTURE",
@@ -42,26 +47,21 @@ __all__ = [
     "lone_headers",
     "turnarounds",
     "simulate",
-    "table",
+    "Race",
+    "evaluate",
     "findings",
     "numbers",
 ]
 
 #: The kernel's capture (``data/captures/CAPTURE.pcap``).
 CAPTURE = "lo_nagle_nagleclient_qd2_512"
-#: Header bytes of a response (iSCSI's basic header segment) and the payload.
-HEADER, PAYLOAD = 48, 512
-#: Models simulated beside the capture: name -> (profile name, scenario function's module:name).
+#: Header bytes of a response (iSCSI's basic header segment) and the capture's payload.
+HEADER, PAYLOAD = HEADER_BYTES["iscsi"], 512
+#: Models simulated beside the capture: name -> (host profile, the function making the scenario).
 MODELS = {
-    "calibrated here": ("kernel6_machine5", "models.validation.fidelity:field_scenario"),
-    "rules": (
-        "kernel6_machine5_sent_after_cpu",
-        "models.validation.machine4:freed_clock_scenario",
-    ),
-    "rules, late wake-ups": (
-        "kernel6_machine5_sent_late",
-        "models.validation.machine4:freed_clock_scenario",
-    ),
+    "calibrated here": (M5.PROFILE, FID.field_scenario),
+    "rules": (M5.PROFILE_SENT, M4.freed_clock_scenario),
+    "rules, late wake-ups": (F5.PROFILE_LATE, M4.freed_clock_scenario),
 }
 
 #: One segment as this module reads it: (seconds, side "C" or "S", first byte, end, the ACK
@@ -123,38 +123,31 @@ def _lone_indices(records: list[Record], header: int = HEADER) -> list[int]:
     return out
 
 
-def _stalls_after_lone(records: list[Record], stall_s: float) -> int:
-    """Stalls (gaps of at least ``stall_s`` seconds) whose last server data segment before the
-    gap was a lone header."""
-    lone = set(_lone_indices(records))
-    n = 0
-    last_data = None
+def _stalls_after(records: list[Record], lone: list[int], stall_s: float) -> list[tuple]:
+    """For each stall (a gap of at least ``stall_s`` seconds) whose last server data segment
+    before it is one of the ``lone`` headers: the time of the client's last request before that
+    header and of the server's last data segment before that request (``None`` if missing)."""
+    lone_at = set(lone)
+    out = []
+    last_s = last_c = s_before_c = None  # positions: server data, client request, data before it
+    seen: tuple = (None, None)  # (last_c, s_before_c) when the last server data left
     for i in range(1, len(records)):
-        _, side, start, end, _ = records[i - 1]
-        if side == "S" and end > start:
-            last_data = i - 1
-        if records[i][0] - records[i - 1][0] >= stall_s and last_data in lone:
-            n += 1
-    return n
+        t, side, start, end, _ = records[i - 1]
+        if end > start:
+            if side == "S":
+                last_s, seen = i - 1, (last_c, s_before_c)
+            else:
+                last_c, s_before_c = i - 1, last_s
+        if records[i][0] - t >= stall_s and last_s in lone_at:
+            out.append(tuple(None if k is None else records[k][0] for k in seen))
+    return out
 
 
 def turnarounds(records: list[Record], stall_s: float = STALL_MS / 1e3) -> list[float]:
     """For each stall after a lone header, how long (seconds) after the server's last data
     segment before it the client's request came whose ACK let that header leave alone."""
-    lone = set(_lone_indices(records))
-    out = []
-    for i in sorted(lone):
-        if i + 1 >= len(records) or records[i + 1][0] - records[i][0] < stall_s:
-            continue
-        req = [k for k in range(i) if records[k][1] == "C" and records[k][3] > records[k][2]]
-        if not req:
-            continue
-        data = [
-            k for k in range(req[-1]) if records[k][1] == "S" and records[k][3] > records[k][2]
-        ]
-        if data:
-            out.append(records[req[-1]][0] - records[data[-1]][0])
-    return out
+    found = _stalls_after(records, _lone_indices(records), stall_s)
+    return [req - data for req, data in found if req is not None and data is not None]
 
 
 def _counts(records: list[Record]) -> dict[str, Any]:
@@ -164,21 +157,20 @@ def _counts(records: list[Record]) -> dict[str, Any]:
     times = [r[0] for r in records]
     stalls = sum(1 for a, b in zip(times, times[1:]) if b - a >= stall_s)
     responses = served // (HEADER + PAYLOAD)
-    lone = lone_headers(records)
+    lone = _lone_indices(records)
     return {
         "responses": responses,
         "stalls": stalls,
         "responses per stall": responses / stalls if stalls else float("inf"),
-        "lone headers": lone,
-        "stalls after a lone header": _stalls_after_lone(records, stall_s),
-        "lone headers per response": lone / responses,
+        "lone headers": len(lone),
+        "stalls after a lone header": len(_stalls_after(records, lone, stall_s)),
+        "lone headers per response": len(lone) / responses,
     }
 
 
 def _row() -> dict[str, Any]:
     """The fifth machine's field-sweep row of the capture's scenario (loopback, bbr)."""
     from models.kernel import load_kernel_run
-    from models.validation import field5 as F5
 
     run = load_kernel_run(prefix=F5.PREFIX)
     t = run.table("iscsi_loop")
@@ -197,19 +189,15 @@ def _row() -> dict[str, Any]:
 def simulate(name: str, ops: int = 400) -> list[Record]:
     """The simulator's trace of the capture's scenario with :data:`MODELS`' ``name``, ``ops``
     operations from the connection's start (the capture's count and more)."""
-    import importlib
-
     from models.sim import hostprofile
 
-    profile, spec = MODELS[name]
-    module, _, fn = spec.partition(":")
-    return _trace(hostprofile.shipped(profile), getattr(importlib.import_module(module), fn), ops)
+    profile, make = MODELS[name]
+    return _trace(hostprofile.shipped(profile), make, ops)
 
 
 def _trace(profile: Any, make: Any, ops: int = 400) -> list[Record]:
     """The trace of the capture's scenario with the host ``profile``, made by ``make``."""
     from models.sim import simulate as run_sim
-    from models.validation import fidelity as FID
 
     row = _row()
     sc = make("iscsi_loop", row, FID.ProfileHost(profile), row["hz"]).replace(
@@ -218,41 +206,59 @@ def _trace(profile: Any, make: Any, ops: int = 400) -> list[Record]:
     return _records_from_trace(run_sim(sc).trace)
 
 
-def sent_flag() -> dict[bool, dict[str, Any]]:
+def _sent_flag() -> dict[bool, dict[str, Any]]:
     """The rules' refit (its costs) simulated as the field evaluation simulates, with
-    ``send_cpu_first`` as fitted (``True``) and off (``False``): :func:`table`'s counts of each."""
+    ``send_cpu_first`` as fitted (``True``) and off (``False``): the counts of each."""
     from models.sim import hostprofile
-    from models.validation import fidelity as FID
 
-    base = hostprofile.shipped(MODELS["rules"][0])
+    base = hostprofile.shipped(M5.PROFILE_SENT)
     out = {}
     for flag in (True, False):
-        p = hostprofile.validate({**base.to_dict(), "host": {**base.host, "send_cpu_first": flag}})
-        out[flag] = _counts(_trace(p, FID.field_scenario))
+        out[flag] = _counts(_trace(base.with_host(send_cpu_first=flag), FID.field_scenario))
     return out
 
 
-def table() -> Any:
-    """Responses, stalls, responses per stall and lone headers: the kernel's capture, then each
-    model of :data:`MODELS` (rows)."""
+@dataclass(frozen=True)
+class Race:
+    """:func:`evaluate`'s result: ``table``, the counts of the kernel's capture (first row) and of
+    each model of :data:`MODELS`; ``turnarounds_s``, the capture's :func:`turnarounds`; ``flag``,
+    the rules' costs with ``send_cpu_first`` on and off (``True``/``False`` -> counts);
+    ``first_wake_s``, the machine's wake-up after the briefest idle (its curve's first point)."""
+
+    table: Any
+    turnarounds_s: list
+    flag: dict
+    first_wake_s: float
+
+
+#: The kernel's row of :attr:`Race.table`.
+KERNEL = "kernel (capture)"
+
+
+def evaluate() -> Race:
+    """The capture and every model of :data:`MODELS` counted, with what the claims need."""
     import pandas as pd
 
     from models._paths import bundled_data_dir
+    from models.sim import hostprofile
 
-    rows = {
-        "kernel (capture)": _counts(
-            records_from_capture(bundled_data_dir() / "captures" / f"{CAPTURE}.pcap")
-        )
-    }
+    kernel = records_from_capture(bundled_data_dir() / "captures" / f"{CAPTURE}.pcap")
+    rows = {KERNEL: _counts(kernel)}
     for name in MODELS:
         rows[name] = _counts(simulate(name))
-    return pd.DataFrame(rows).T
+    first = hostprofile.shipped(M5.PROFILE).host["wake_curve_s"][0][1]
+    return Race(pd.DataFrame(rows).T, turnarounds(kernel), _sent_flag(), first)
 
 
-def findings(t: Any) -> dict[str, bool]:
-    """What chapter 9b says of :func:`table`'s result, each a claim that holds or not."""
-    k = t.loc["kernel (capture)"]
+def findings(race: Race) -> dict[str, bool]:
+    """What chapter 9b says of :func:`evaluate`'s result, each a claim that holds or not."""
+    import statistics
+
+    t = race.table
+    k = t.loc[KERNEL]
     cal, rules, late = (t.loc[m] for m in MODELS)
+    on, off = race.flag[True], race.flag[False]
+    turns = race.turnarounds_s
     return {
         "every kernel stall starts with a lone header, one in two of them": bool(
             0 < k["stalls"] == k["stalls after a lone header"]
@@ -269,51 +275,23 @@ def findings(t: Any) -> dict[str, bool]:
         "late wake-ups make the rules stall, several times too rarely": bool(
             late["stalls"] > 0 and late["responses per stall"] > 4 * k["responses per stall"]
         ),
-        "the segment sent after its send()'s CPU is what wins it": _flag_decides(
-            k["responses per stall"]
+        # the rules' costs with the flag never stall here, without it as often as the kernel
+        "the segment sent after its send()'s CPU is what wins it": bool(
+            on["stalls"] == 0
+            and abs(off["responses per stall"] / k["responses per stall"] - 1) <= 0.25
         ),
-        "before a stall the client answers sooner than a wake-up takes": _answers_fast(),
+        "before a stall the client answers sooner than a wake-up takes": bool(
+            turns and statistics.median(turns) < race.first_wake_s
+        ),
     }
 
 
-def _kernel_turnarounds() -> list[float]:
-    """:func:`turnarounds` of the kernel's capture, seconds."""
-    from models._paths import bundled_data_dir
-
-    path = bundled_data_dir() / "captures" / f"{CAPTURE}.pcap"
-    return turnarounds(records_from_capture(path))
-
-
-def _answers_fast(turns: list[float] | None = None) -> bool:
-    """Whether, before the kernel's stalls, the client's request followed the server's data by
-    less (median) than this machine's wake-up after the briefest idle (its curve's first point);
-    ``turns`` in place of the capture's :func:`turnarounds` (seconds)."""
+def numbers(race: Race) -> dict[str, Any]:
+    """The values chapter 9b quotes from :func:`evaluate`'s result, by glue name."""
     import statistics
 
-    from models.sim import hostprofile
-
-    first = hostprofile.shipped(MODELS["calibrated here"][0]).host["wake_curve_s"][0][1]
-    got = _kernel_turnarounds() if turns is None else turns
-    return bool(got) and statistics.median(got) < first
-
-
-def _flag_decides(kernel_per_stall: float) -> bool:
-    """Whether the rules' costs with ``send_cpu_first`` never stall here and without it stall as
-    often as the kernel (within a quarter)."""
-    got = sent_flag()
-    return bool(
-        got[True]["stalls"] == 0
-        and abs(got[False]["responses per stall"] / kernel_per_stall - 1) <= 0.25
-    )
-
-
-def numbers(t: Any) -> dict[str, Any]:
-    """The values chapter 9b quotes from :func:`table`'s result, by glue name."""
-    import statistics
-
-    from models.sim import hostprofile
-
-    k = t.loc["kernel (capture)"]
+    t = race.table
+    k = t.loc[KERNEL]
     cal, rules, late = (t.loc[m] for m in MODELS)
     return {
         "qr_k_responses": int(k["responses"]),
@@ -325,7 +303,6 @@ def numbers(t: Any) -> dict[str, Any]:
         "qr_rules_lone": int(rules["lone headers"]),
         "qr_late_stalls": int(late["stalls"]),
         "qr_late_per_stall": float(late["responses per stall"]),
-        "qr_k_turn_us": statistics.median(_kernel_turnarounds()) * 1e6,  # s -> us
-        "qr_wake_us": hostprofile.shipped(MODELS["calibrated here"][0]).host["wake_curve_s"][0][1]
-        * 1e6,  # s -> us
+        "qr_k_turn_us": statistics.median(race.turnarounds_s) * 1e6,  # s -> us
+        "qr_wake_us": race.first_wake_s * 1e6,  # s -> us
     }
