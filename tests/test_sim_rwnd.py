@@ -41,6 +41,71 @@ def test_unread_data_shrink_the_window_and_the_read_restores_it():
     assert rs.grows(1448)
 
 
+def _flory_response(rcv: _Rcv, rs: ReceiveSpace) -> bool:
+    """One Flory response arrives, an 8-byte descriptor and a full segment, neither read; returns
+    whether the window test lets the ACK of the two leave at once.  The client then reads both and
+    its next request advertises the window."""
+    for length in (8, 1448):
+        rcv.rcv_nxt += length
+        rs.received(length)
+    at_once = rs.grows(1448)
+    rcv.copied_seq = rcv.rcv_nxt
+    rs.advertise(rcv_wup=rcv.rcv_nxt, rcv_mss=1448)
+    return at_once
+
+
+def test_a_responses_unread_packets_each_keep_their_overhead():
+    """The descriptor and the full segment are two packets, each with its overhead (the receive
+    queue does not merge into a packet the sender still shares): 8 + 1448 bytes in two packets
+    leave less window than the same bytes in one.  Wrong model: one overhead for all unread data."""
+    rcv = _Rcv()
+    rs = ReceiveSpace(rcv, buf_bytes=131072, overhead_bytes=896)
+    rs.measured(1448)
+    for length in (8, 1448):
+        rcv.rcv_nxt += length
+        rs.received(length)
+    assert rs.packets == 2
+    two = rs._free()
+    rs.packets = 1
+    one = rs._free()
+    assert one - two == 896 * rs.ratio // 256
+    rcv.copied_seq = rcv.rcv_nxt  # read: nothing is unread, the count starts again
+    rcv.rcv_nxt += 1448
+    rs.received(1448)
+    assert rs.packets == 1 and rs._free() == rs.full - (1448 + 896) * rs.ratio // 256
+
+
+def test_the_threshold_keeps_the_high_water_mark_so_a_flory_acks_waits_for_the_read():
+    """Every full segment arrives behind its unread descriptor, yet rcv_ssthresh grows to what the
+    segment alone would leave (the mark some arrival of a long run reaches), so two unread
+    packets shrink the window and the ACK waits for the read, as the kernel's client does at
+    Flory's 1449 bytes on a veth pair.  Wrong model: growth to the free space at each arrival
+    stops where the two packets leave it, and the ACK leaves at once."""
+    rcv = _Rcv()
+    rs = ReceiveSpace(rcv, buf_bytes=131072, overhead_bytes=896)
+    rs.measured(1448)
+    waits = [not _flory_response(rcv, rs) for _ in range(40)]
+    assert rs.ssthresh == min(rs.clamp, rs.full - (1448 + 896) * rs.ratio // 256)
+    assert all(waits[-10:])
+
+    class Moment(ReceiveSpace):
+        """ssthresh grown to the free space at the moment of each arrival."""
+
+        def received(self, length: int) -> bool:
+            before = self.ssthresh
+            grew = super().received(length)
+            if grew:
+                room = min(self.clamp, self._free()) - before
+                self.ssthresh = before + max(0, min(room, max(2 * self.advmss, 2 * length)))
+            return grew
+
+    rcv2 = _Rcv()
+    moment = Moment(rcv2, buf_bytes=131072, overhead_bytes=896)
+    moment.measured(1448)
+    late = [not _flory_response(rcv2, moment) for _ in range(40)]
+    assert not any(late[-10:])
+
+
 def test_the_windows_sizes_follow_the_kernel():
     rs = ReceiveSpace(_Rcv(), buf_bytes=131072, overhead_bytes=896)
     # tcp_select_initial_window: 45 segments; tcp_init_buffer_space: one segment reserved

@@ -29,9 +29,10 @@ Rules (``net/ipv4/tcp_output.c``, ``net/ipv4/tcp_input.c``):
   ``rcv_mss`` arrives, ``ratio`` becomes its length over its memory
   (``truesize``: the length plus a fixed overhead) and ``clamp`` follows
   ``full`` (``ssthresh`` at most ``clamp``).
-* ``__tcp_select_window``: free space = ``full`` less the unread bytes'
-  share (``ratio`` of them); under half of ``min(full, clamp)`` it is
-  rounded down to the window scale and is 0 below ``full/16`` or below
+* ``__tcp_select_window``: free space = ``full`` less the unread
+  memory's share (``ratio`` of it: ``tcp_space``); under half of
+  ``min(full, clamp)`` it is rounded down to the window scale and is 0
+  below ``full/16`` or below
   ``rcv_mss``; then at most ``ssthresh``, rounded up to the window scale
   (``ALIGN``).
 * ``tcp_select_window`` (every segment sent): the new window, or what is
@@ -40,15 +41,41 @@ Rules (``net/ipv4/tcp_output.c``, ``net/ipv4/tcp_input.c``):
   ``min(clamp, free space)`` exceeds ``ssthresh``, raise ``ssthresh`` by
   ``max(2 advmss, 2 len)`` (at most the room) and enter quick-ACK mode
   (``quick |= 1``).
+* Unread memory (``sk_rmem_alloc``): each packet's length plus its
+  overhead, unless the queue merged it into the packet before it
+  (``tcp_try_coalesce``).  ``skb_try_coalesce`` refuses to merge into a
+  packet whose data the sender still shares (``skb_cloned``): on the
+  loopback and a veth pair the receiver gets the sender's clone, shared
+  until the sender frees its copy on the ACK.  So the packets of a
+  response, unread and not yet acknowledged, each keep their overhead.
 
-Simplified: unread data occupy memory by their length (the kernel
-counts each packet's ``truesize``, and merges packets in the queue, as
-it does on the loopback and veth, where the two differ by one packet's
-overhead); and the buffer keeps its first size, where the kernel's
-autotuning (``tcp_rcv_space_adjust``) grows it, on these paths to
-megabytes within a second.  Which ACK waits depends on how much is
-unread against what was unread before, not on the buffer's size, as
-long as the unread data fit in it.
+Simplified:
+
+* Every unread packet keeps its overhead, also one that arrived after
+  its predecessor was acknowledged, which the kernel may merge.
+* ``ssthresh`` grows toward the free space that the arriving packet
+  alone leaves, not the free space at that moment.  Over a run of
+  thousands of responses some packet of each kind arrives when all
+  before it has been read, and the threshold keeps that high-water
+  mark; the model takes the mark instead of replaying the history.  (On
+  the fifth machine, 2026-12-01, Flory's responses behind a Nagle server
+  on a veth pair at MTU 1500: after its first few hundred 1448-byte
+  responses the kernel's client ACKs each response's full segment at its
+  read, not on arrival (``data/captures/veth1500_flory_nagle_1448.pcap``);
+  the model does so only with the mark: with the free space at each
+  arrival its threshold stops where the descriptor and the full segment
+  leave it, and the ACK leaves at once.  ``ss`` on a 1449-byte run under
+  reno gave the client's ``rcv_ssthresh`` as 958071 bytes against an
+  advertised window of 958464, the threshold rounded up to the window
+  scale.  With 1449-byte responses the kernel's client ACKs on arrival
+  throughout (``..._1449.pcap``), where the model waits for the read:
+  what passes the kernel's test there is not modelled.)
+* The buffer keeps its first size, where the kernel's autotuning
+  (``tcp_rcv_space_adjust``) grows it, on these paths to megabytes
+  within a second.  Which ACK waits depends on how much is unread
+  against what was unread before, and on where the free space falls
+  within a window-scale unit, not on the buffer's size, as long as the
+  unread data fit in it.
 
 >>> class Rcv:
 ...     advmss, rcv_nxt, copied_seq = 1448, 1, 1
@@ -56,8 +83,9 @@ long as the unread data fit in it.
 >>> rs.full, rs.clamp, rs.ssthresh, rs.wnd  # 45 segments of 1448, one reserved
 (65536, 64088, 64088, 65160)
 >>> Rcv.rcv_nxt += 2 * 1448  # two full segments, not read
+>>> rs.packets = 2
 >>> rs.window(rcv_mss=1448), rs.grows(rcv_mss=1448)
-(64128, False)
+(63232, False)
 >>> rs.measured(4144)  # a veth super-packet: 210 window bytes per 256
 >>> rs.ratio, rs.full, rs.received(2 * 1448), rs.ssthresh
 (210, 107520, True, 69880)
@@ -105,6 +133,7 @@ class ReceiveSpace:
         "unit",
         "ssthresh",
         "wnd",
+        "packets",
     )
 
     def __init__(
@@ -144,6 +173,7 @@ class ReceiveSpace:
             clamp = max(2 * advmss, full - advmss)
         self.clamp = clamp
         self.ssthresh = min(wnd, clamp)
+        self.packets = 0  # unread packets, each with its overhead
 
     @classmethod
     def of(cls, receiver, profile) -> ReceiveSpace | None:
@@ -165,7 +195,10 @@ class ReceiveSpace:
         """``tcp_space``: the window the buffer has left (bytes)."""
         rcv = self.rcv
         unread = rcv.rcv_nxt - rcv.copied_seq
-        return self.full - unread * self.ratio // RATIO_ONE
+        if not unread:
+            return self.full
+        used = unread + self.packets * self.overhead  # sk_rmem_alloc, bytes
+        return self.full - used * self.ratio // RATIO_ONE
 
     def window(self, rcv_mss: int) -> int:
         """``__tcp_select_window``: the window to advertise now (bytes)."""
@@ -208,11 +241,18 @@ class ReceiveSpace:
                 self.ssthresh = self.clamp
 
     def received(self, length: int) -> bool:
-        """``tcp_grow_window`` for ``length`` bytes just queued: whether
+        """A packet of ``length`` bytes just queued (``rcv_nxt`` past it):
+        counted among the unread packets, then ``tcp_grow_window``; whether
         ``ssthresh`` grew (the caller then enters quick-ACK mode)."""
+        rcv = self.rcv
+        if rcv.copied_seq + length == rcv.rcv_nxt:  # all before it read
+            self.packets = 1
+        else:
+            self.packets += 1
         if length < GROW_MIN_BYTES:
             return False
-        free = self._free()
+        # the free space this packet alone leaves (the high-water mark)
+        free = self.full - (length + self.overhead) * self.ratio // RATIO_ONE
         room = (self.clamp if self.clamp < free else free) - self.ssthresh
         if room <= 0:
             return False
@@ -226,8 +266,9 @@ class ReceiveSpace:
     cycle_transient = ("full",)
 
     def cycle_state(self, view: View) -> Hashable:
-        """Its ratio and window sizes (bytes, not positions in the stream)."""
-        return self.ratio, self.clamp, self.ssthresh, self.wnd
+        """Its ratio, window sizes (bytes, not positions in the stream) and
+        unread packets."""
+        return self.ratio, self.clamp, self.ssthresh, self.wnd, self.packets
 
     def cycle_shift(self, shift: Shift) -> None:
         """Nothing moves with time or the stream."""
