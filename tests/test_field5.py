@@ -50,7 +50,7 @@ def test_a_wrong_model_in_the_rules_place_fails_them(ev):
     # the first machine's profile (another machine's costs) in the place of the rules
     wrong = ev.summary.copy()
     wrong.loc[F5.RULES] = wrong.loc[F5.FIRST]
-    found = F5.findings(F5.Field5Evaluation(ev.tables, ev.goals, wrong, ev.goal_lists))
+    found = F5.findings(F5.Field5Evaluation(ev.tables, ev.goals, wrong, ev.goal_lists, ev.steps))
     assert not found["the rules beat the calibration within a quarter"]
     assert not found["the machine's own profiles beat the first machine's"]
     assert not found[
@@ -70,7 +70,7 @@ def test_the_rules_without_late_wake_ups_in_their_place_fail_the_late_claims(ev)
     goals[F5.LATE] = goals[F5.RULES]
     summary = ev.summary.copy()
     summary.loc[F5.LATE] = summary.loc[F5.RULES]
-    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists))
+    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists, ev.steps))
     assert not found["late wake-ups give the rules the first machine's verdicts"]
     assert not found["and the calibration's stall ends, short of the first machine's"]
     assert not found["the rules miss the kernel's stalls at QD 2 and 8 that late wake-ups enter"]
@@ -89,3 +89,31 @@ def test_the_late_share_is_the_only_change_and_was_fitted_on_training_rows(ev):
     assert ev.goals.loc["stall verdicts", F5.LATE].endswith(
         f"of {n['f5_rows'] - n['f5_late_train_rows']}"
     )
+
+
+def test_the_late_model_in_the_windows_place_fails_the_window_claims(ev):
+    # linux-6's table, goals and steps where linux-6-rwnd's stand: nothing gained
+    tables = {**ev.tables, F5.WINDOW: ev.tables[F5.LATE]}
+    goals = ev.goals.copy()
+    goals[F5.WINDOW] = goals[F5.LATE]
+    summary = ev.summary.copy()
+    summary.loc[F5.WINDOW] = summary.loc[F5.LATE]
+    steps = {**ev.steps, F5.WINDOW: ev.steps[F5.LATE]}
+    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists, steps))
+    assert not found["the window gives the late model more verdicts, stall ends and Flory's steps"]
+    assert not found["at a small cost in rates"]
+    assert not found["its steps are the held tails at MTU 1500"]
+
+
+def test_the_window_model_is_the_late_one_on_linux_6_rwnd():
+    from models.kernel import load_kernel_run
+
+    run = load_kernel_run(prefix=F5.PREFIX)
+    row = run.table("iscsi_loop").iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
+    sc = F5.window_scenario("iscsi_loop", row, host, run.hz)
+    from models.validation import machine4 as M4
+
+    base = M4.freed_clock_scenario("iscsi_loop", row, host, run.hz)
+    assert sc.kernel.profile == F5.WINDOW_KERNEL == "linux-6-rwnd"
+    assert sc == base.replace(kernel={"profile": F5.WINDOW_KERNEL})

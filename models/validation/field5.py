@@ -26,7 +26,12 @@ in the first two models below is borrowed or fitted to these runs.  Models (:dat
     only (``tools/fit_wake_late.py``, as the first machine's share was fitted on its sweep);
 ``first machine's profile``
     the book's shipped profile, made on another machine (no pacing-timer costs): what a reader gets
-    who does not calibrate.
+    who does not calibrate;
+``late wake-ups, receive window``
+    the third model on the kernel profile ``linux-6-rwnd`` (:func:`window_scenario`): the
+    client ACKs two full segments at once only if its window does not shrink
+    (:mod:`models.sim.rules.rwnd`), so a response's ACK waits for the read where unread data
+    shrink it.  Nothing is fitted again (the late share stays the one fitted on ``linux-6``).
 
 One audit stands beside them (:data:`AUDIT`): the machine's pinned sample, measured about three
 hours earlier, held as a model of the same scenarios here (how far the kernel repeats itself on
@@ -55,7 +60,9 @@ __all__ = [
     "RULES",
     "LATE",
     "FIRST",
+    "WINDOW",
     "PROFILE_LATE",
+    "window_scenario",
     "AUDIT",
     "SAMPLE_GOALS",
     "Field5Evaluation",
@@ -75,8 +82,11 @@ MODELS = (
     "freed, paced by the call's clock",
     "the same, late wake-ups",
     "first machine's profile",
+    "late wake-ups, receive window",
 )
-CALIBRATED, RULES, LATE, FIRST = MODELS
+CALIBRATED, RULES, LATE, FIRST, WINDOW = MODELS
+#: The kernel profile of :data:`WINDOW`.
+WINDOW_KERNEL = "linux-6-rwnd"
 #: The rules' profile with the share of late wake-ups fitted on this sweep's training rows.
 PROFILE_LATE = "kernel6_machine5_sent_late"
 #: The audit beside them.
@@ -91,12 +101,14 @@ class Field5Evaluation:
     ``goals``, one row per goal (the field evaluation's, Flory's steps last), one column each;
     ``summary``, :func:`models.validation.machine4.summary` of each table (rows by name);
     ``goal_lists``, each column's :class:`~models.validation.fidelity.Goal` objects (the audit's
-    all of :func:`~models.validation.fidelity.goals`, of which it tells :data:`SAMPLE_GOALS`)."""
+    all of :func:`~models.validation.fidelity.goals`, of which it tells :data:`SAMPLE_GOALS`);
+    ``steps``, each model's :func:`~models.validation.fidelity.flory_steps` table."""
 
     tables: dict
     goals: Any
     summary: Any
     goal_lists: dict
+    steps: dict
 
 
 def _profiles() -> list[tuple[Any, Any]]:
@@ -109,7 +121,16 @@ def _profiles() -> list[tuple[Any, Any]]:
         (hostprofile.shipped(M5.PROFILE_SENT), M4.freed_clock_scenario),
         (hostprofile.shipped(PROFILE_LATE), M4.freed_clock_scenario),
         (hostprofile.shipped(), FID.field_scenario),
+        (hostprofile.shipped(PROFILE_LATE), window_scenario),
     ]
+
+
+def window_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`models.validation.machine4.freed_clock_scenario` on the kernel profile
+    :data:`WINDOW_KERNEL` (a module-level function: it pickles)."""
+    from models.validation import machine4 as M4
+
+    return M4.freed_clock_scenario(table, row, host, hz).replace(kernel={"profile": WINDOW_KERNEL})
 
 
 def evaluate(processes: int | None = None) -> Field5Evaluation:
@@ -124,11 +145,11 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 
     run = load_kernel_run(prefix=PREFIX)
     n = FID.workers() if processes is None else processes
-    tables, lists = {}, {}
+    tables, lists, flory = {}, {}, {}
     for name, (profile, make) in zip(MODELS, _profiles()):
         t = FID.simulate_loop(run, profile, processes=n, scenario=make)
         steps = FID.flory_evaluation(profile, run, processes=n, scenario=make)
-        tables[name] = t
+        tables[name], flory[name] = t, steps
         lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
@@ -139,13 +160,13 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
     names = [*MODELS, AUDIT]
     table = pd.DataFrame(goals)[names].fillna("-")  # the audit has no Flory runs
     summary = pd.DataFrame({k: M4.summary(t) for k, t in tables.items()}).T.loc[names]
-    return Field5Evaluation(tables, table, summary, lists)
+    return Field5Evaluation(tables, table, summary, lists, flory)
 
 
 def findings(ev: Field5Evaluation) -> dict[str, bool]:
     """What chapter 9b says of :func:`evaluate`'s result, each a claim that holds or not."""
     s = ev.summary
-    cal, rules, late, ship = (s.loc[m] for m in MODELS)
+    cal, rules, late, ship, win = (s.loc[m] for m in MODELS)
     audit = s.loc[AUDIT]
     lo, hi = FID.RATIO_RANGE
     ends, flory = ev.goals.loc["largest stalling QD"], ev.goals.loc["Flory's thresholds"]
@@ -181,6 +202,17 @@ def findings(ev: Field5Evaluation) -> dict[str, bool]:
         "while the rates stay the rules'": bool(late.within_pct >= rules.within_pct),
         "the stalls left are few, the model's extra ones under bbr at QD 4 and 12": _left(ev),
         "Flory's steps stay missed": _right(flory[LATE]) <= _right(flory[RULES]),
+        # the receive window's test: more verdicts, stall ends and steps, slightly lower rates
+        "the window gives the late model more verdicts, stall ends and Flory's steps": all(
+            _right(g[WINDOW]) > _right(g[LATE])
+            for g in (ev.goals.loc["stall verdicts"], ends, flory)
+        ),
+        "at a small cost in rates": bool(
+            late.within_pct - 5 <= win.within_pct < late.within_pct
+            and lo <= win.median_q1 <= hi
+            and lo <= win.median_q8 <= hi
+        ),
+        "its steps are the held tails at MTU 1500": _window_steps(ev),
         "the first machine's copies cost more per byte, its wake-ups less": _first_vs_fifth(),
     }
 
@@ -244,6 +276,18 @@ def _first_vs_fifth() -> bool:
     )
 
 
+def _window_steps(ev: Field5Evaluation) -> bool:
+    """Whether the window's model gets Flory's two steps of a tail Nagle holds at MTU 1500
+    (1448/1449 and 4344/4345) and misses the other two, which the late model misses too."""
+    win, late = ev.steps[WINDOW].set_index("payloads"), ev.steps[LATE].set_index("payloads")
+    held = {"1448/1449", "4344/4345"}
+    return bool(
+        set(win.index[win.right]) == held
+        and not late.right.any()
+        and (win.loc[list(held), "sim_change"] < 1).all()
+    )
+
+
 def _right(value: str) -> int:
     """The count right of ``"right/rows"`` or ``"right of rows"``."""
     return int(value.replace(" of ", "/").split("/")[0])
@@ -258,13 +302,13 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
         "f5_sample_rows": len(ev.tables[AUDIT]),
         "f5_audit_io_rows": len(FID.iops_table(ev.tables[AUDIT])),
     }
-    for key, name in zip(("cal", "rules", "late", "ship", "audit"), [*MODELS, AUDIT]):
+    for key, name in zip(("cal", "rules", "late", "ship", "win", "audit"), [*MODELS, AUDIT]):
         out[f"f5_{key}_within"] = float(s.loc[name, "within_pct"])
         out[f"f5_{key}_held"] = float(s.loc[name, "held_within_pct"])
         out[f"f5_{key}_q1"] = float(s.loc[name, "median_q1"])
         out[f"f5_{key}_q8"] = float(s.loc[name, "median_q8"])
         out[f"f5_{key}_verdicts"] = str(s.loc[name, "verdicts"])
-    for key, name in zip(("cal", "rules", "late", "ship"), MODELS):
+    for key, name in zip(("cal", "rules", "late", "ship", "win"), MODELS):
         out[f"f5_{key}_ends"] = str(ev.goals.loc["largest stalling QD", name])
         out[f"f5_{key}_flory"] = str(ev.goals.loc["Flory's thresholds", name])
     out.update(_late_fit(ev))
