@@ -34,6 +34,9 @@ EXPECTED = {
     "veth9000_nagle_qd8_4096": ("no-stall", "pipelined", 48, 4144, None, 25),
     "veth1500_nodelay_qd16_16384": ("no-stall", "pipelined", 48, 16432, None, 25),
     "lo_nagle_nagleclient_qd2_512": ("delayed-ack-stall", "pipelined", 48, 560, "server", 100),
+    # Flory's request and response, the last packets of 1000-operation runs (tools/trim_pcap.py)
+    "veth1500_flory_nagle_1448": ("no-stall", "pipelined", 8, 8 + 1448, None, 100),
+    "veth1500_flory_nagle_1449": ("no-stall", "pipelined", 8, 8 + 1449, None, 100),
 }
 
 

@@ -58,6 +58,20 @@ def test_a_wrong_model_in_the_rules_place_fails_them(ev):
     ]
 
 
+def _in_place_of(ev, place: str, source: str) -> F5.Field5Evaluation:
+    """``ev`` with model ``source``'s table, goals, summary and Flory steps in ``place``'s."""
+    goals, summary = ev.goals.copy(), ev.summary.copy()
+    goals[place] = goals[source]
+    summary.loc[place] = summary.loc[source]
+    return F5.Field5Evaluation(
+        {**ev.tables, place: ev.tables[source]},
+        goals,
+        summary,
+        ev.goal_lists,
+        {**ev.steps, place: ev.steps[source]},
+    )
+
+
 def test_the_roles_are_the_field_evaluations(ev):
     t = ev.tables[F5.MODELS[0]]
     assert (t.role == FID.roles(t)).all()
@@ -65,12 +79,7 @@ def test_the_roles_are_the_field_evaluations(ev):
 
 def test_the_rules_without_late_wake_ups_in_their_place_fail_the_late_claims(ev):
     # the rules' own table and goals where the late wake-ups' stand: no stall is entered
-    tables = {**ev.tables, F5.LATE: ev.tables[F5.RULES]}
-    goals = ev.goals.copy()
-    goals[F5.LATE] = goals[F5.RULES]
-    summary = ev.summary.copy()
-    summary.loc[F5.LATE] = summary.loc[F5.RULES]
-    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists, ev.steps))
+    found = F5.findings(_in_place_of(ev, F5.LATE, F5.RULES))
     assert not found["late wake-ups give the rules the first machine's verdicts"]
     assert not found["and the calibration's stall ends, short of the first machine's"]
     assert not found["the rules miss the kernel's stalls at QD 2 and 8 that late wake-ups enter"]
@@ -93,13 +102,7 @@ def test_the_late_share_is_the_only_change_and_was_fitted_on_training_rows(ev):
 
 def test_the_late_model_in_the_windows_place_fails_the_window_claims(ev):
     # linux-6's table, goals and steps where linux-6-rwnd's stand: nothing gained
-    tables = {**ev.tables, F5.WINDOW: ev.tables[F5.LATE]}
-    goals = ev.goals.copy()
-    goals[F5.WINDOW] = goals[F5.LATE]
-    summary = ev.summary.copy()
-    summary.loc[F5.WINDOW] = summary.loc[F5.LATE]
-    steps = {**ev.steps, F5.WINDOW: ev.steps[F5.LATE]}
-    found = F5.findings(F5.Field5Evaluation(tables, goals, summary, ev.goal_lists, steps))
+    found = F5.findings(_in_place_of(ev, F5.WINDOW, F5.LATE))
     assert not found["the window gives the late model more verdicts, stall ends and Flory's steps"]
     assert not found["at a small cost in rates"]
     assert not found["its steps are the held tails at MTU 1500"]
@@ -117,3 +120,14 @@ def test_the_window_model_is_the_late_one_on_linux_6_rwnd():
     base = M4.freed_clock_scenario("iscsi_loop", row, host, run.hz)
     assert sc.kernel.profile == F5.WINDOW_KERNEL == "linux-6-rwnd"
     assert sc == base.replace(kernel={"profile": F5.WINDOW_KERNEL})
+
+
+def test_the_own_scale_is_the_sweeps_and_the_claim_fails_on_the_profiles(monkeypatch):
+    from models.sim.kernels import PROFILES
+
+    name = F5.own_scale_kernel()
+    rmem = data.describe(F5.DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
+    assert rmem.split()[2] == str(1 << 25) and PROFILES[name].rcv_wscale == 25 - 15
+    # wrong model: the profile's own scale in the machine's place
+    monkeypatch.setattr(F5, "own_scale_kernel", lambda: F5.WINDOW_KERNEL)
+    assert not F5._own_scale()

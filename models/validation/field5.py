@@ -32,6 +32,9 @@ in the first two models below is borrowed or fitted to these runs.  Models (:dat
     client ACKs two full segments at once only if its window does not shrink
     (:mod:`models.sim.rules.rwnd`), so a response's ACK waits for the read where unread data
     shrink it.  Nothing is fitted again (the late share stays the one fitted on ``linux-6``).
+    Its window scale is the profile's (7, Linux's for the default ``tcp_rmem``); the steps of
+    Flory's it gets go with this machine's own (:func:`own_scale_kernel`), a finding the
+    chapter reports.
 
 One audit stands beside them (:data:`AUDIT`): the machine's pinned sample, measured about three
 hours earlier, held as a model of the same scenarios here (how far the kernel repeats itself on
@@ -61,8 +64,11 @@ __all__ = [
     "LATE",
     "FIRST",
     "WINDOW",
+    "WINDOW_KERNEL",
     "PROFILE_LATE",
     "window_scenario",
+    "own_scale_kernel",
+    "own_scale_scenario",
     "AUDIT",
     "SAMPLE_GOALS",
     "Field5Evaluation",
@@ -123,6 +129,31 @@ def _profiles() -> list[tuple[Any, Any]]:
         (hostprofile.shipped(), FID.field_scenario),
         (hostprofile.shipped(PROFILE_LATE), window_scenario),
     ]
+
+
+def own_scale_kernel() -> str:
+    """:data:`WINDOW_KERNEL` with this machine's window scale, registered under its own name
+    (returned).  The scale is ``tcp_select_initial_window``'s, ``ilog2(tcp_rmem[2]) - 15`` (0 to
+    14), from the ``tcp_rmem`` the sweep recorded; ``net.core.rmem_max``, not recorded, could only
+    raise it."""
+    import dataclasses
+    import math
+
+    from models import data
+    from models.sim.kernels import PROFILES, register_profile
+
+    rmem = data.describe(DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
+    scale = min(14, max(0, int(math.log2(int(rmem.split()[2]))) - 15))
+    name = f"{WINDOW_KERNEL}-wscale{scale}"
+    if name not in PROFILES:
+        register_profile(dataclasses.replace(PROFILES[WINDOW_KERNEL], name=name, rcv_wscale=scale))
+    return name
+
+
+def own_scale_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`window_scenario` on :func:`own_scale_kernel` (a module-level function: it
+    pickles)."""
+    return window_scenario(table, row, host, hz).replace(kernel={"profile": own_scale_kernel()})
 
 
 def window_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
@@ -213,6 +244,7 @@ def findings(ev: Field5Evaluation) -> dict[str, bool]:
             and lo <= win.median_q8 <= hi
         ),
         "its steps are the held tails at MTU 1500": _window_steps(ev),
+        "they rest on the profile's window scale: with the machine's own they go": _own_scale(),
         "the first machine's copies cost more per byte, its wake-ups less": _first_vs_fifth(),
     }
 
@@ -288,6 +320,25 @@ def _window_steps(ev: Field5Evaluation) -> bool:
     )
 
 
+def _own_scale_steps() -> Any:
+    """Flory's steps of the window's model on :func:`own_scale_kernel`."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=PREFIX)
+    late = hostprofile.shipped(PROFILE_LATE)
+    return FID.flory_evaluation(late, run, scenario=own_scale_scenario)
+
+
+def _own_scale() -> bool:
+    """Whether the machine's window scale differs from the profile's and, with it, the window's
+    model gets none of Flory's steps."""
+    from models.sim.kernels import PROFILES
+
+    own = PROFILES[own_scale_kernel()].rcv_wscale
+    return bool(own != PROFILES[WINDOW_KERNEL].rcv_wscale and not _own_scale_steps().right.any())
+
+
 def _right(value: str) -> int:
     """The count right of ``"right/rows"`` or ``"right of rows"``."""
     return int(value.replace(" of ", "/").split("/")[0])
@@ -312,6 +363,14 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
         out[f"f5_{key}_ends"] = str(ev.goals.loc["largest stalling QD", name])
         out[f"f5_{key}_flory"] = str(ev.goals.loc["Flory's thresholds", name])
     out.update(_late_fit(ev))
+    from models import data
+    from models.sim.kernels import PROFILES
+
+    out["f5_profile_wscale"] = PROFILES[WINDOW_KERNEL].rcv_wscale
+    out["f5_own_wscale"] = PROFILES[own_scale_kernel()].rcv_wscale
+    rmem = data.describe(DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
+    out["f5_own_rmem_mib"] = int(rmem.split()[2]) / 2**20  # bytes -> MiB
+    out["f5_own_flory"] = str(FID.flory_goal(_own_scale_steps()).value)
     return out
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "CAPTURE",
     "MODELS",
     "records_from_capture",
+    "records_from_trace",
     "lone_headers",
     "turnarounds",
     "simulate",
@@ -91,7 +92,7 @@ def records_from_capture(path: Any) -> list[Record]:
     return out
 
 
-def _records_from_trace(trace: Any) -> list[Record]:
+def records_from_trace(trace: Any) -> list[Record]:
     """The simulator's trace (``Result.trace``) as :data:`Record` tuples (its sequence numbers
     are tcpdump's relative ones, from 1)."""
     return [
@@ -203,7 +204,7 @@ def _trace(profile: Any, make: Any, ops: int = 400) -> list[Record]:
     sc = make("iscsi_loop", row, FID.ProfileHost(profile), row["hz"]).replace(
         run={"trace": True, "ops": ops, "warmup_ops": 0}
     )
-    return _records_from_trace(run_sim(sc).trace)
+    return records_from_trace(run_sim(sc).trace)
 
 
 def _sent_flag() -> dict[bool, dict[str, Any]]:
