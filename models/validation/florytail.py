@@ -36,6 +36,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from models.framing import mss
 from models.validation import fidelity as FID
 from models.validation import field5 as F5
 from models.validation import machine4 as M4
@@ -54,9 +55,11 @@ __all__ = [
     "numbers",
 ]
 
+#: MSS on a veth pair at MTU 1500 (bytes): the full segment's length.
+MSS = mss(1500)
 #: The two payloads either side of the step (bytes) and the capture of each
 #: (``data/captures/NAME.pcap``).
-PAYLOADS = (1448, 1449)
+PAYLOADS = (MSS, MSS + 1)
 CAPTURES = {n: f"veth1500_flory_nagle_{n}" for n in PAYLOADS}
 #: The models: name -> the function making a Flory row's scenario (both with the late model's
 #: host profile, :data:`models.validation.field5.PROFILE_LATE`).
@@ -66,8 +69,6 @@ MODELS = {
 }
 #: The row of :attr:`Tail.table` with the kernel's captures.
 KERNEL = "kernel (captures)"
-#: MSS on a veth pair at MTU 1500 (bytes): the full segment's length.
-MSS = 1448
 
 
 def ack_delays(records: list[Record], mss: int = MSS) -> list[float]:
@@ -208,6 +209,7 @@ def numbers(tail: Tail) -> dict[str, Any]:
     """The values chapter 9b quotes, by glue name (microseconds)."""
     t = tail.table
     out: dict[str, Any] = {"ft_wake_us": tail.first_wake_s * 1e6}  # s -> us
+    out["ft_small_bytes"], out["ft_large_bytes"] = PAYLOADS
     for key, name in zip(("k", "plain", "win"), [KERNEL, *MODELS]):
         for n in PAYLOADS:
             out[f"ft_{key}_{n}_us"] = float(t.loc[name, f"ACK delay, {n} B (us)"])
