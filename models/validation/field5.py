@@ -32,9 +32,12 @@ in the first two models below is borrowed or fitted to these runs.  Models (:dat
     client ACKs two full segments at once only if its window does not shrink
     (:mod:`models.sim.rules.rwnd`), so a response's ACK waits for the read where unread data
     shrink it.  Nothing is fitted again (the late share stays the one fitted on ``linux-6``).
-    Its window scale is the profile's (7, Linux's for the default ``tcp_rmem``); the steps of
-    Flory's it gets go with this machine's own (:func:`own_scale_kernel`), a finding the
-    chapter reports.
+    Its window scale is the profile's (7, Linux's for the default ``tcp_rmem``) and its buffer
+    ``tcp_rmem[1]``; the steps of Flory's it gets go with this machine's own scale
+    (:func:`own_scale_kernel`), and (a probe, not bundled: ``ss`` read the client's autotuned
+    buffer at 1514053 bytes in Flory's runs on veth-1500) with that buffer and scale the steps
+    stay and the verdicts and stall ends fall back to the late model's (1394 and 183), findings
+    the chapter reports.
 
 One audit stands beside them (:data:`AUDIT`): the machine's pinned sample, measured about three
 hours earlier, held as a model of the same scenarios here (how far the kernel repeats itself on
