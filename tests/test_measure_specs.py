@@ -223,3 +223,17 @@ def test_other_cpu_share_is_the_machine_s_busy_time_minus_our_own(tmp_path):
     assert sysinfo.own_cpu_s() > 0
     with pytest.raises(ValueError, match="wall_s must be > 0"):
         sysinfo.other_cpu_pct((0, 1), (0, 0), wall_s=0)
+
+
+def test_the_recorded_sysctls_hold_what_sets_the_window_scale():
+    """tcp_select_initial_window takes the larger of tcp_rmem[2] and net.core.rmem_max for a new
+    socket's window scale: both are recorded with every measurement (on Linux)."""
+    import sys
+
+    from models.measure import sysinfo
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/sys")
+    got = sysinfo.tcp_sysctls()
+    assert "net.ipv4.tcp_rmem" in got and "net.core.rmem_max" in got
+    assert int(got["net.core.rmem_max"]) > 0

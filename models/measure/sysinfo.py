@@ -4,7 +4,8 @@ Everything here only *reads* (except :func:`set_offloads`, used on interfaces th
 
 * kernel release and version, ``CONFIG_HZ`` (from ``/proc/config.gz`` or ``/boot/config-*``);
 * every ``net.ipv4.tcp_*`` sysctl of the *current* network namespace (inside a namespace the TCP sysctls
-  are per namespace), plus ``net.core.default_qdisc`` and the busy-polling knobs;
+  are per namespace), plus ``net.core.default_qdisc``, the busy-polling knobs and the socket buffers'
+  limits (``rmem_max``, ``wmem_max``);
 * per interface: MTU, qdisc, GSO/GRO/TSO limits (``ip -j -d link``), and offload switches read with the
   ``SIOCETHTOOL`` ioctl, so no ``ethtool`` binary is needed;
 * CPU count and load averages, and the CPU time the whole machine and this process tree have used
@@ -183,7 +184,15 @@ def tcp_sysctls() -> dict[str, str]:
         v = _read_sysctl(p)
         if v is not None:
             out[f"net.ipv4.{p.name}"] = v
-    for name in ("default_qdisc", "busy_poll", "busy_read", "netdev_max_backlog"):
+    # rmem_max with tcp_rmem[2] sets a new socket's window scale (tcp_select_initial_window)
+    for name in (
+        "default_qdisc",
+        "busy_poll",
+        "busy_read",
+        "netdev_max_backlog",
+        "rmem_max",
+        "wmem_max",
+    ):
         v = _read_sysctl(Path("/proc/sys/net/core") / name)
         if v is not None:
             out[f"net.core.{name}"] = v

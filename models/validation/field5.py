@@ -136,17 +136,20 @@ def _profiles() -> list[tuple[Any, Any]]:
 
 def own_scale_kernel() -> str:
     """:data:`WINDOW_KERNEL` with this machine's window scale, registered under its own name
-    (returned).  The scale is ``tcp_select_initial_window``'s, ``ilog2(tcp_rmem[2]) - 15`` (0 to
-    14), from the ``tcp_rmem`` the sweep recorded; ``net.core.rmem_max``, not recorded, could only
-    raise it."""
+    (returned).  The scale is ``tcp_select_initial_window``'s, ``ilog2(max(tcp_rmem[2],
+    rmem_max)) - 15`` (0 to 14), from the sysctls the sweep recorded (this sweep did not record
+    ``net.core.rmem_max``, which could only raise it; the harness records it since)."""
     import dataclasses
     import math
 
     from models import data
     from models.sim.kernels import PROFILES, register_profile
 
-    rmem = data.describe(DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
-    scale = min(14, max(0, int(math.log2(int(rmem.split()[2]))) - 15))
+    sysctls = data.describe(DATASET)["measurement"]["host_sysctls"]
+    space = max(
+        int(sysctls["net.ipv4.tcp_rmem"].split()[2]), int(sysctls.get("net.core.rmem_max", 0))
+    )
+    scale = min(14, max(0, int(math.log2(space)) - 15))
     name = f"{WINDOW_KERNEL}-wscale{scale}"
     if name not in PROFILES:
         register_profile(dataclasses.replace(PROFILES[WINDOW_KERNEL], name=name, rcv_wscale=scale))
