@@ -122,7 +122,7 @@ def test_the_window_model_is_the_late_one_on_linux_6_rwnd():
     assert sc == base.replace(kernel={"profile": F5.WINDOW_KERNEL})
 
 
-def test_the_own_scale_is_the_sweeps_and_the_claim_fails_on_the_profiles(monkeypatch):
+def test_the_own_scale_is_the_sweeps_and_the_claim_fails_on_the_profiles(ev, monkeypatch):
     from models.sim.kernels import PROFILES
 
     name = F5.own_scale_kernel()
@@ -130,4 +130,15 @@ def test_the_own_scale_is_the_sweeps_and_the_claim_fails_on_the_profiles(monkeyp
     assert rmem.split()[2] == str(1 << 25) and PROFILES[name].rcv_wscale == 25 - 15
     # wrong model: the profile's own scale in the machine's place
     monkeypatch.setattr(F5, "own_scale_kernel", lambda: F5.WINDOW_KERNEL)
-    assert not F5._own_scale()
+    assert not F5._own_scale(ev)
+    monkeypatch.undo()
+    # wrong model: the profile's scale's steps in the machine's scale's place
+    assert F5._own_scale(ev)
+    swapped = F5.Field5Evaluation(
+        ev.tables,
+        ev.goals,
+        ev.summary,
+        ev.goal_lists,
+        {**ev.steps, F5.OWN_SCALE: ev.steps[F5.WINDOW]},
+    )
+    assert not F5._own_scale(swapped)

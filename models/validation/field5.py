@@ -68,6 +68,7 @@ __all__ = [
     "FIRST",
     "WINDOW",
     "WINDOW_KERNEL",
+    "OWN_SCALE",
     "PROFILE_LATE",
     "window_scenario",
     "own_scale_kernel",
@@ -96,6 +97,8 @@ MODELS = (
 CALIBRATED, RULES, LATE, FIRST, WINDOW = MODELS
 #: The kernel profile of :data:`WINDOW`.
 WINDOW_KERNEL = "linux-6-rwnd"
+#: :data:`WINDOW` on the machine's own window scale (:func:`own_scale_kernel`): Flory's steps only.
+OWN_SCALE = "late wake-ups, receive window, machine's scale"
 #: The rules' profile with the share of late wake-ups fitted on this sweep's training rows.
 PROFILE_LATE = "kernel6_machine5_sent_late"
 #: The audit beside them.
@@ -111,7 +114,8 @@ class Field5Evaluation:
     ``summary``, :func:`models.validation.machine4.summary` of each table (rows by name);
     ``goal_lists``, each column's :class:`~models.validation.fidelity.Goal` objects (the audit's
     all of :func:`~models.validation.fidelity.goals`, of which it tells :data:`SAMPLE_GOALS`);
-    ``steps``, each model's :func:`~models.validation.fidelity.flory_steps` table."""
+    ``steps``, each model's :func:`~models.validation.fidelity.flory_steps` table, and
+    :data:`OWN_SCALE`'s."""
 
     tables: dict
     goals: Any
@@ -177,6 +181,7 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 
     from models import data
     from models.kernel import load_kernel_run
+    from models.sim import hostprofile
     from models.validation import machine4 as M4
     from models.validation import machine5 as M5
 
@@ -188,6 +193,8 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
         steps = FID.flory_evaluation(profile, run, processes=n, scenario=make)
         tables[name], flory[name] = t, steps
         lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
+    late = hostprofile.shipped(PROFILE_LATE)
+    flory[OWN_SCALE] = FID.flory_evaluation(late, run, processes=n, scenario=own_scale_scenario)
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
     tables[AUDIT] = machines.kernel_beside(sample, here)
@@ -250,7 +257,7 @@ def findings(ev: Field5Evaluation) -> dict[str, bool]:
             and lo <= win.median_q8 <= hi
         ),
         "its steps are the held tails at MTU 1500": _window_steps(ev),
-        "they rest on the profile's window scale: with the machine's own they go": _own_scale(),
+        "they rest on the profile's window scale: with the machine's own they go": _own_scale(ev),
         "the first machine's copies cost more per byte, its wake-ups less": _first_vs_fifth(),
     }
 
@@ -326,23 +333,13 @@ def _window_steps(ev: Field5Evaluation) -> bool:
     )
 
 
-def _own_scale_steps() -> Any:
-    """Flory's steps of the window's model on :func:`own_scale_kernel`."""
-    from models.kernel import load_kernel_run
-    from models.sim import hostprofile
-
-    run = load_kernel_run(prefix=PREFIX)
-    late = hostprofile.shipped(PROFILE_LATE)
-    return FID.flory_evaluation(late, run, scenario=own_scale_scenario)
-
-
-def _own_scale() -> bool:
+def _own_scale(ev: Field5Evaluation) -> bool:
     """Whether the machine's window scale differs from the profile's and, with it, the window's
     model gets none of Flory's steps."""
     from models.sim.kernels import PROFILES
 
     own = PROFILES[own_scale_kernel()].rcv_wscale
-    return bool(own != PROFILES[WINDOW_KERNEL].rcv_wscale and not _own_scale_steps().right.any())
+    return bool(own != PROFILES[WINDOW_KERNEL].rcv_wscale and not ev.steps[OWN_SCALE].right.any())
 
 
 def _right(value: str) -> int:
@@ -376,7 +373,7 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
     out["f5_own_wscale"] = PROFILES[own_scale_kernel()].rcv_wscale
     rmem = data.describe(DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
     out["f5_own_rmem_mib"] = int(rmem.split()[2]) / 2**20  # bytes -> MiB
-    out["f5_own_flory"] = str(FID.flory_goal(_own_scale_steps()).value)
+    out["f5_own_flory"] = str(FID.flory_goal(ev.steps[OWN_SCALE]).value)
     return out
 
 

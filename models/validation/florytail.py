@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.framing import mss
+from models.kernel.runs import HEADER_BYTES
 from models.validation import fidelity as FID
 from models.validation import field5 as F5
 from models.validation import machine4 as M4
@@ -90,7 +91,9 @@ def ack_delays(records: list[Record], mss: int = MSS) -> list[float]:
     return out
 
 
-def tail_delays(records: list[Record], mss: int = MSS, descriptor: int = 8) -> list[float]:
+def tail_delays(
+    records: list[Record], mss: int = MSS, descriptor: int = HEADER_BYTES["flory"]
+) -> list[float]:
     """For every server segment shorter than ``mss`` that is not a ``descriptor`` (a tail that
     Nagle's algorithm held), the seconds since the client's last pure ACK before it."""
     out: list[float] = []
