@@ -183,7 +183,7 @@ def test_wire_time_of_one_request():
 
 
 def test_profiles_documented():
-    assert set(PROFILES) == {"linux-2.4", "linux-6", "linux-6-rwnd"}
+    assert set(PROFILES) == {"linux-2.4", "linux-6", "linux-6-rwnd", "linux-6.18-rwnd"}
     assert PROFILES["linux-6-rwnd"].rcv_buf_bytes and not PROFILES["linux-6"].rcv_buf_bytes
     assert PROFILES["linux-2.4"].delack_ticks == 4
     assert PROFILES["linux-6"].delack_ticks == 10

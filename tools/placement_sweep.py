@@ -50,6 +50,14 @@ LINKS = {
 #: The one socket configuration and queue depth of the sweep (what chapter 9 simulates).
 SOCK, CLIENT_SOCK, QD = (PL.CONFIG[k] for k in ("sock_mode", "client_sock_mode", "qd"))
 
+#: The sysctls a sweep's machine record keeps beside its kernel and congestion control.
+RCVBUF_SYSCTLS = (
+    "net.ipv4.tcp_rmem",
+    "net.core.rmem_max",
+    "net.ipv4.tcp_moderate_rcvbuf",
+    "net.ipv4.tcp_timestamps",
+)
+
 #: (name, type, unit, description) of each column.
 FIELDS = [
     ("sweep", "integer", "sweeps", "the sweep the run belongs to, from 0 (see the sidecar)"),
@@ -120,6 +128,8 @@ def machine(start: str) -> dict:
         "congestion_control": ctl.get("net.ipv4.tcp_congestion_control"),
         "autocorking": ctl.get("net.ipv4.tcp_autocorking"),
         "date": start,
+        # what sets a receive buffer and its autotuning (models.validation.rcvbuf)
+        "sysctls": {k: ctl[k] for k in RCVBUF_SYSCTLS if k in ctl},
     }
 
 

@@ -60,6 +60,7 @@ from models.sim.rules import (
     WheelClock,
 )
 from models.sim.rules.cc import NoWindow
+from models.sim.rules.rwnd import window_scale
 from models.sim.rules.skb import SENDMSG_OVERHEAD_BYTES
 
 __all__ = ["KernelProfile", "PROFILES", "get_profile", "register_profile"]
@@ -146,6 +147,11 @@ class KernelProfile:
         The receiver's window scale (``tcp_select_initial_window`` for
         ``tcp_rmem[2]`` = 6 MiB: 7): windows are multiples of
         ``2**rcv_wscale`` bytes.
+    rcv_buf_max_bytes : int or None
+        ``tcp_rmem[2]``, bytes: with ``rcv_buf_bytes`` the receive buffer
+        autotunes up to it (``tcp_moderate_rcvbuf``,
+        :class:`~models.sim.rules.rwnd.ReceiveSpace`); ``None``: the
+        buffer keeps ``rcv_buf_bytes``.  At least ``rcv_buf_bytes``.
     """
 
     name: str
@@ -172,6 +178,7 @@ class KernelProfile:
     rcv_overhead_bytes: int = SENDMSG_OVERHEAD_BYTES
     rcv_window_clamp_bytes: int | None = None
     rcv_wscale: int = 7
+    rcv_buf_max_bytes: int | None = None
 
     def __post_init__(self) -> None:
         for family, base in FAMILIES.items():
@@ -193,6 +200,14 @@ class KernelProfile:
                     f"profile {self.name!r}: {name} must be None or a whole number of "
                     f"bytes >= {low}, got {v!r}"
                 )
+        cap = self.rcv_buf_max_bytes
+        if cap is not None and not (
+            isinstance(cap, int) and self.rcv_buf_bytes is not None and cap >= self.rcv_buf_bytes
+        ):
+            raise ValueError(
+                f"profile {self.name!r}: rcv_buf_max_bytes must be None or a whole number of "
+                f"bytes >= rcv_buf_bytes ({self.rcv_buf_bytes!r}), got {cap!r}"
+            )
         if not (isinstance(self.rcv_overhead_bytes, int) and self.rcv_overhead_bytes >= 0):
             raise ValueError(
                 f"profile {self.name!r}: rcv_overhead_bytes must be a whole number of bytes "
@@ -330,6 +345,17 @@ PROFILES: dict[str, KernelProfile] = {
 #: field sweep worse (chapter 9, "Which ACKs wait").
 PROFILES["linux-6-rwnd"] = dataclasses.replace(
     PROFILES["linux-6"], name="linux-6-rwnd", rcv_buf_bytes=131072
+)
+#: linux-6-rwnd with the receive buffer's autotuning as Linux 6.18 does it
+#: (:class:`~models.sim.rules.rwnd.ReceiveSpace`) and 6.18's defaults:
+#: ``tcp_rmem`` = 4096 131072 33554432 (``tcp_rmem[2]`` raised to 32 MiB in
+#: 6.18), so a window scale of 10 (``tcp_select_initial_window``,
+#: :func:`~models.sim.rules.rwnd.window_scale`).
+PROFILES["linux-6.18-rwnd"] = dataclasses.replace(
+    PROFILES["linux-6-rwnd"],
+    name="linux-6.18-rwnd",
+    rcv_buf_max_bytes=32 * 1024 * 1024,
+    rcv_wscale=window_scale(32 * 1024 * 1024),
 )
 
 

@@ -227,8 +227,12 @@ class LinuxAck(AckPolicy):
         ):
             self._incr_quickack()  # a gap longer than RTO
         self.lrcv = now
-        if self.space is not None and self.space.received(length):
-            self.quick |= 1  # tcp_grow_window
+        space = self.space
+        if space is not None:
+            if space.cap is not None:
+                space.arrived(now)  # tcp_rcv_rtt_measure
+            if space.received(length):
+                self.quick |= 1  # tcp_grow_window
 
     def check(self, now: int) -> None:
         if not self.owed:
@@ -243,6 +247,12 @@ class LinuxAck(AckPolicy):
             self._send_delayed_ack(now)
 
     def on_read(self, now: int) -> None:
+        space = self.space
+        if space is not None and space.cap is not None:
+            space.read(now)  # tcp_rcv_space_adjust
+        self._cleanup_rbuf(now)
+
+    def _cleanup_rbuf(self, now: int) -> None:
         if self.owed and (
             self.rcv.rcv_nxt - self.rcv_wup > self.rcv_mss
             or self.pushed & 2
@@ -254,7 +264,7 @@ class LinuxAck(AckPolicy):
         self.pingpong = 0  # inet_csk_exit_pingpong_mode
         if self.owed:
             self.pushed |= 1  # ICSK_ACK_PUSHED
-            self.on_read(now)  # tcp_cleanup_rbuf(sk, 1)
+            self._cleanup_rbuf(now)  # tcp_cleanup_rbuf(sk, 1)
 
     def ack_sent(self, now: int) -> None:
         if self.space is not None:  # tcp_select_window
@@ -445,8 +455,12 @@ class AdaptiveAck(LinuxAck):
                 if quick:
                     self._incr_quickack()  # a gap longer than the RTO
         self.lrcv = now
-        if self.space is not None and self.space.received(length):
-            self.quick |= 1  # tcp_grow_window
+        space = self.space
+        if space is not None:
+            if space.cap is not None:
+                space.arrived(now)  # tcp_rcv_rtt_measure
+            if space.received(length):
+                self.quick |= 1  # tcp_grow_window
 
     def _send_delayed_ack(self, now: int) -> None:
         ato = self.ato or self.delack_ticks

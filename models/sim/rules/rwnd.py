@@ -79,12 +79,41 @@ Simplified:
   not at 1449 (an inference: ``ss`` does not show the free space).  The
   model keeps no autotuning and rounds to its own unit: it cannot tell
   the two apart.)
-* The buffer keeps its first size, where the kernel's autotuning
-  (``tcp_rcv_space_adjust``) grows it, on these paths to megabytes
-  within a second.  Which ACK waits depends on how much is unread
-  against what was unread before, and on where the free space falls
-  within a window-scale unit, not on the buffer's size, as long as the
-  unread data fit in it.
+* Without ``buf_max_bytes`` the buffer keeps its first size.  With it
+  (``tcp_rmem[2]``, ``tcp_moderate_rcvbuf`` on) it grows as Linux 6.18's
+  does (below), which needs a receive RTT: the model takes the
+  window-dependent estimate alone.  Linux also samples the RTT from the
+  echoed timestamps, in whole milliseconds of its timestamp clock; on
+  the paths here a response answers its request within the same
+  millisecond and gives no sample most of the time, and a larger sample
+  only nudges a smaller estimate up (the estimate keeps its minimum).
+* The read calls ``tcp_rcv_space_adjust`` once, after it took
+  everything queued; Linux calls it after each packet it copies.
+
+Autotuning (``net/ipv4/tcp_input.c``, 6.18: ``tcp_rcv_rtt_measure``,
+``tcp_rcv_rtt_update``, ``tcp_rcv_space_adjust``, ``tcp_rcvbuf_grow``):
+
+* ``tcp_init_buffer_space``: ``space = min(ssthresh, wnd, 10 advmss)``
+  (``TCP_INIT_CWND``), measured from the connection's start.
+* Each data packet (``tcp_event_data_recv``): the first starts a
+  measurement that ends when ``rcv_nxt`` has passed one advertised
+  window further; its length in time is a sample of the receive RTT,
+  and a sample below the estimate (or the first) replaces it; the next
+  measurement starts there.
+* Each read, once an RTT has passed since the last measurement: the
+  bytes read since then, less those still queued, are ``copied``; if
+  more than ``space``, ``tcp_rcvbuf_grow``: ``rcvwin = 2 copied + 4
+  copied (copied - space) / space`` ("DRS is always one RTT late", then
+  room for a sender in slow start to double), the buffer grows to
+  ``rcvwin`` bytes of window (``tcp_space_from_win``, at most
+  ``tcp_rmem[2]``), the clamp follows it, and ``space = copied``.  A new
+  measurement starts at every such read.  So the first read an RTT into
+  a fast run, with tens of kilobytes read against ``space``'s 14480,
+  lifts the buffer to megabytes at once (the fifth machine, 2026-12-01:
+  ``ss`` 40 ms into an iSCSI run at QD 8 read the client's buffer at
+  1560977 bytes, ``rcv_space`` 74008 and ``rcv_rtt`` 0.927 ms,
+  ``data/kernel6_machine5_rcvbuf_ss.csv``), where a stalled run never
+  reads more than ``space`` in an RTT and keeps ``tcp_rmem[1]``.
 
 >>> class Rcv:
 ...     advmss, rcv_nxt, copied_seq = 1448, 1, 1
@@ -109,7 +138,13 @@ if TYPE_CHECKING:
 
     from models.sim.fastforward import Shift, View
 
-__all__ = ["ReceiveSpace", "GROW_MIN_BYTES", "RATIO_ONE"]
+__all__ = [
+    "ReceiveSpace",
+    "GROW_MIN_BYTES",
+    "RATIO_ONE",
+    "INIT_CWND",
+    "window_scale",
+]
 
 #: ``tcp_event_data_recv`` grows the window only for data of this many
 #: bytes or more (``skb->len >= 128``).
@@ -117,6 +152,28 @@ GROW_MIN_BYTES = 128
 #: ``scaling_ratio`` is in 256ths (``TCP_RMEM_TO_WIN_SCALE`` = 8); a new
 #: socket starts at half (``TCP_DEFAULT_SCALING_RATIO``).
 RATIO_ONE = 256
+#: ``TCP_INIT_CWND``: the first ``rcvq_space.space`` is at most this many
+#: ``advmss`` (``tcp_init_buffer_space``).
+INIT_CWND = 10
+#: Femtoseconds per microsecond: the kernel's receive RTT and its
+#: measurements are whole microseconds (``tcp_stamp_us_delta``).
+_FS_PER_US = 10**9
+
+
+def window_scale(space_bytes: int) -> int:
+    """``tcp_select_initial_window``'s window scale for a socket whose
+    buffer may reach ``space_bytes`` (``max(tcp_rmem[2], rmem_max)``):
+    ``ilog2(space) - 15``, from 0 to 14 (``TCP_MAX_WSCALE``).
+
+    >>> window_scale(6 * 2**20), window_scale(32 * 2**20), window_scale(65535)
+    (7, 10, 0)
+    """
+    if not (isinstance(space_bytes, int) and space_bytes >= 1):
+        raise ValueError(
+            "space_bytes must be a whole number of bytes >= 1, "
+            f"got {space_bytes!r}"
+        )
+    return min(14, max(0, space_bytes.bit_length() - 1 - 15))
 
 
 class ReceiveSpace:
@@ -127,7 +184,11 @@ class ReceiveSpace:
     ``overhead_bytes`` the memory a received packet takes beyond its
     payload (bytes), ``clamp_bytes`` the application's
     ``TCP_WINDOW_CLAMP`` (bytes; ``None``: none), ``wscale`` the
-    receiver's window scale (windows are multiples of ``2**wscale``).
+    receiver's window scale (windows are multiples of ``2**wscale``),
+    ``buf_max_bytes`` the most autotuning may grow the buffer to
+    (``tcp_rmem[2]``, bytes; ``None``: no autotuning, the buffer keeps
+    ``buf_bytes``).  Autotuning stops where the application fixes the
+    window (``clamp_bytes``), as ``SO_RCVBUF`` would stop it.
     """
 
     __slots__ = (
@@ -143,6 +204,13 @@ class ReceiveSpace:
         "ssthresh",
         "wnd",
         "packets",
+        "cap",
+        "space",
+        "space_seq",
+        "space_time",
+        "rtt",
+        "rtt_seq",
+        "rtt_time",
     )
 
     def __init__(
@@ -152,6 +220,7 @@ class ReceiveSpace:
         overhead_bytes: int,
         clamp_bytes: int | None = None,
         wscale: int = 7,
+        buf_max_bytes: int | None = None,
     ) -> None:
         if buf_bytes < 1:
             raise ValueError(f"buf_bytes must be at least 1, got {buf_bytes}")
@@ -162,6 +231,11 @@ class ReceiveSpace:
         if clamp_bytes is not None and clamp_bytes < 1:
             raise ValueError(
                 f"clamp_bytes must be at least 1 (or None), got {clamp_bytes}"
+            )
+        if buf_max_bytes is not None and buf_max_bytes < buf_bytes:
+            raise ValueError(
+                f"buf_max_bytes must be at least buf_bytes ({buf_bytes}) "
+                f"or None, got {buf_max_bytes}"
             )
         self.rcv = receiver
         advmss = self.advmss = receiver.advmss
@@ -183,6 +257,14 @@ class ReceiveSpace:
         self.clamp = clamp
         self.ssthresh = min(wnd, clamp)
         self.packets = 0  # unread packets, each with its overhead
+        # autotuning (tcp_init_buffer_space); None: the buffer stays
+        self.cap = None if clamp_bytes is not None else buf_max_bytes
+        self.space = min(self.ssthresh, wnd, INIT_CWND * advmss)  # bytes
+        self.space_seq = receiver.copied_seq  # where the measurement began
+        self.space_time = 0  # fs: the connection's start
+        self.rtt = 0  # fs, whole microseconds; 0: no sample yet
+        self.rtt_seq = 0  # rcv_nxt that ends the RTT measurement
+        self.rtt_time = -1  # fs: when it began; -1: none running
 
     @classmethod
     def of(cls, receiver, profile) -> ReceiveSpace | None:
@@ -198,6 +280,7 @@ class ReceiveSpace:
             profile.rcv_overhead_bytes,
             profile.rcv_window_clamp_bytes,
             profile.rcv_wscale,
+            getattr(profile, "rcv_buf_max_bytes", None),
         )
 
     def _free(self) -> int:
@@ -269,6 +352,51 @@ class ReceiveSpace:
         self.ssthresh += incr if incr < room else room
         return True
 
+    def arrived(self, now: int) -> None:
+        """``tcp_rcv_rtt_measure``: data arrived at ``now`` (fs), ``rcv_nxt``
+        already past it.  Only with autotuning."""
+        rcv_nxt = self.rcv.rcv_nxt
+        if self.rtt_time >= 0:
+            if rcv_nxt < self.rtt_seq:
+                return
+            # tcp_stamp_us_delta: whole microseconds, at least 1
+            sample = max(1, (now - self.rtt_time) // _FS_PER_US) * _FS_PER_US
+            if not self.rtt or sample < self.rtt:  # win_dep: the minimum
+                self.rtt = sample
+        self.rtt_seq = rcv_nxt + self.wnd
+        self.rtt_time = now
+
+    def read(self, now: int) -> None:
+        """``tcp_rcv_space_adjust``: the application has just read
+        everything queued, at ``now`` (fs).  Only with autotuning."""
+        if not self.rtt or now - self.space_time < self.rtt:
+            return
+        rcv = self.rcv
+        copied = (
+            rcv.copied_seq - self.space_seq - (rcv.rcv_nxt - rcv.copied_seq)
+        )
+        if copied > self.space:
+            self._grow(copied)
+        self.space_seq = rcv.copied_seq
+        self.space_time = now
+
+    def _grow(self, copied: int) -> None:
+        """``tcp_rcvbuf_grow``: ``copied`` bytes were read in the last
+        receive RTT, more than ever before."""
+        old, self.space = self.space, copied
+        rcvwin = copied << 1  # DRS is always one RTT late
+        rcvwin += (
+            rcvwin * (copied - old) // old
+        ) << 1  # slow start's doubling
+        rcvwin &= 0xFFFFFFFF  # u32
+        buf = (rcvwin * RATIO_ONE) // self.ratio  # tcp_space_from_win
+        if buf > self.cap:
+            buf = self.cap
+        if buf > self.buf:
+            self.buf = buf
+            self.full = full = buf * self.ratio // RATIO_ONE
+            self.clamp = full  # tcp_win_from_space: the clamp follows
+
     # -- the fast-forward's view (models.sim.fastforward) -------------------
 
     #: ``full`` follows from ``buf`` and ``ratio`` (a cache of their product).
@@ -276,8 +404,43 @@ class ReceiveSpace:
 
     def cycle_state(self, view: View) -> Hashable:
         """Its ratio, window sizes (bytes, not positions in the stream) and
-        unread packets."""
-        return self.ratio, self.clamp, self.ssthresh, self.wnd, self.packets
+        unread packets; with autotuning also the buffer, ``space``, the
+        receive RTT and both measurements (where each began; a measurement
+        older than an RTT compares the same at any age: the next read
+        ends it whatever its age), until the buffer reaches its cap.
+        Before that a run seldom repeats exactly within its length: the
+        RTT measurement spans a window, megabytes once grown, and ends at
+        a different place in the pattern each time, so such runs go event
+        by event."""
+        window = self.ratio, self.clamp, self.ssthresh, self.wnd, self.packets
+        if self.cap is None:
+            return window
+        if (
+            self.buf >= self.cap
+        ):  # it cannot grow: the measurements change nothing
+            return window, self.buf
+        age = view.now - self.space_time
+        rtt = self.rtt
+        running = self.rtt_time >= 0
+        return (
+            window,
+            self.buf,
+            self.space,
+            rtt,
+            view.seq(self.space_seq),
+            "due" if rtt and age >= rtt else age,
+            view.seq(self.rtt_seq) if running else None,
+            view.time(self.rtt_time) if running else None,
+        )
 
     def cycle_shift(self, shift: Shift) -> None:
-        """Nothing moves with time or the stream."""
+        """Nothing moves without autotuning; with it, the measurements'
+        starts move with time and the stream."""
+        if self.cap is None:
+            return
+        d = shift.seq()
+        self.space_seq += d
+        self.space_time += shift.dt
+        if self.rtt_time >= 0:
+            self.rtt_seq += d
+            self.rtt_time += shift.dt
