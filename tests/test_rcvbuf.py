@@ -73,3 +73,25 @@ def test_a_machine_with_other_sysctls_gets_its_own_profile(own_profiles):
     assert (p.rcv_buf_bytes, p.rcv_buf_max_bytes, p.rcv_wscale) == (87380, 6291456, 9)
     with pytest.raises(ValueError, match="rcv_buf_max_bytes"):
         RB.machine_kernel({"net.ipv4.tcp_rmem": "4096 131072 65536"})
+
+
+def test_the_growth_rule_gives_the_kernels_buffer_from_its_own_rcv_space():
+    """The QD-1 NODELAY client's first reading: rcv_space (the bytes read in its first receive
+    RTT) and the buffer they grew it to, at a window ratio still 128 (its 560-byte packets never
+    set one).  tcp_rcvbuf_grow from rcv_space gives that buffer to the byte in every repeat.
+    Wrong model: 6.16's rule (twice the bytes) gives a seventh of it."""
+    from models import data
+
+    t = data.load(RB.DATASET)
+    rows = t[t.side.eq("client") & t.sock_mode.eq("nodelay") & t.qd.eq(1)]
+    assert len(rows) == 3
+    for space, rb in zip(rows.rcv_space_first, rows.rb_first):
+
+        class Rcv:
+            advmss, rcv_nxt, copied_seq = 1448, 1, 1
+
+        rs = ReceiveSpace(Rcv(), buf_bytes=131072, overhead_bytes=0, buf_max_bytes=2**25)
+        assert rs.ratio == 128 and rs.space == 14480
+        rs._grow(int(space))
+        assert rs.buf == rb
+        assert (int(space) << 1) * 256 // rs.ratio < rb / 7  # 6.16's
