@@ -122,23 +122,27 @@ def test_the_window_model_is_the_late_one_on_linux_6_rwnd():
     assert sc == base.replace(kernel={"profile": F5.WINDOW_KERNEL})
 
 
-def test_the_own_scale_is_the_sweeps_and_the_claim_fails_on_the_profiles(ev, monkeypatch):
+def test_the_tuned_model_is_the_window_one_on_the_sweeps_buffer(ev, monkeypatch):
+    from models.kernel import load_kernel_run
     from models.sim.kernels import PROFILES
 
-    name = F5.own_scale_kernel()
+    name = F5.tuned_kernel()
     rmem = data.describe(F5.DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
-    assert rmem.split()[2] == str(1 << 25) and PROFILES[name].rcv_wscale == 25 - 15
-    # wrong model: the profile's own scale in the machine's place
-    monkeypatch.setattr(F5, "own_scale_kernel", lambda: F5.WINDOW_KERNEL)
-    assert not F5._own_scale(ev)
-    monkeypatch.undo()
-    # wrong model: the profile's scale's steps in the machine's scale's place
-    assert F5._own_scale(ev)
-    swapped = F5.Field5Evaluation(
-        ev.tables,
-        ev.goals,
-        ev.summary,
-        ev.goal_lists,
-        {**ev.steps, F5.OWN_SCALE: ev.steps[F5.WINDOW]},
+    p = PROFILES[name]
+    assert (p.rcv_buf_bytes, p.rcv_buf_max_bytes) == tuple(int(x) for x in rmem.split()[1:])
+    assert p.rcv_wscale == 10 and name == "linux-6.18-rwnd"
+    run = load_kernel_run(prefix=F5.PREFIX)
+    row = run.table("iscsi_loop").iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
+    window = F5.window_scenario("iscsi_loop", row, host, run.hz)
+    assert F5.tuned_scenario("iscsi_loop", row, host, run.hz) == window.replace(
+        kernel={"profile": name}
     )
-    assert not F5._own_scale(swapped)
+    assert F5._tuned(ev)
+    # wrong model: the window model's kernel (the profile's scale, a buffer that stays)
+    monkeypatch.setattr(F5, "tuned_kernel", lambda: F5.WINDOW_KERNEL)
+    assert not F5._tuned(ev)
+    monkeypatch.undo()
+    # wrong models in its place: the window's (it keeps two steps), the late one's (fewer verdicts)
+    assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.WINDOW))
+    assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.LATE))

@@ -121,8 +121,10 @@ def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> lis
     return rows
 
 
-def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float, address: str) -> dict:
-    spec = RunSpec(
+def apart_bbr_spec(cfg: dict, duration_s: float) -> RunSpec:
+    """The harness run of configuration ``cfg`` (server and client socket modes, QD, payload
+    bytes): the iSCSI loop, bbr on both sockets, each end on a CPU of its own, not captured."""
+    return RunSpec(
         "iscsi",
         cfg["sock_mode"],
         int(cfg["qd"]),
@@ -133,6 +135,10 @@ def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float, addres
         capture=False,
         pin="apart",
     )
+
+
+def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float, address: str) -> dict:
+    spec = apart_bbr_spec(cfg, duration_s)
     perf = subprocess.Popen(
         perf_command(address), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

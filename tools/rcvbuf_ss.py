@@ -28,10 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from ack_delay_sweep import HOST_FIELDS  # noqa: E402
+from pacing_timer_sweep import apart_bbr_spec  # noqa: E402
 from placement_sweep import LINKS, run_tool  # noqa: E402
 
 from models.measure.netns import Link  # noqa: E402
-from models.measure.runner import RunSpec, run_one  # noqa: E402
+from models.measure.runner import run_one  # noqa: E402
 from models.validation import rcvbuf as RB  # noqa: E402
 
 #: Seconds between two readings of a namespace's sockets.
@@ -121,17 +122,7 @@ class Reader(threading.Thread):
 
 
 def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float) -> list[dict]:
-    spec = RunSpec(
-        "iscsi",
-        cfg["sock_mode"],
-        int(cfg["qd"]),
-        int(cfg["iosize_bytes"]),
-        duration_s=duration_s,
-        cc="bbr",
-        client_sock=cfg["client_sock_mode"],
-        capture=False,
-        pin="apart",
-    )
+    spec = apart_bbr_spec(cfg, duration_s)
     readers = {"client": Reader(link.client_ns), "server": Reader(link.server_ns)}
     for r in readers.values():
         r.start()

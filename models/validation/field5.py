@@ -32,12 +32,16 @@ in the first two models below is borrowed or fitted to these runs.  Models (:dat
     client ACKs two full segments at once only if its window does not shrink
     (:mod:`models.sim.rules.rwnd`), so a response's ACK waits for the read where unread data
     shrink it.  Nothing is fitted again (the late share stays the one fitted on ``linux-6``).
-    Its window scale is the profile's (7, Linux's for the default ``tcp_rmem``) and its buffer
-    ``tcp_rmem[1]``; the steps of Flory's it gets go with this machine's own scale
-    (:func:`own_scale_kernel`), and (a probe, not bundled: ``ss`` read the client's autotuned
-    buffer at 1514053 bytes in Flory's runs on veth-1500) with that buffer and scale the steps
-    stay and the verdicts and stall ends fall back to the late model's (1394 and 183), findings
-    the chapter reports.
+    Its window scale is the profile's (7, Linux's for the default ``tcp_rmem`` before 6.18) and
+    its buffer keeps ``tcp_rmem[1]`` (128 KiB);
+``the same, the machine's buffer``
+    that model with this machine's receive buffer (:func:`tuned_scenario`): its window scale
+    (10, from the 32 MiB ``tcp_rmem[2]`` the sweep recorded) and the buffer autotuned as Linux
+    6.18 does it, from ``tcp_rmem[1]`` (:func:`tuned_kernel`; the rule is held to ``ss``
+    readings of this machine by :mod:`models.validation.rcvbuf`).  A run stalled on the
+    delayed ACK never reads more than ten segments in a receive RTT and keeps 128 KiB, as the
+    kernel's does; a fast one grows to megabytes within its first milliseconds.  Nothing is
+    fitted again.
 
 One audit stands beside them (:data:`AUDIT`): the machine's pinned sample, measured about three
 hours earlier, held as a model of the same scenarios here (how far the kernel repeats itself on
@@ -68,11 +72,11 @@ __all__ = [
     "FIRST",
     "WINDOW",
     "WINDOW_KERNEL",
-    "OWN_SCALE",
+    "TUNED",
     "PROFILE_LATE",
     "window_scenario",
-    "own_scale_kernel",
-    "own_scale_scenario",
+    "tuned_kernel",
+    "tuned_scenario",
     "AUDIT",
     "SAMPLE_GOALS",
     "Field5Evaluation",
@@ -93,12 +97,11 @@ MODELS = (
     "the same, late wake-ups",
     "first machine's profile",
     "late wake-ups, receive window",
+    "the same, the machine's buffer",
 )
-CALIBRATED, RULES, LATE, FIRST, WINDOW = MODELS
+CALIBRATED, RULES, LATE, FIRST, WINDOW, TUNED = MODELS
 #: The kernel profile of :data:`WINDOW`.
 WINDOW_KERNEL = "linux-6-rwnd"
-#: :data:`WINDOW` on the machine's own window scale (:func:`own_scale_kernel`): Flory's steps only.
-OWN_SCALE = "late wake-ups, receive window, machine's scale"
 #: The rules' profile with the share of late wake-ups fitted on this sweep's training rows.
 PROFILE_LATE = "kernel6_machine5_sent_late"
 #: The audit beside them.
@@ -135,35 +138,24 @@ def _profiles() -> list[tuple[Any, Any]]:
         (hostprofile.shipped(PROFILE_LATE), M4.freed_clock_scenario),
         (hostprofile.shipped(), FID.field_scenario),
         (hostprofile.shipped(PROFILE_LATE), window_scenario),
+        (hostprofile.shipped(PROFILE_LATE), tuned_scenario),
     ]
 
 
-def own_scale_kernel() -> str:
-    """:data:`WINDOW_KERNEL` with this machine's window scale, registered under its own name
-    (returned).  The scale is ``tcp_select_initial_window``'s, ``ilog2(max(tcp_rmem[2],
-    rmem_max)) - 15`` (0 to 14), from the sysctls the sweep recorded (this sweep did not record
-    ``net.core.rmem_max``, which could only raise it; the harness records it since)."""
-    import dataclasses
-    import math
-
+def tuned_kernel() -> str:
+    """:data:`WINDOW_KERNEL` with this machine's receive buffer, its autotuning on
+    (:func:`models.validation.rcvbuf.machine_kernel` of the sysctls the sweep recorded: its
+    ``tcp_rmem``, 6.18's defaults, give ``linux-6.18-rwnd``; the sweep did not record
+    ``net.core.rmem_max``, which could only raise the window scale)."""
     from models import data
-    from models.sim.kernels import PROFILES, register_profile
+    from models.validation import rcvbuf as RB
 
-    sysctls = data.describe(DATASET)["measurement"]["host_sysctls"]
-    space = max(
-        int(sysctls["net.ipv4.tcp_rmem"].split()[2]), int(sysctls.get("net.core.rmem_max", 0))
-    )
-    scale = min(14, max(0, int(math.log2(space)) - 15))
-    name = f"{WINDOW_KERNEL}-wscale{scale}"
-    if name not in PROFILES:
-        register_profile(dataclasses.replace(PROFILES[WINDOW_KERNEL], name=name, rcv_wscale=scale))
-    return name
+    return RB.machine_kernel(data.describe(DATASET)["measurement"]["host_sysctls"])
 
 
-def own_scale_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
-    """:func:`window_scenario` on :func:`own_scale_kernel` (a module-level function: it
-    pickles)."""
-    return window_scenario(table, row, host, hz).replace(kernel={"profile": own_scale_kernel()})
+def tuned_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`window_scenario` on :func:`tuned_kernel` (a module-level function: it pickles)."""
+    return window_scenario(table, row, host, hz).replace(kernel={"profile": tuned_kernel()})
 
 
 def window_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
@@ -181,7 +173,6 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 
     from models import data
     from models.kernel import load_kernel_run
-    from models.sim import hostprofile
     from models.validation import machine4 as M4
     from models.validation import machine5 as M5
 
@@ -193,8 +184,6 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
         steps = FID.flory_evaluation(profile, run, processes=n, scenario=make)
         tables[name], flory[name] = t, steps
         lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
-    late = hostprofile.shipped(PROFILE_LATE)
-    flory[OWN_SCALE] = FID.flory_evaluation(late, run, processes=n, scenario=own_scale_scenario)
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
     tables[AUDIT] = machines.kernel_beside(sample, here)
@@ -210,7 +199,7 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 def findings(ev: Field5Evaluation) -> dict[str, bool]:
     """What chapter 9b says of :func:`evaluate`'s result, each a claim that holds or not."""
     s = ev.summary
-    cal, rules, late, ship, win = (s.loc[m] for m in MODELS)
+    cal, rules, late, ship, win = (s.loc[m] for m in (CALIBRATED, RULES, LATE, FIRST, WINDOW))
     audit = s.loc[AUDIT]
     lo, hi = FID.RATIO_RANGE
     ends, flory = ev.goals.loc["largest stalling QD"], ev.goals.loc["Flory's thresholds"]
@@ -257,7 +246,9 @@ def findings(ev: Field5Evaluation) -> dict[str, bool]:
             and lo <= win.median_q8 <= hi
         ),
         "its steps are the held tails at MTU 1500": _window_steps(ev),
-        "they rest on the profile's window scale: with the machine's own they go": _own_scale(ev),
+        "with the machine's buffer, autotuned, the steps go and the verdicts and ends stay": (
+            _tuned(ev)
+        ),
         "the first machine's copies cost more per byte, its wake-ups less": _first_vs_fifth(),
     }
 
@@ -324,8 +315,11 @@ def _first_vs_fifth() -> bool:
 def _window_steps(ev: Field5Evaluation) -> bool:
     """Whether the window's model gets Flory's two steps of a tail Nagle holds at MTU 1500
     (1448/1449 and 4344/4345) and misses the other two, which the late model misses too."""
+    from models.framing import mss
+
     win, late = ev.steps[WINDOW].set_index("payloads"), ev.steps[LATE].set_index("payloads")
-    held = {"1448/1449", "4344/4345"}
+    unit = mss(1500)  # a held tail: one byte past a whole number of MSS at MTU 1500
+    held = {f"{a}/{b}" for link, a, b in FID.FLORY_PAIRS if link == "veth-1500" and a % unit == 0}
     return bool(
         set(win.index[win.right]) == held
         and not late.right.any()
@@ -333,13 +327,20 @@ def _window_steps(ev: Field5Evaluation) -> bool:
     )
 
 
-def _own_scale(ev: Field5Evaluation) -> bool:
-    """Whether the machine's window scale differs from the profile's and, with it, the window's
-    model gets none of Flory's steps."""
+def _tuned(ev: Field5Evaluation) -> bool:
+    """Whether the window's model on the machine's own buffer (its window scale, the buffer
+    autotuned) differs from the profile's scale, gets none of Flory's steps, and keeps the
+    window's stall verdicts and stall ends, more than the late model's."""
     from models.sim.kernels import PROFILES
 
-    own = PROFILES[own_scale_kernel()].rcv_wscale
-    return bool(own != PROFILES[WINDOW_KERNEL].rcv_wscale and not ev.steps[OWN_SCALE].right.any())
+    g = ev.goals
+    verdicts, ends = g.loc["stall verdicts"], g.loc["largest stalling QD"]
+    return bool(
+        PROFILES[tuned_kernel()].rcv_wscale != PROFILES[WINDOW_KERNEL].rcv_wscale
+        and PROFILES[tuned_kernel()].rcv_buf_max_bytes is not None
+        and not ev.steps[TUNED].right.any()
+        and all(_right(x[TUNED]) >= _right(x[WINDOW]) > _right(x[LATE]) for x in (verdicts, ends))
+    )
 
 
 def _right(value: str) -> int:
@@ -356,24 +357,24 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
         "f5_sample_rows": len(ev.tables[AUDIT]),
         "f5_audit_io_rows": len(FID.iops_table(ev.tables[AUDIT])),
     }
-    for key, name in zip(("cal", "rules", "late", "ship", "win", "audit"), [*MODELS, AUDIT]):
+    keys = ("cal", "rules", "late", "ship", "win", "tuned")
+    for key, name in zip((*keys, "audit"), [*MODELS, AUDIT]):
         out[f"f5_{key}_within"] = float(s.loc[name, "within_pct"])
         out[f"f5_{key}_held"] = float(s.loc[name, "held_within_pct"])
         out[f"f5_{key}_q1"] = float(s.loc[name, "median_q1"])
         out[f"f5_{key}_q8"] = float(s.loc[name, "median_q8"])
         out[f"f5_{key}_verdicts"] = str(s.loc[name, "verdicts"])
-    for key, name in zip(("cal", "rules", "late", "ship", "win"), MODELS):
+    for key, name in zip(keys, MODELS):
         out[f"f5_{key}_ends"] = str(ev.goals.loc["largest stalling QD", name])
         out[f"f5_{key}_flory"] = str(ev.goals.loc["Flory's thresholds", name])
     out.update(_late_fit(ev))
-    from models import data
     from models.sim.kernels import PROFILES
 
     out["f5_profile_wscale"] = PROFILES[WINDOW_KERNEL].rcv_wscale
-    out["f5_own_wscale"] = PROFILES[own_scale_kernel()].rcv_wscale
-    rmem = data.describe(DATASET)["measurement"]["host_sysctls"]["net.ipv4.tcp_rmem"]
-    out["f5_own_rmem_mib"] = int(rmem.split()[2]) / 2**20  # bytes -> MiB
-    out["f5_own_flory"] = str(FID.flory_goal(ev.steps[OWN_SCALE]).value)
+    tuned = PROFILES[tuned_kernel()]
+    out["f5_own_wscale"] = tuned.rcv_wscale
+    out["f5_own_rmem_mib"] = tuned.rcv_buf_max_bytes / 2**20  # bytes -> MiB
+    out["f5_own_rmem_kib"] = tuned.rcv_buf_bytes / 2**10  # bytes -> KiB
     return out
 
 

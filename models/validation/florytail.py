@@ -143,11 +143,11 @@ class Tail:
     first_wake_s: float
 
 
-def _steady(delays: list[float], name: str) -> list[float]:
+def _steady(delays: list[float], trimmed: bool) -> list[float]:
     """A source's delays past its start-up, whose ACKs leave at once while the receive window
-    grows (in the kernel's runs, the first few hundred responses): the captures are trimmed to
-    their runs' ends already, a simulated run from its start keeps its second half."""
-    return delays if name == KERNEL else delays[len(delays) // 2 :]
+    grows (in the kernel's runs, the first few hundred responses): a capture ``trimmed`` to its
+    run's end already keeps them all, a simulated run from its start keeps its second half."""
+    return delays if trimmed else delays[len(delays) // 2 :]
 
 
 def evaluate() -> Tail:
@@ -158,17 +158,20 @@ def evaluate() -> Tail:
     from models.sim import hostprofile
 
     folder = bundled_data_dir() / "captures"
-    sources = {KERNEL: {n: records_from_capture(folder / f"{CAPTURES[n]}.pcap") for n in PAYLOADS}}
+    # each source's records by payload, and whether they are cut to the run's end already
+    sources = {
+        KERNEL: ({n: records_from_capture(folder / f"{CAPTURES[n]}.pcap") for n in PAYLOADS}, True)
+    }
     for name in MODELS:
-        sources[name] = {n: simulate(name, n) for n in PAYLOADS}
+        sources[name] = ({n: simulate(name, n) for n in PAYLOADS}, False)
     rows = {}
-    for name, by in sources.items():
+    for name, (by, trimmed) in sources.items():
         row = {}
         for n, records in by.items():
-            d = _steady(ack_delays(records), name)
+            d = _steady(ack_delays(records), trimmed)
             row[f"ACK delay, {n} B (us)"] = statistics.median(d) * 1e6  # s -> us
             row[f"full segments, {n} B"] = len(d)
-        tails = _steady(tail_delays(by[PAYLOADS[-1]]), name)
+        tails = _steady(tail_delays(by[PAYLOADS[-1]]), trimmed)
         row[f"tail after the ACK, {PAYLOADS[-1]} B (us)"] = statistics.median(tails) * 1e6
         rows[name] = row
     first = hostprofile.shipped(F5.PROFILE_LATE).host["wake_curve_s"][0][1]

@@ -227,12 +227,19 @@ class LinuxAck(AckPolicy):
         ):
             self._incr_quickack()  # a gap longer than RTO
         self.lrcv = now
+        if self.space is not None:
+            self._window_data(now, length)
+
+    def _window_data(self, now: int, length: int) -> None:
+        """The receive window's share of ``tcp_event_data_recv`` for a
+        packet of ``length`` bytes: the receive RTT's measurement (with
+        autotuning), then ``tcp_grow_window``, whose growth enters
+        quick-ACK mode."""
         space = self.space
-        if space is not None:
-            if space.cap is not None:
-                space.arrived(now)  # tcp_rcv_rtt_measure
-            if space.received(length):
-                self.quick |= 1  # tcp_grow_window
+        if space.cap is not None:
+            space.arrived(now)  # tcp_rcv_rtt_measure
+        if space.received(length):
+            self.quick |= 1
 
     def check(self, now: int) -> None:
         if not self.owed:
@@ -455,12 +462,8 @@ class AdaptiveAck(LinuxAck):
                 if quick:
                     self._incr_quickack()  # a gap longer than the RTO
         self.lrcv = now
-        space = self.space
-        if space is not None:
-            if space.cap is not None:
-                space.arrived(now)  # tcp_rcv_rtt_measure
-            if space.received(length):
-                self.quick |= 1  # tcp_grow_window
+        if self.space is not None:
+            self._window_data(now, length)
 
     def _send_delayed_ack(self, now: int) -> None:
         ato = self.ato or self.delack_ticks

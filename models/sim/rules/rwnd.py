@@ -77,8 +77,11 @@ Simplified:
   1449: a drop in free space between the two, about what the unread
   descriptor's packet takes, rounds the window down a unit at 1448 and
   not at 1449 (an inference: ``ss`` does not show the free space).  The
-  model keeps no autotuning and rounds to its own unit: it cannot tell
-  the two apart.)
+  model's buffer settles elsewhere, with autotuning or without (its
+  window ratio and first receive RTT are not the kernel's:
+  :mod:`models.validation.rcvbuf` holds it within a factor of two), so
+  where its free space falls within a unit is its own arithmetic: it
+  cannot tell the two apart.)
 * Without ``buf_max_bytes`` the buffer keeps its first size.  With it
   (``tcp_rmem[2]``, ``tcp_moderate_rcvbuf`` on) it grows as Linux 6.18's
   does (below), which needs a receive RTT: the model takes the
