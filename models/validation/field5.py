@@ -372,6 +372,7 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
 
     out["f5_profile_wscale"] = PROFILES[WINDOW_KERNEL].rcv_wscale
     tuned = PROFILES[tuned_kernel()]
+    assert tuned.rcv_buf_bytes is not None and tuned.rcv_buf_max_bytes is not None
     out["f5_own_wscale"] = tuned.rcv_wscale
     out["f5_own_rmem_mib"] = tuned.rcv_buf_max_bytes / 2**20  # bytes -> MiB
     out["f5_own_rmem_kib"] = tuned.rcv_buf_bytes / 2**10  # bytes -> KiB

@@ -236,6 +236,7 @@ class LinuxAck(AckPolicy):
         autotuning), then ``tcp_grow_window``, whose growth enters
         quick-ACK mode."""
         space = self.space
+        assert space is not None  # (callers check)
         if space.cap is not None:
             space.arrived(now)  # tcp_rcv_rtt_measure
         if space.received(length):
