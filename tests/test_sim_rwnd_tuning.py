@@ -170,3 +170,12 @@ def test_the_fast_forward_is_exact_with_autotuning(monkeypatch):
         assert (fast.skipped_ops > 0) == jumps, fast.fast_forward_off_reason
         assert fast.iops == slow.iops and fast.pure_acks == slow.pure_acks
         assert fast.directions == slow.directions
+
+
+def test_every_packetdrill_script_passes_with_autotuning():
+    """The scripts' connections read a few segments at a time: autotuning never grows their
+    buffers, and linux-6.18-rwnd passes every one, as linux-6-rwnd does."""
+    from models.sim.packetdrill import SCRIPTS_DIR, run_file
+
+    scripts = sorted(SCRIPTS_DIR.glob("*.pkt"))
+    assert scripts and not [p.name for p in scripts if not run_file(p, "linux-6.18-rwnd").passed]
