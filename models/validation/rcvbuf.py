@@ -40,6 +40,7 @@ __all__ = [
     "FACTOR",
     "SIM_OPS",
     "machine_kernel",
+    "field_row",
     "simulated_buffers",
     "Comparison",
     "compare",
@@ -97,7 +98,7 @@ def machine_kernel(sysctls: dict[str, str], base: str = "linux-6.18-rwnd") -> st
     return name
 
 
-def _field_row(cfg: dict[str, Any]) -> dict[str, Any]:
+def field_row(cfg: dict[str, Any]) -> dict[str, Any]:
     """The fifth machine's field-sweep row of ``cfg`` under bbr."""
     from models.kernel import load_kernel_run
     from models.validation import field5 as F5
@@ -123,7 +124,7 @@ def simulated_buffers(cfg: dict[str, Any], kernel: str, ops: int = SIM_OPS) -> d
 
     run = load_kernel_run(prefix=F5.PREFIX)
     host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
-    sc = F5.window_scenario("iscsi_loop", _field_row(cfg), host, run.hz)
+    sc = F5.window_scenario("iscsi_loop", field_row(cfg), host, run.hz)
     sim = Simulation(sc.replace(kernel={"profile": kernel}, run={"ops": ops}))
     sim.run()
     out = {}
