@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,13 +26,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from ack_delay_sweep import HOST_FIELDS  # noqa: E402
-from pacing_timer_sweep import (  # noqa: E402
-    apart_bbr_spec,
-    function_address,
-    parse_counts,
-    perf_command,
-)
-from placement_sweep import LINKS, run_tool  # noqa: E402
+from pacing_timer_sweep import apart_bbr_spec, function_address, pacing_timers  # noqa: E402
+from placement_sweep import each_config, run_tool  # noqa: E402
 
 from models.measure.netns import Link  # noqa: E402
 from models.measure.runner import run_one  # noqa: E402
@@ -88,17 +81,10 @@ def cpu_times() -> dict[int, list[int]]:
 
 def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float, address: str) -> dict:
     cpus = sorted(os.sched_getaffinity(0))[:2]  # the harness pins the server first (pin apart)
-    perf = subprocess.Popen(
-        perf_command(address), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    before = cpu_times()
-    try:
+    with pacing_timers(address) as counts:
+        before = cpu_times()
         res = run_one(apart_bbr_spec(cfg, duration_s), link)
-    finally:
         after = cpu_times()
-        perf.send_signal(signal.SIGINT)  # perf stat prints its counts and exits
-        _, err = perf.communicate(timeout=30)
-    counts = parse_counts(err)
     ops = int(res.client["completed"])
     row: dict = {
         "sweep": number,
@@ -131,14 +117,12 @@ def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> lis
     if shutil.which("perf") is None or os.geteuid() != 0:
         raise SystemExit("pacing_cpu_sweep.py: needs perf and root (the tracepoints)")
     address = function_address()
-    rows = []
-    for label in links:
-        with Link(LINKS[label]) as link:
-            for rep in range(repeats):
-                for cfg in SC.CONFIGS:
-                    if cfg["link"] == label:
-                        rows.append(_run(number, cfg, link, rep, duration_s, address))
-    return rows
+    return each_config(
+        links,
+        repeats,
+        SC.CONFIGS,
+        lambda cfg, link, rep: [_run(number, cfg, link, rep, duration_s, address)],
+    )
 
 
 def _describe(ns: argparse.Namespace, sweeps: int) -> str:

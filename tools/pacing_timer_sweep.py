@@ -27,6 +27,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +105,22 @@ def parse_counts(text: str) -> dict[str, int]:
     return found
 
 
+@contextmanager
+def pacing_timers(address: str) -> Iterator[dict[str, int]]:
+    """Count the pacing timer (``perf stat``, :func:`perf_command`) while the ``with`` block
+    runs; the dict it gives is filled with the counts (:func:`parse_counts`) when it ends."""
+    counts: dict[str, int] = {}
+    perf = subprocess.Popen(
+        perf_command(address), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield counts
+    finally:
+        perf.send_signal(signal.SIGINT)  # perf stat prints its counts and exits
+        _, err = perf.communicate(timeout=30)
+    counts.update(parse_counts(err))
+
+
 def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> list[dict]:
     """The runs of sweep ``number``: every configuration of :func:`PT.configs` on ``links``, one
     row each (see :data:`FIELDS`); a clear exit before any run without perf or root."""
@@ -138,16 +156,8 @@ def apart_bbr_spec(cfg: dict, duration_s: float) -> RunSpec:
 
 
 def _run(number: int, cfg: dict, link: Link, rep: int, duration_s: float, address: str) -> dict:
-    spec = apart_bbr_spec(cfg, duration_s)
-    perf = subprocess.Popen(
-        perf_command(address), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        res = run_one(spec, link)
-    finally:
-        perf.send_signal(signal.SIGINT)  # perf stat prints its counts and exits
-        _, err = perf.communicate(timeout=30)
-    counts = parse_counts(err)
+    with pacing_timers(address) as counts:
+        res = run_one(apart_bbr_spec(cfg, duration_s), link)
     ops = int(res.client["completed"])
     row: dict = {
         "sweep": number,

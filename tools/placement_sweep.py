@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -114,6 +115,21 @@ def _runs(number: int, label: str, link: Link, repeats: int, duration_s: float) 
                     f"{label:9s} {size:6d} B  pin {pin:5s}  repeat {rep}: "
                     f"{rows[-1]['iops']:,.0f} IOPS"
                 )
+    return rows
+
+
+def each_config(
+    links: list[str], repeats: int, configs: Any, run: Callable[[dict, Link, int], list[dict]]
+) -> list[dict]:
+    """The rows of ``run(cfg, link, repeat)`` for every configuration of ``configs`` on each of
+    ``links`` (a link made once, the configurations on it interleaved ``repeats`` times)."""
+    rows: list[dict] = []
+    for label in links:
+        with Link(LINKS[label]) as link:
+            for rep in range(repeats):
+                for cfg in configs:
+                    if cfg["link"] == label:
+                        rows += run(cfg, link, rep)
     return rows
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from ack_delay_sweep import HOST_FIELDS  # noqa: E402
 from pacing_timer_sweep import apart_bbr_spec  # noqa: E402
-from placement_sweep import LINKS, run_tool  # noqa: E402
+from placement_sweep import each_config, run_tool  # noqa: E402
 
 from models.measure.netns import Link  # noqa: E402
 from models.measure.runner import run_one  # noqa: E402
@@ -173,14 +173,9 @@ def sweep(number: int, links: list[str], repeats: int, duration_s: float) -> lis
     times, interleaved; a clear exit before any run without root or ``ss``."""
     if os.geteuid() != 0:
         raise SystemExit("rcvbuf_ss.py: needs root (network namespaces)")
-    rows = []
-    for label in links:
-        with Link(LINKS[label]) as link:
-            for rep in range(repeats):
-                for cfg in RB.CONFIGS:
-                    if cfg["link"] == label:
-                        rows += _run(number, cfg, link, rep, duration_s)
-    return rows
+    return each_config(
+        links, repeats, RB.CONFIGS, lambda cfg, link, rep: _run(number, cfg, link, rep, duration_s)
+    )
 
 
 def _describe(ns: argparse.Namespace, sweeps: int) -> str:

@@ -22,7 +22,7 @@ their square (``tcp_rcvbuf_grow``'s room for a sender in slow start), so the ker
 RTT estimate (from its timestamps) against the model's window-based one (half that) moves it by
 about two.  The check still tells the rules apart: without autotuning (``linux-6-rwnd``) every
 fast run fails it (131072 bytes against megabytes), and 6.16's rule (twice the bytes read, no
-room for slow start) stops a factor of about five short.
+room for slow start) falls short of every fast client's buffer by more than the factor.
 
 >>> sorted(CONFIGS[0])
 ['client_sock_mode', 'iosize_bytes', 'link', 'qd', 'sock_mode']

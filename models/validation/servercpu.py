@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.validation.rcvbuf import CONFIG_KEY
+
 __all__ = [
     "DATASET",
     "CONFIGS",
@@ -51,8 +53,6 @@ CONFIGS: tuple[dict[str, Any], ...] = tuple(
         ("nodelay", 8, 16384),
     )
 )
-#: The columns that name a configuration.
-CONFIG_KEY = ("link", "sock_mode", "client_sock_mode", "qd", "iosize_bytes")
 #: A model's pacing timers per operation are right within this many of the kernel's.
 ARMS_TOL = 0.1
 #: Operations each configuration is simulated for.
