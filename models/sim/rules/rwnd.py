@@ -112,11 +112,12 @@ Autotuning (``net/ipv4/tcp_input.c``, 6.18: ``tcp_rcv_rtt_measure``,
   ``tcp_rmem[2]``), the clamp follows it, and ``space = copied``.  A new
   measurement starts at every such read.  So the first read an RTT into
   a fast run, with tens of kilobytes read against ``space``'s 14480,
-  lifts the buffer to megabytes at once (the fifth machine, 2026-12-01:
-  ``ss`` 40 ms into an iSCSI run at QD 8 read the client's buffer at
-  1560977 bytes, ``rcv_space`` 74008 and ``rcv_rtt`` 0.927 ms,
-  ``data/kernel6_machine5_rcvbuf_ss.csv``), where a stalled run never
-  reads more than ``space`` in an RTT and keeps ``tcp_rmem[1]``.
+  lifts the buffer to megabytes at once (the fifth machine, 2026-12-01,
+  ``data/kernel6_machine5_rcvbuf_ss.csv``: an iSCSI client at QD 1 with
+  ``TCP_NODELAY`` read 63936 bytes in its first receive RTT, and at the
+  first ``ss`` reading its buffer stood at 2002712 bytes, what this rule
+  gives for them to the byte), where a stalled run never reads more
+  than ``space`` in an RTT and keeps ``tcp_rmem[1]``.
 
 >>> class Rcv:
 ...     advmss, rcv_nxt, copied_seq = 1448, 1, 1
