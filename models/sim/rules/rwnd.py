@@ -79,7 +79,7 @@ Simplified:
   not at 1449 (an inference: ``ss`` does not show the free space).  The
   model's buffer settles elsewhere, with autotuning or without (its
   window ratio and first receive RTT are not the kernel's:
-  :mod:`models.validation.rcvbuf` holds it within a factor of two), so
+  ``models.validation.rcvbuf`` holds it within a factor of two), so
   where its free space falls within a unit is its own arithmetic: it
   cannot tell the two apart.)
 * Without ``buf_max_bytes`` the buffer keeps its first size.  With it
