@@ -41,6 +41,7 @@ __all__ = [
     "SIM_OPS",
     "machine_kernel",
     "field_row",
+    "runs",
     "simulated_buffers",
     "Comparison",
     "compare",
@@ -96,6 +97,15 @@ def machine_kernel(sysctls: dict[str, str], base: str = "linux-6.18-rwnd") -> st
             )
         )
     return name
+
+
+def runs(dataset: str = DATASET) -> int:
+    """The fewest runs a configuration has in ``dataset`` (a table keyed by :data:`CONFIG_KEY`
+    and ``repeat``)."""
+    from models import data
+
+    t = data.load(dataset)
+    return int(t.groupby(list(CONFIG_KEY)).repeat.nunique().min())
 
 
 def field_row(cfg: dict[str, Any]) -> dict[str, Any]:

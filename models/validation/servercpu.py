@@ -33,6 +33,8 @@ __all__ = [
     "SIM_OPS",
     "MODELS",
     "compare",
+    "shown",
+    "runs",
     "findings",
     "numbers",
 ]
@@ -115,6 +117,33 @@ def compare(data: Any = None) -> Any:
             row[f"arms_right_{i}"] = abs(s["arms_per_op"] - cfg["arms_per_op"]) <= ARMS_TOL
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: :func:`shown`'s columns: the table's, with the names chapter 9b shows.
+SHOWN = {
+    "sock_mode": "sock_mode",
+    "qd": "qd",
+    "iosize_bytes": "iosize_bytes",
+    "iops": "iops",
+    "arms_per_op": "kernel timers/op",
+    "server_busy_us_per_op": "kernel server CPU (us/op)",
+    "ratio_0": "late: rate/kernel",
+    "arms_0": "late: timers/op",
+    "ratio_1": "machine's buffer: rate/kernel",
+    "arms_1": "machine's buffer: timers/op",
+}
+
+
+def shown(t: Any) -> Any:
+    """:func:`compare`'s table as chapter 9b shows it (:data:`SHOWN`)."""
+    return t[list(SHOWN)].rename(columns=SHOWN)
+
+
+def runs() -> int:
+    """The fewest runs a configuration has in :data:`DATASET`."""
+    from models.validation import rcvbuf as RB
+
+    return RB.runs(DATASET)
 
 
 def findings(t: Any) -> dict[str, bool]:
