@@ -225,16 +225,12 @@ class AppThread(PreemptionPoints, SocketOwner):
             ack = rcv.ack
             if not self.stock_ack:
                 ack.on_read(now)
-            else:  # LinuxAck.on_read, inline
-                space = ack.space
-                if space is not None and space.cap is not None:
-                    space.read(now)  # tcp_rcv_space_adjust
-                if ack.owed and (  # tcp_cleanup_rbuf
-                    nxt - ack.rcv_wup > ack.rcv_mss
-                    or ack.pushed & 2
-                    or (ack.pushed & 1 and ack.pingpong < ack.pingpong_thresh)
-                ):
-                    self.ep.send_ack(now)
+            elif ack.owed and (  # LinuxAck.on_read, inline
+                nxt - ack.rcv_wup > ack.rcv_mss
+                or ack.pushed & 2
+                or (ack.pushed & 1 and ack.pingpong < ack.pingpong_thresh)
+            ):
+                self.ep.send_ack(now)
             if self.read_byte:
                 self.read_cpu += copied * self.read_byte
             if self.quickack:  # setsockopt(TCP_QUICKACK, 1)

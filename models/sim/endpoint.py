@@ -140,7 +140,11 @@ class Endpoint:
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
         # its ack_sent, data_sent and check run inline for these exact classes
-        self.stock_ack = type(self.ack) in (LinuxAck, AdaptiveAck)
+        # (not with an autotuned buffer: its measurements run in the rule's own methods)
+        space = getattr(self.ack, "space", None)
+        self.stock_ack = type(self.ack) in (LinuxAck, AdaptiveAck) and (
+            space is None or space.cap is None
+        )
         self.adaptive = type(self.ack) is AdaptiveAck  # (its _send_delayed_ack may cut ato)
         self.sender = Sender(
             self,

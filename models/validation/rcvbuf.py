@@ -42,6 +42,7 @@ __all__ = [
     "machine_kernel",
     "field_row",
     "runs",
+    "simulation",
     "simulated_buffers",
     "Comparison",
     "compare",
@@ -123,9 +124,13 @@ def field_row(cfg: dict[str, Any]) -> dict[str, Any]:
     return rows[0]
 
 
-def simulated_buffers(cfg: dict[str, Any], kernel: str, ops: int = SIM_OPS) -> dict[str, int]:
-    """Each side's receive buffer (bytes) after ``ops`` operations of ``cfg`` simulated as chapter
-    9b's window model, on the kernel profile ``kernel``."""
+def simulation(
+    cfg: dict[str, Any], make: Any, ops: int, kernel: str | None = None
+) -> tuple[Any, Any]:
+    """``cfg``'s field row simulated for ``ops`` operations with the late wake-ups' host profile
+    (:data:`models.validation.field5.PROFILE_LATE`), its scenario made by ``make`` (one of
+    field5's scenario functions), on the kernel profile ``kernel`` if given; returns the
+    simulation (:class:`models.sim.engine.Simulation`) and its result."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.sim.engine import Simulation
@@ -134,9 +139,17 @@ def simulated_buffers(cfg: dict[str, Any], kernel: str, ops: int = SIM_OPS) -> d
 
     run = load_kernel_run(prefix=F5.PREFIX)
     host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
-    sc = F5.window_scenario("iscsi_loop", field_row(cfg), host, run.hz)
-    sim = Simulation(sc.replace(kernel={"profile": kernel}, run={"ops": ops}))
-    sim.run()
+    sc = make("iscsi_loop", field_row(cfg), host, run.hz).replace(run={"ops": ops})
+    sim = Simulation(sc if kernel is None else sc.replace(kernel={"profile": kernel}))
+    return sim, sim.run()
+
+
+def simulated_buffers(cfg: dict[str, Any], kernel: str, ops: int = SIM_OPS) -> dict[str, int]:
+    """Each side's receive buffer (bytes) after ``ops`` operations of ``cfg`` simulated as chapter
+    9b's window model, on the kernel profile ``kernel``."""
+    from models.validation import field5 as F5
+
+    sim, _ = simulation(cfg, F5.window_scenario, ops, kernel)
     out = {}
     for side, ep in (("client", sim.client_ep), ("server", sim.server_ep)):
         space = ep.ack.space

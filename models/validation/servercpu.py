@@ -73,18 +73,9 @@ def _scenarios() -> dict[str, Any]:
 def simulated(cfg: dict[str, Any], model: str) -> dict[str, float]:
     """``model``'s run of ``cfg``: its IOPS, the server's pacing timers armed per operation, and
     the server's CPU per operation (us: its thread and the soft interrupts on its CPU)."""
-    from models.kernel import load_kernel_run
-    from models.sim import hostprofile
-    from models.sim.engine import Simulation
-    from models.validation import fidelity as FID
-    from models.validation import field5 as F5
     from models.validation import rcvbuf as RB
 
-    run = load_kernel_run(prefix=F5.PREFIX)
-    host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
-    sc = _scenarios()[model]("iscsi_loop", RB.field_row(cfg), host, run.hz)
-    sim = Simulation(sc.replace(run={"ops": SIM_OPS}))
-    r = sim.run()
+    sim, r = RB.simulation(cfg, _scenarios()[model], SIM_OPS)
     h = r.hosts["server"]
     return {
         "iops": r.iops,
