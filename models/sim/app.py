@@ -3,19 +3,17 @@
 Each thread follows Butterfield (2017)'s queue process: idle, it wakes
 ``wake`` after data arrives in its socket (``wake_fast`` instead if it
 has been idle for less than ``wake_fast_idle``, or the latency of a
-measured curve at its idle time; plus a random extra
-latency if the host has one), spends ``wake_cpu`` on the wake-up itself, and
-then, busy, reads everything
-queued, processes each *complete* message in turn (``proc`` each; a
+measured curve at its idle time; plus a random extra latency if the host
+has one), spends ``wake_cpu`` on the wake-up itself, and then, busy, reads
+everything queued, processes each *complete* message in turn (``proc`` each; a
 message is complete when all its bytes arrived: the reader knows the
 message lengths), writes the messages that one releases at the end of
 the processing, and looks again; it goes idle only when no complete
 message is left.  Messages handled per busy period are counted
 (``busy_counts``).
 
-An operation is an exchange of messages
-(:class:`models.sim.exchange.Exchange`, from
-:attr:`~models.sim.scenario.Workload.graph`): the client writes the
+An operation is an exchange of messages (:class:`models.sim.exchange.Exchange`,
+from :attr:`~models.sim.scenario.Workload.graph`): the client writes the
 messages that wait for nothing when it issues the operation, and each
 side, once it has read a message, writes every message that message
 releases (several at once if several are released).  The client
@@ -41,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from models.sim.cpu import OwnCpu
 from models.sim.owner import SocketOwner
 from models.sim.preemption import PreemptionPoints
+from models.sim.softirq_first import SoftIrqFirst
 from models.sim.wakeups import wake_latency
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["AppThread"]
 
 
-class AppThread(PreemptionPoints, SocketOwner):
+class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -173,12 +172,15 @@ class AppThread(PreemptionPoints, SocketOwner):
         # each message's bytes and send() calls (Exchange.plans)
         self.done, self.wake_up = self._done, self._wake
         self.next_call, self.step, self.call_end = self._next_call, self._step, self._call_end
-        # with wake-up preemption on a shared CPU (Link.wake_preempt) its events are
-        # preemption points, and a wake-up behind the CPU's holder is queued at once
+        # with wake-up preemption on a shared CPU (Link.wake_preempt) its events are preemption
+        # points (a wake-up behind the CPU's holder is queued at once); with Host.softirq_first
+        # on one machine they wait for the soft interrupts queued on its CPU (softirq_first)
         self.preemptible = getattr(self.cpu, "preempt", False)
         self.parked: tuple | None = None  # (method name, argument) to go on with, preempted
         if self.preemptible:
             self.done, self.next_call, self.step = self._done_p, self._next_call_p, self._step_p
+        elif host.softirq_first and ep.own_cpu is not None:
+            self.done, self.next_call = self._done_s, self._next_call_s
         flags = host.msg_more, host.msg_more_last
         self.plans, self.setup_plans = exchange.plans(*flags), setup.plans(*flags) if setup else ()
 

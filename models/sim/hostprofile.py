@@ -90,6 +90,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     a flag, set by no shipped profile: on, a segment that reaches a host while its thread is
     inside a ``send()`` that costs CPU waits in the socket's backlog until the call ends (Linux
     lets one context at a time work on a socket: ``tcp_add_backlog``, ``release_sock``);
+``softirq_first``
+    a flag, set by no shipped profile: on, with both ends on one machine and a CPU each, a
+    thread's next step waits for the soft-interrupt work queued on its CPU meanwhile, which
+    Linux runs inside the ``send()`` that raised it (:mod:`models.sim.softirq_first`);
 ``handshake_rtt``
     a flag, set by no shipped profile: on, each end's congestion control takes the
     handshake's round trip (a bare header each way over the idle path) as its first RTT
@@ -168,7 +172,7 @@ def _curve(where: str, value: Any) -> list:
 
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
-FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket", "handshake_rtt")
+FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket", "softirq_first", "handshake_rtt")
 
 
 def flag_setting(text: str) -> tuple[str, bool]:

@@ -63,7 +63,8 @@ class Host(Part):
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
     ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far),
     ``xmit_clock_in_call`` (its pacing clock there too), ``own_socket``
-    (a segment arriving during a ``send()`` waits for the call's end), ``handshake_rtt``
+    (a segment arriving during a ``send()`` waits for the call's end), ``softirq_first``
+    (a thread's next step waits for the soft-interrupt work queued on its CPU), ``handshake_rtt``
     (the handshake's round trip as the first RTT sample) and ``gro``;
     and the socket option ``quickack`` (``TCP_QUICKACK`` after every
     read).
@@ -309,6 +310,16 @@ class Host(Part):
         "socket ownership: a segment that reaches this host while its thread is inside a "
         "send() call that costs CPU waits in the socket's backlog and is processed when the "
         "call ends (tcp_add_backlog, release_sock); off: it is processed on arrival",
+        sample=OneOf(False, True),
+    )
+    softirq_first: bool = param(
+        False,
+        "flag",
+        "",
+        "with both ends on one machine, a CPU each: the thread's next step (its writes after "
+        "processing a message, its next send() call) waits for the soft-interrupt work queued "
+        "on its CPU meanwhile, which Linux runs inside the call that raised it (do_softirq "
+        "at local_bh_enable); off: the step takes effect first and the work runs after it",
         sample=OneOf(False, True),
     )
     handshake_rtt: bool = param(

@@ -290,7 +290,8 @@ def simulated(
     processes: int = 1,
 ) -> pd.DataFrame:
     """``df`` with ``role``, ``sim_iops``, ``sim_stalls``, ``kernel_stalls``,
-    ``sim_client_acks`` (pure ACKs per operation), ``sim_busy_more_pct`` (the share of the
+    ``sim_client_acks`` (pure ACKs per operation), ``sim_segments`` (the server's data segments
+    per operation), ``sim_busy_more_pct`` (the share of the
     simulated server's busy periods that handled more than QD requests, percent) columns:
     ``summarise(row)`` simulates one row and returns its :class:`models.kernel.SimSummary`.  With
     ``processes`` above 1 the rows are simulated in that many forked processes (``summarise`` must
@@ -304,6 +305,7 @@ def simulated(
     out["sim_iops"] = [s.iops for s in sims]
     out["sim_stalls"] = [bool(s.stalls) for s in sims]
     out["sim_client_acks"] = [s.client_acks_per_op for s in sims]
+    out["sim_segments"] = [s.segments_per_op for s in sims]
     out["sim_busy_more_pct"] = [s.busy_more_pct for s in sims]
     out["kernel_stalls"] = out["stalled_pct"] >= STALL_SHARE_PCT
     return out
