@@ -146,3 +146,35 @@ def test_the_tuned_model_is_the_window_one_on_the_sweeps_buffer(ev, monkeypatch)
     # wrong models in its place: the window's (it keeps two steps), the late one's (fewer verdicts)
     assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.WINDOW))
     assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.LATE))
+
+
+def test_the_softirq_model_is_the_tuned_one_with_soft_interrupts_first():
+    from models.kernel import load_kernel_run
+
+    run = load_kernel_run(prefix=F5.PREFIX)
+    row = run.table("iscsi_loop").iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(F5.PROFILE_LATE))
+    sc = F5.softirq_scenario("iscsi_loop", row, host, run.hz)
+    on = {"softirq_first": True}
+    assert sc == F5.tuned_scenario("iscsi_loop", row, host, run.hz).replace(client=on, server=on)
+    assert sc.server.softirq_first and sc.link.softirq_on_sender and sc.link.shared_cpus is None
+
+
+def test_the_soft_interrupt_claims_fail_with_a_wrong_model_in_its_place(ev):
+    assert F5._soft_segments(ev) and F5._soft_rates(ev) and F5._soft_entries(ev)
+    # the buffer's model in its place: the header alone, the rates not mended, nothing lost
+    tuned = _in_place_of(ev, F5.SOFTIRQ, F5.TUNED)
+    assert not F5._soft_segments(tuned)
+    assert not F5._soft_rates(tuned)
+    assert not F5._soft_entries(tuned)
+    # the late model (no window) in its place: it sends the header alone too
+    assert not F5._soft_segments(_in_place_of(ev, F5.SOFTIRQ, F5.LATE))
+
+
+def test_the_soft_rows_are_the_groups_and_the_table_is_theirs(ev):
+    rows = F5.soft_rows(ev, F5.SOFTIRQ)
+    assert set(zip(rows.sock_mode, rows.client_sock_mode)) == set(F5.SOFT_GROUPS)
+    assert rows.qd.min() == F5.SOFT_MIN_QD and len(rows) == F5.numbers(ev)["f5_soft_rows"]
+    t = F5.soft_table(ev)
+    assert list(t.index) == [F5.TUNED, F5.SOFTIRQ]
+    assert t.loc[F5.SOFTIRQ, "within a quarter (%)"] == pytest.approx(rows.within.mean() * 100)
