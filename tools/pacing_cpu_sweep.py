@@ -1,10 +1,11 @@
-"""Count bbr's pacing timer and each CPU's time behind Nagle servers on veth-1500, in the kernel.
+"""Count bbr's pacing timer and each CPU's time behind Nagle and MSG_MORE servers on veth-1500.
 
     sudo .venv/bin/python tools/pacing_cpu_sweep.py --out data --repeats 2
 
 The configurations are :data:`models.validation.servercpu.CONFIGS` (rows of the fifth machine's
-field sweep: a Nagle server behind a ``TCP_NODELAY`` client, and a ``TCP_NODELAY`` server for
-contrast; veth-1500, bbr on both sockets, each end pinned to a CPU of its own).  Each run is
+field sweep: a Nagle server behind a ``TCP_NODELAY`` client, a ``TCP_NODELAY`` server for
+contrast, and a ``MSG_MORE`` server behind either client; veth-1500, bbr on both sockets, each
+end pinned to a CPU of its own), in the kernel.  Each run is
 counted as ``tools/pacing_timer_sweep.py`` counts (``perf stat`` on the pacing timer's
 ``tcp_pace_kick`` armed and fired, system-wide) and, from ``/proc/stat`` read before and after
 it, the time each of the two CPUs spent in user code, in the kernel, in soft interrupts and idle,
@@ -129,7 +130,8 @@ def _describe(ns: argparse.Namespace, sweeps: int) -> str:
     return (
         "Harness runs of the iSCSI-like loop in configurations of the fifth machine's field sweep "
         "(models.validation.servercpu.CONFIGS: Nagle servers behind a TCP_NODELAY client at QD "
-        "2-16 with 2 and 16 KiB responses, and TCP_NODELAY servers at QD 8 for contrast; veth "
+        "2-16 with 2 and 16 KiB responses, TCP_NODELAY servers at QD 8 for contrast, and MSG_MORE "
+        "servers at QD 8 behind either client; veth "
         "pair at MTU 1500, bbr on both sockets, each end pinned to a CPU of its own), counted with "
         "perf stat (the pacing timer, tcp_pace_kick, armed and fired, system-wide) and /proc/stat "
         "(each of the two CPUs' user, system, interrupt and idle time), per operation of the "
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         sweep_runs=sweep,
         fields=FIELDS,
         key=KEY,
-        title="bbr's pacing timer and each CPU's time per operation behind Nagle servers",
+        title="bbr's pacing timer and each CPU's time per operation behind Nagle and MSG_MORE servers",
         describe=_describe,
         source="Queue Depth pacing and CPU sweep",
         links=("veth-1500",),
