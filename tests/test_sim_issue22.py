@@ -12,7 +12,8 @@ from models.sim import Scenario, simulate
 from models.sim.engine import Simulation
 from models.sim.events import FS, EventLoop, seconds_to_fs
 from models.sim.kernels import PROFILES, get_profile
-from models.sim.rules.ack import AdaptiveAck, LinuxAck, ato_sequence
+from models.sim.rules.ack import LinuxAck
+from models.sim.rules.ack_adaptive import AdaptiveAck, ato_sequence
 from models.sim.rules.bbr import Bbr
 from models.sim.rules.bbr_model import HIGH_GAIN, BbrModel
 from models.sim.rules.cc import NoWindow, Reno

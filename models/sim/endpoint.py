@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from models.sim.events import FS
 from models.sim.link_view import segment_state, shift_segment
 from models.sim.receiver import Receiver
-from models.sim.rules.ack import _PINGPONG_MAX, AdaptiveAck, LinuxAck
+from models.sim.rules.ack import _PINGPONG_MAX, LinuxAck
+from models.sim.rules.ack_adaptive import AdaptiveAck
 from models.sim.segment import Segment
 from models.sim.sender import CORK, Sender, TxCosts
 

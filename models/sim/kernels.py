@@ -18,7 +18,7 @@ a kernel behaviour is one class in ``rules`` and one line here.
     (Debian's and this machine's ``CONFIG_HZ``; pass ``hz=1000`` to
     compare); the 4.8+ timer wheel (:class:`~models.sim.rules.clock.WheelClock`)
     and the srtt-based probe (:class:`~models.sim.rules.probe.SrttProbe`);
-    the adaptive ``ato`` (:class:`~models.sim.rules.ack.AdaptiveAck`);
+    the adaptive ``ato`` (:class:`~models.sim.rules.ack_adaptive.AdaptiveAck`);
     CUBIC's window from 10 segments (grown as Reno without loss); a
     3 MiB receive window; no GSO unless ``size_goal`` is given.
 

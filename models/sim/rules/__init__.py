@@ -9,8 +9,8 @@ family      classes                          module
 ==========  ===============================  ==========
 ``nagle``   ``MinshallNagle``,               ``nagle``
             ``ClassicNagle``
-``ack``     ``LinuxAck``, ``AdaptiveAck``,   ``ack``
-            ``ImmediateAck``
+``ack``     ``LinuxAck``, ``ImmediateAck``;  ``ack``,
+            ``AdaptiveAck``                  ``ack_adaptive``
 ``cork``    ``Cork``, ``Autocork``           ``cork``
 ``probe``   ``RtoMinProbe``, ``SrttProbe``   ``probe``
 ``clock``   ``TickClock``, ``WheelClock``    ``clock``
@@ -35,7 +35,8 @@ the file and the function, e.g. (``net/ipv4/tcp_input.c``,
 fast-forward (:mod:`models.sim.fastforward`), after its rule.
 """
 
-from models.sim.rules.ack import AckPolicy, AdaptiveAck, ImmediateAck, LinuxAck
+from models.sim.rules.ack import AckPolicy, ImmediateAck, LinuxAck
+from models.sim.rules.ack_adaptive import AdaptiveAck
 from models.sim.rules.bbr import Bbr
 from models.sim.rules.cc import NoWindow, Reno
 from models.sim.rules.clock import TickClock, WheelClock
