@@ -131,7 +131,8 @@ class LinuxAck(AckPolicy):
       TCP_ATO_MIN``; a gap longer than the RTO adds quick ACKs again
       (``net/ipv4/tcp_input.c``, ``tcp_incr_quickack``).  (``ato``
       stays at ``TCP_ATO_MIN`` here, as the linux-2.4 profile keeps it;
-      :class:`AdaptiveAck` adapts it as today's kernels do.)
+      :class:`~models.sim.rules.ack_adaptive.AdaptiveAck` adapts it as
+      today's kernels do.)
     * ``__tcp_ack_snd_check``: ACK at once if more than one ``rcv_mss``
       is unacknowledged (and, if the profile keeps a receive window, it
       would not shrink: :mod:`~models.sim.rules.rwnd`), or in quick-ACK
