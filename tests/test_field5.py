@@ -10,6 +10,7 @@ from models import data
 from models.sim import hostprofile
 from models.validation import fidelity as FID
 from models.validation import field5 as F5
+from models.validation import field5_soft as F5S
 from models.validation import machine5 as M5
 
 
@@ -161,20 +162,20 @@ def test_the_softirq_model_is_the_tuned_one_with_soft_interrupts_first():
 
 
 def test_the_soft_interrupt_claims_fail_with_a_wrong_model_in_its_place(ev):
-    assert F5._soft_segments(ev) and F5._soft_rates(ev) and F5._soft_entries(ev)
+    assert F5S._soft_segments(ev) and F5S._soft_rates(ev) and F5S._soft_entries(ev)
     # the buffer's model in its place: the header alone, the rates not mended, nothing lost
     tuned = _in_place_of(ev, F5.SOFTIRQ, F5.TUNED)
-    assert not F5._soft_segments(tuned)
-    assert not F5._soft_rates(tuned)
-    assert not F5._soft_entries(tuned)
+    assert not F5S._soft_segments(tuned)
+    assert not F5S._soft_rates(tuned)
+    assert not F5S._soft_entries(tuned)
     # the late model (no window) in its place: it sends the header alone too
-    assert not F5._soft_segments(_in_place_of(ev, F5.SOFTIRQ, F5.LATE))
+    assert not F5S._soft_segments(_in_place_of(ev, F5.SOFTIRQ, F5.LATE))
 
 
 def test_the_soft_rows_are_the_groups_and_the_table_is_theirs(ev):
-    rows = F5.soft_rows(ev, F5.SOFTIRQ)
-    assert set(zip(rows.sock_mode, rows.client_sock_mode)) == set(F5.SOFT_GROUPS)
-    assert rows.qd.min() == F5.SOFT_MIN_QD and len(rows) == F5.numbers(ev)["f5_soft_rows"]
-    t = F5.soft_table(ev)
+    rows = F5S.soft_rows(ev, F5.SOFTIRQ)
+    assert set(zip(rows.sock_mode, rows.client_sock_mode)) == set(F5S.SOFT_GROUPS)
+    assert rows.qd.min() == F5S.SOFT_MIN_QD and len(rows) == F5.numbers(ev)["f5_soft_rows"]
+    t = F5S.soft_table(ev)
     assert list(t.index) == [F5.TUNED, F5.SOFTIRQ]
     assert t.loc[F5.SOFTIRQ, "within a quarter (%)"] == pytest.approx(rows.within.mean() * 100)

@@ -176,8 +176,8 @@ MORE_BYTES = 2048
 def _more(more: Any) -> bool:
     """Whether, in the ``MSG_MORE`` rows of :data:`MORE_BYTES` (behind either client), the
     kernel arms at least 0.9 pacing timers per operation, each model at most three quarters of
-    one, and each model runs more than a quarter above the kernel's rate; at 16 KiB the late
-    model's counts come within a tenth or so of the kernel's (no claim is made of them)."""
+    one, and each model runs more than a quarter above the kernel's rate (no claim is made of
+    the 16-KiB rows)."""
     small = more[more.iosize_bytes.eq(MORE_BYTES)]
     return bool(
         len(small) == 2
