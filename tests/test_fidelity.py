@@ -4,6 +4,7 @@ frames, and on the bundled kernel run that a model ignoring Nagle fails them."""
 from __future__ import annotations
 
 import functools
+import math
 
 import pandas as pd
 import pytest
@@ -191,6 +192,30 @@ def test_the_qd1_ratio_needs_the_fast_wake_up():
     lo, hi = F.RATIO_RANGE
     assert lo <= q1_ratio(shipped) <= hi
     assert q1_ratio(slow) < lo
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), True, "100"])
+def test_the_harness_warm_up_refuses_a_bad_rate(bad):
+    with pytest.raises(ValueError, match="iops"):
+        F.harness_warmup_ops(bad)
+
+
+def test_a_flory_row_leaves_out_the_harness_s_warm_up():
+    """Each Flory row leaves out the operations of the kernel's 0.3 s warm-up at the row's rate,
+    and never fewer than its scenario's own quick-ACK start."""
+    from models.kernel import load_kernel_run
+    from models.measure.plan import WARMUP_S
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=F.FIELD_PREFIX)
+    host = F.ProfileHost(hostprofile.shipped())
+    t = run.table("flory")
+    fast, stalled = t[t.iops > 10_000].iloc[0], t[t.iops < 100].iloc[0]
+    own = F.field_scenario("flory", fast.to_dict(), host, run.hz).warmup
+    warm = F._harness_warmed(F.field_scenario, "flory", fast.to_dict(), host, run.hz).warmup
+    assert warm == math.ceil(WARMUP_S * fast.iops) > own
+    slow = F._harness_warmed(F.field_scenario, "flory", stalled.to_dict(), host, run.hz)
+    assert slow.warmup == own  # 0.3 s of a stalled run is fewer than the quick-ACK start
 
 
 def test_florys_loopback_step_needs_the_soft_interrupts_on_the_sending_cpu():

@@ -144,9 +144,38 @@ def test_the_tuned_model_is_the_window_one_on_the_sweeps_buffer(ev, monkeypatch)
     monkeypatch.setattr(F5, "tuned_kernel", lambda: F5.WINDOW_KERNEL)
     assert not F5._tuned(ev)
     monkeypatch.undo()
-    # wrong models in its place: the window's (it keeps two steps), the late one's (fewer verdicts)
-    assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.WINDOW))
+    # wrong model in its place: the late one's (fewer verdicts, no held-tail step)
     assert not F5._tuned(_in_place_of(ev, F5.TUNED, F5.LATE))
+    # wrong model: its Flory rows simulated from the quick-ACK start alone (inside the growth)
+    short = F5.short_start_steps()
+    assert not F5._tuned(F5.Field5Evaluation(
+        ev.tables, ev.goals, ev.summary, ev.goal_lists, {**ev.steps, F5.TUNED: short}
+    ))  # fmt: skip
+    # wrong model: a buffer that does not grow shows the steps from the start (the window's)
+    from models.kernel import load_kernel_run as load
+
+    window_short = FID.flory_evaluation(
+        hostprofile.shipped(F5.PROFILE_LATE), load(prefix=F5.PREFIX),
+        scenario=F5.window_scenario, harness_warmup=False,
+    )  # fmt: skip
+    assert window_short.set_index("payloads").loc[F5._held_pairs(), "right"].all()
+    monkeypatch.setattr(F5, "short_start_steps", lambda: window_short)
+    assert not F5._tuned(ev)
+
+
+def test_the_window_model_in_the_late_ones_place_fails_the_missed_steps(ev):
+    found = F5.findings(_in_place_of(ev, F5.LATE, F5.WINDOW))
+    assert not found["Flory's held-tail steps stay missed"]
+    assert F5.findings(ev)["Flory's held-tail steps stay missed"]
+
+
+def test_the_warm_up_numbers_are_the_harness_s():
+    from models.measure.plan import WARMUP_S
+
+    n = F5._warmup_numbers()
+    assert n["f5_warmup_s"] == WARMUP_S
+    # the kernel's rows of the held-tail steps ran at about 10-18 k exchanges per second
+    assert 1000 < n["f5_warm_ops_min"] <= n["f5_warm_ops_max"] < 10_000
 
 
 def test_the_softirq_model_is_the_tuned_one_with_soft_interrupts_first():

@@ -363,8 +363,12 @@ def _ops(qd: int) -> tuple[int, int]:
 
     The warm-up passes the quick-ACK start of the connection; the measured span covers at least 20 timer
     periods of a stalled queue and 100 operations, in whole periods: a stalled queue completes QD + 1
-    operations per period, so the count is a multiple of QD + 1 (no half cycle at the window's edge).  The
-    simulation is deterministic and its cycle repeats exactly, so a longer span changes no number shown.
+    operations per period, so the count is a multiple of QD + 1 (no half cycle at the window's edge).  On
+    the kernel profiles whose receive window stays fixed the simulation is deterministic and its cycle
+    repeats exactly, so a longer span changes no number shown.  Where the receiver's buffer is
+    autotuned (``linux-6.18-rwnd``) its window grows for the first few hundred operations of a fast run,
+    so the comparisons of Flory's rows leave out as many operations as the harness's warm-up did
+    (``models.validation.fidelity.harness_warmup_ops``).
     """
     return (qd + 1) * max(20, -(-100 // (qd + 1))), 2 * qd + 20
 

@@ -40,12 +40,18 @@ __all__ = [
     "BURST_FRAMES",
     "REPEAT_RUNS",
     "REPEAT_SEED",
+    "WARMUP_S",
 ]
 
 ISCSI_QDS = (1, 2, 3, 4, 5, 8, 16, 32, 64)
 ISCSI_SIZES = (512, 2048, 4096)
 BOOK_MODES = ("nagle", "nodelay", "more", "more_nodelay")
 GIGABIT = 1_000_000_000  # bits per second
+#: Warm-up of the Flory and iSCSI-loop runs of the standard and field plans, seconds: the start
+#: of each run (the connection's quick ACKs, its receive window and buffer growing, bbr's start-up)
+#: that the statistics leave out.  A simulation held to such a row leaves out as much
+#: (``models.validation.fidelity.harness_warmup_ops``).
+WARMUP_S = 0.3
 #: Ethernet's MTU, bytes: the veth links' default and the MSS boundary Flory measured.
 ETHERNET_MTU = 1500
 #: Linux 2.4's loopback MTU, bytes (its MSS was 16 KiB).
@@ -145,7 +151,7 @@ def _iscsi_runs(link: LinkSpec, window: float, ccs: list[str | None]) -> list[Pl
                         qd,
                         size,
                         duration_s=window,
-                        warmup_s=0.3,
+                        warmup_s=WARMUP_S,
                         cc=cc,
                         capture=False,
                     )
@@ -193,7 +199,7 @@ def standard_plan(
             for n in flory_payloads(link):
                 for mode in ("nagle", "nodelay"):
                     spec = RunSpec(
-                        "flory", mode, 1, n, duration_s=window, warmup_s=0.3, capture=None
+                        "flory", mode, 1, n, duration_s=window, warmup_s=WARMUP_S, capture=None
                     )
                     plan.append(PlannedRun(link, spec, "flory"))
         ccs: list[str | None] = [None]
@@ -212,7 +218,7 @@ def _field_run(
         qd,
         size,
         duration_s=window,
-        warmup_s=0.3,
+        warmup_s=WARMUP_S,
         cc=cc,
         client_sock=client,
         capture=False,
