@@ -60,6 +60,7 @@ __all__ = [
     "goals",
     "FLORY_PAIRS",
     "flory_steps",
+    "step_rows",
     "simulated",
     "workers",
     "FIELD_PREFIX",
@@ -364,7 +365,7 @@ def field_scenario(
 @dataclass(frozen=True)
 class Evaluation:
     """:func:`evaluate`'s result: the iSCSI-loop table with the simulator's columns and roles,
-    the Flory table likewise, Flory's steps, and the goals."""
+    the Flory rows of the steps (:func:`step_rows`) likewise, Flory's steps, and the goals."""
 
     iscsi: Any
     flory: Any
@@ -430,7 +431,7 @@ def evaluate(
     # Flory's rows leave out the harness's warm-up (flory_evaluation says why); the iSCSI-loop
     # rows only their quick-ACK start: at their rates the warm-up is thousands of operations each
     warmed = functools.partial(_summary, functools.partial(_harness_warmed, make), "flory", host)
-    fl = simulated(run.table("flory"), functools.partial(warmed, run.hz), processes=n)
+    fl = simulated(step_rows(run.table("flory")), functools.partial(warmed, run.hz), processes=n)
     steps = flory_steps(fl)
     return Evaluation(isc, fl, steps, goals(isc) + [flory_goal(steps)])
 
@@ -515,7 +516,25 @@ def flory_evaluation(
         make = functools.partial(_harness_warmed, make)
     each = functools.partial(_summary, make, "flory", host, run.hz)
     n = workers() if processes is None else processes
-    return flory_steps(simulated(run.table("flory"), each, processes=n))
+    return flory_steps(simulated(step_rows(run.table("flory")), each, processes=n))
+
+
+def step_rows(df: pd.DataFrame, mode: str = "nagle") -> pd.DataFrame:
+    """The rows of a Flory table that :func:`flory_steps` reads: server ``mode``, the two payloads
+    of each of :data:`FLORY_PAIRS` on its link (simulating only these gives the same steps).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"link": ["veth-1500"] * 3 + ["loopback"], "sock_mode": ["nagle"] * 4,
+    ...                    "payload_bytes": [1447, 1448, 2000, 1448]})
+    >>> step_rows(df).payload_bytes.tolist()
+    [1447, 1448]
+    """
+    wanted = {(link, n) for link, a, b in FLORY_PAIRS for n in (a, b)}
+    keep = [
+        m == mode and (link, int(n)) in wanted
+        for link, m, n in zip(df["link"], df["sock_mode"], df["payload_bytes"])
+    ]
+    return df[keep]
 
 
 def flory_goal(steps: pd.DataFrame) -> Goal:
