@@ -11,6 +11,7 @@ import pytest
 
 from models.validation import draws as D
 from models.validation import fidelity as F
+from models.validation import flory as FL
 
 
 def _frame(kernel_stalls, sim_stalls, iops, sim_iops, qds, link="veth-1500", rate=None):
@@ -123,7 +124,7 @@ def test_rows_simulated_in_two_processes_give_the_serial_numbers(monkeypatch):
     isc = run.table("iscsi_loop")
     rows = isc[(isc["qd"] <= 4) & (isc["iosize_bytes"] <= 4096)].head(24)
     host = F.ProfileHost(hostprofile.shipped())
-    each = functools.partial(F._summary, F.field_scenario, "iscsi_loop", host, run.hz)
+    each = functools.partial(F.row_summary, F.field_scenario, "iscsi_loop", host, run.hz)
     serial = F.simulated(rows, each, processes=1)
     simulate_summary.cache_clear()  # (else the forked processes inherit the serial run's answers)
     forked = F.simulated(rows, each, processes=2)
@@ -185,7 +186,7 @@ def test_the_qd1_ratio_needs_the_fast_wake_up():
 
     def q1_ratio(profile) -> float:
         host = F.ProfileHost(profile)
-        each = functools.partial(F._summary, F.field_scenario, "iscsi_loop", host, run.hz)
+        each = functools.partial(F.row_summary, F.field_scenario, "iscsi_loop", host, run.hz)
         io = F.iops_table(F.simulated(rows, each, processes=1))
         return float(io.loc[io["qd"] == 1, "ratio"].median())
 
@@ -197,7 +198,7 @@ def test_the_qd1_ratio_needs_the_fast_wake_up():
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), True, "100"])
 def test_the_harness_warm_up_refuses_a_bad_rate(bad):
     with pytest.raises(ValueError, match="iops"):
-        F.harness_warmup_ops(bad)
+        FL.harness_warmup_ops(bad)
 
 
 def test_a_flory_row_leaves_out_the_harness_s_warm_up():
@@ -212,9 +213,9 @@ def test_a_flory_row_leaves_out_the_harness_s_warm_up():
     t = run.table("flory")
     fast, stalled = t[t.iops > 10_000].iloc[0], t[t.iops < 100].iloc[0]
     own = F.field_scenario("flory", fast.to_dict(), host, run.hz).warmup
-    warm = F._harness_warmed(F.field_scenario, "flory", fast.to_dict(), host, run.hz).warmup
+    warm = FL.harness_warmed(F.field_scenario, "flory", fast.to_dict(), host, run.hz).warmup
     assert warm == math.ceil(WARMUP_S * fast.iops) > own
-    slow = F._harness_warmed(F.field_scenario, "flory", stalled.to_dict(), host, run.hz)
+    slow = FL.harness_warmed(F.field_scenario, "flory", stalled.to_dict(), host, run.hz)
     assert slow.warmup == own  # 0.3 s of a stalled run is fewer than the quick-ACK start
 
 
@@ -223,9 +224,9 @@ def test_florys_loopback_step_needs_the_soft_interrupts_on_the_sending_cpu():
     own (not the sender's, as loopback and veth run it) makes Flory's loopback step past the MSS
     (65483/65484) cost far more than the kernel's, and the Flory goal fails; as shipped, every
     step is right."""
-    right = F.flory_evaluation(processes=1)
+    right = FL.flory_evaluation(processes=1)
     assert right["right"].all(), right
-    wrong = F.flory_evaluation(machine=False, processes=1).set_index("payloads")
+    wrong = FL.flory_evaluation(machine=False, processes=1).set_index("payloads")
     assert not wrong.loc["65483/65484", "right"]
 
 

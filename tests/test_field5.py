@@ -11,6 +11,7 @@ from models.sim import hostprofile
 from models.validation import fidelity as FID
 from models.validation import field5 as F5
 from models.validation import field5_soft as F5S
+from models.validation import flory as FL
 from models.validation import machine5 as M5
 
 
@@ -154,7 +155,7 @@ def test_the_tuned_model_is_the_window_one_on_the_sweeps_buffer(ev, monkeypatch)
     # wrong model: a buffer that does not grow shows the steps from the start (the window's)
     from models.kernel import load_kernel_run as load
 
-    window_short = FID.flory_evaluation(
+    window_short = FL.flory_evaluation(
         hostprofile.shipped(F5.PROFILE_LATE), load(prefix=F5.PREFIX),
         scenario=F5.window_scenario, harness_warmup=False,
     )  # fmt: skip

@@ -216,7 +216,7 @@ def _field_groups():
     out = {}
     for kernel in A.KERNELS:
         make = functools.partial(
-            F._summary, functools.partial(F._on_kernel, kernel), "iscsi_loop", host, run.hz
+            F.row_summary, functools.partial(F._on_kernel, kernel), "iscsi_loop", host, run.hz
         )
         out[kernel] = A.ack_rows(F.simulated(pick, make, processes=1))
     return out

@@ -368,7 +368,7 @@ def _ops(qd: int) -> tuple[int, int]:
     repeats exactly, so a longer span changes no number shown.  Where the receiver's buffer is
     autotuned (``linux-6.18-rwnd``) its window grows for the first few hundred operations of a fast run,
     so the comparisons of Flory's rows leave out as many operations as the harness's warm-up did
-    (``models.validation.fidelity.harness_warmup_ops``).
+    (``models.validation.flory.harness_warmup_ops``).
     """
     return (qd + 1) * max(20, -(-100 // (qd + 1))), 2 * qd + 20
 

@@ -50,7 +50,7 @@ GIGABIT = 1_000_000_000  # bits per second
 #: Warm-up of the Flory and iSCSI-loop runs of the standard and field plans, seconds: the start
 #: of each run (the connection's quick ACKs, its receive window and buffer growing, bbr's start-up)
 #: that the statistics leave out.  A simulation held to such a row leaves out as much
-#: (``models.validation.fidelity.harness_warmup_ops``).
+#: (``models.validation.flory.harness_warmup_ops``).
 WARMUP_S = 0.3
 #: Ethernet's MTU, bytes: the veth links' default and the MSS boundary Flory measured.
 ETHERNET_MTU = 1500

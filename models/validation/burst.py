@@ -30,7 +30,7 @@ The goals (:data:`GOALS`), stated before the results:
   harness's own bucket, inside :data:`~models.validation.fidelity.RATIO_RANGE`;
 * ``bucket's gain``: for every size and QD, the change of rate from 2 frames to the deepest bucket,
   in the kernel's direction and within 25 % of its size (the criterion of Flory's steps,
-  :func:`~models.validation.fidelity.flory_steps`).
+  :func:`~models.validation.flory.flory_steps`).
 
 >>> GOALS[0], len(GOALS)
 ('IOPS within 25%', 4)

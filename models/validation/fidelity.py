@@ -40,8 +40,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from models import framing
-
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
@@ -58,10 +56,8 @@ __all__ = [
     "stall_end_table",
     "iops_table",
     "goals",
-    "FLORY_PAIRS",
-    "flory_steps",
-    "step_rows",
     "simulated",
+    "row_summary",
     "workers",
     "FIELD_PREFIX",
     "FIELD_TABLES",
@@ -70,9 +66,6 @@ __all__ = [
     "field_scenario",
     "Evaluation",
     "evaluate",
-    "flory_evaluation",
-    "flory_goal",
-    "harness_warmup_ops",
     "simulate_loop",
     "resimulate",
     "PACING_PREFIX",
@@ -96,16 +89,6 @@ IOPS_TOL = 0.25
 IOPS_SHARE = 0.80
 #: The range the median ratio (simulated / kernel IOPS) must fall in, at QD 1 and at QD >= 8.
 RATIO_RANGE = (0.8, 1.25)
-#: Flory's thresholds as (link, payload below, payload above), bytes: one MSS (1447/1448) and one byte
-#: past one and three MSS on Ethernet, one byte past the loopback's MSS (issue 22).
-_ETH_MSS = framing.mss(1500)  # bytes: Ethernet's MSS
-_LO_MSS = framing.mss(framing.MAX_MTU)  # bytes: the loopback's (IPv4's 65535-byte cap)
-FLORY_PAIRS = (
-    ("veth-1500", _ETH_MSS - 1, _ETH_MSS),
-    ("veth-1500", _ETH_MSS, _ETH_MSS + 1),
-    ("veth-1500", 3 * _ETH_MSS, 3 * _ETH_MSS + 1),
-    ("loopback", _LO_MSS, _LO_MSS + 1),
-)
 #: bbr against reno and cubic on the veth links (``python -m models.measure sweep --plan pacing``).
 PACING_TABLE = "kernel6_pacing_iscsi_loop"
 PACING_PREFIX = PACING_TABLE.removesuffix("_iscsi_loop")  # the sweep's --prefix
@@ -237,33 +220,6 @@ def goals(df: pd.DataFrame) -> list[Goal]:
     ]
 
 
-def flory_steps(df: pd.DataFrame, mode: str = "nagle") -> pd.DataFrame:
-    """Per pair of :data:`FLORY_PAIRS`: the kernel's and the simulator's change of rate from the
-    smaller payload to the larger (``iops`` and ``sim_iops`` of a Flory table, server ``mode``),
-    and whether the simulator's change has the kernel's direction and is within :data:`IOPS_TOL`
-    of its size (ratio of the two changes)."""
-    import pandas as pd
-
-    rows = []
-    by = df[df["sock_mode"] == mode].set_index(["link", "payload_bytes"])
-    for link, a, b in FLORY_PAIRS:
-        if (link, a) not in by.index or (link, b) not in by.index:
-            continue
-        k = float(by.loc[(link, b), "iops"] / by.loc[(link, a), "iops"])
-        s = float(by.loc[(link, b), "sim_iops"] / by.loc[(link, a), "sim_iops"])
-        same_way = (k > 1) == (s > 1)
-        rows.append(
-            {
-                "link": link,
-                "payloads": f"{a}/{b}",
-                "kernel_change": k,
-                "sim_change": s,
-                "right": bool(same_way and abs(s / k - 1.0) <= IOPS_TOL),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def workers() -> int:
     """Processes :func:`evaluate` simulates rows in: the CPUs this process may use, at most 2
     (the machines the book is built on have two), and 1 where ``fork`` is not available."""
@@ -365,7 +321,7 @@ def field_scenario(
 @dataclass(frozen=True)
 class Evaluation:
     """:func:`evaluate`'s result: the iSCSI-loop table with the simulator's columns and roles,
-    the Flory rows of the steps (:func:`step_rows`) likewise, Flory's steps, and the goals."""
+    the Flory rows of the steps (:func:`~models.validation.flory.step_rows`) likewise, Flory's steps, and the goals."""
 
     iscsi: Any
     flory: Any
@@ -373,35 +329,11 @@ class Evaluation:
     goals: list
 
 
-def _summary(make: Callable[..., Any], table: str, host: Any, hz: int, row: dict) -> Any:
+def row_summary(make: Callable[..., Any], table: str, host: Any, hz: int, row: dict) -> Any:
     """One row simulated and summarised as the harness does (module level: it pickles)."""
     from models.kernel import simulate_summary
 
     return simulate_summary(make(table, row, host, hz))
-
-
-def harness_warmup_ops(iops: float) -> int:
-    """Operations the kernel completed in the harness's warm-up at a row's ``iops``
-    (:data:`models.measure.plan.WARMUP_S`, which the row's statistics leave out).
-
-    >>> harness_warmup_ops(13526.0), harness_warmup_ops(23.3), harness_warmup_ops(0.0)
-    (4058, 7, 0)
-    """
-    from models.measure.plan import WARMUP_S
-
-    if isinstance(iops, bool) or not isinstance(iops, (int, float)) or not iops >= 0:
-        raise ValueError(f"iops must be a number of operations per second >= 0, got {iops!r}")
-    if not math.isfinite(iops):
-        raise ValueError(f"iops must be finite, got {iops!r}")
-    return math.ceil(WARMUP_S * iops)  # seconds x operations per second -> operations
-
-
-def _harness_warmed(make: Callable[..., Any], table: str, row: dict, host: Any, hz: int) -> Any:
-    """``make``'s scenario of a harness row, leaving out at its start as many operations as the
-    kernel's warm-up did (:func:`harness_warmup_ops`), and at least the scenario's own warm-up
-    (its quick-ACK start); module level: it pickles."""
-    sc = make(table, row, host, hz)
-    return sc.replace(run={"warmup_ops": max(sc.warmup, harness_warmup_ops(float(row["iops"])))})
 
 
 def _on_kernel(kernel: str, table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
@@ -425,15 +357,21 @@ def evaluate(
     n = workers() if processes is None else processes
 
     def summarise(table: str) -> Callable[[dict[str, Any]], Any]:
-        return functools.partial(_summary, make, table, host, run.hz)
+        return functools.partial(row_summary, make, table, host, run.hz)
+
+    from models.validation import flory as FL  # it builds on this module
 
     isc = simulated(run.table("iscsi_loop"), summarise("iscsi_loop"), processes=n)
-    # Flory's rows leave out the harness's warm-up (flory_evaluation says why); the iSCSI-loop
+    # Flory's rows leave out the harness's warm-up (FL.flory_evaluation says why); the iSCSI-loop
     # rows only their quick-ACK start: at their rates the warm-up is thousands of operations each
-    warmed = functools.partial(_summary, functools.partial(_harness_warmed, make), "flory", host)
-    fl = simulated(step_rows(run.table("flory")), functools.partial(warmed, run.hz), processes=n)
-    steps = flory_steps(fl)
-    return Evaluation(isc, fl, steps, goals(isc) + [flory_goal(steps)])
+    warmed = functools.partial(
+        row_summary, functools.partial(FL.harness_warmed, make), "flory", host
+    )
+    fl = simulated(
+        FL.step_rows(run.table("flory")), functools.partial(warmed, run.hz), processes=n
+    )
+    steps = FL.flory_steps(fl)
+    return Evaluation(isc, fl, steps, goals(isc) + [FL.flory_goal(steps)])
 
 
 def simulate_loop(
@@ -460,7 +398,7 @@ def simulate_loop(
     make = field_scenario if kernel is None else functools.partial(_on_kernel, kernel)
     if scenario is not None:
         make = scenario
-    summarise = functools.partial(_summary, make, "iscsi_loop", host, run.hz)
+    summarise = functools.partial(row_summary, make, "iscsi_loop", host, run.hz)
     table = run.table("iscsi_loop")
     if rows is not None:
         table = table[rows(table)]
@@ -481,69 +419,6 @@ def resimulate(
     ``sim_iops`` and ``sim_stalls``."""
     host = ProfileHost(profile)
     n = workers() if processes is None else processes
-    summarise = functools.partial(_summary, scenario or field_scenario, "iscsi_loop", host, hz)
+    summarise = functools.partial(row_summary, scenario or field_scenario, "iscsi_loop", host, hz)
     sims = _each(summarise, rows.to_dict("records"), n)
     return rows.assign(sim_iops=[s.iops for s in sims], sim_stalls=[bool(s.stalls) for s in sims])
-
-
-def flory_evaluation(
-    profile: Any = None,
-    run: Any = None,
-    machine: bool = True,
-    processes: int | None = None,
-    scenario: Callable[..., Any] | None = None,
-    harness_warmup: bool = True,
-) -> pd.DataFrame:
-    """Flory's steps (:func:`flory_steps`) alone, as :func:`evaluate` computes them: the field
-    sweep's Flory rows (or ``run``'s) simulated with ``profile``; ``machine=False`` gives each
-    thread and soft interrupt a CPU of its own (:class:`ProfileHost`); ``scenario`` makes each
-    row's scenario instead of :func:`field_scenario` (same arguments, a module-level function).
-
-    Each row leaves out the operations of the harness's warm-up (:func:`harness_warmup_ops`), as
-    the kernel's row did: a receiver whose window still grows (``tcp_grow_window``) enters
-    quick-ACK mode on each segment and releases a held tail at once, so a model with the
-    machine's growing buffer shows Flory's held-tail steps only past that growth, hundreds of
-    exchanges in.  ``harness_warmup=False`` leaves out only the scenario's own start (its quick
-    ACKs, ``2 QD + 20`` operations), as the iSCSI-loop rows are simulated: a contrast, and a
-    wrong model for the tests."""
-    from models.kernel import load_kernel_run
-    from models.sim import hostprofile
-
-    run = run or load_kernel_run(prefix=FIELD_PREFIX)
-    host = ProfileHost(profile or hostprofile.shipped(), machine=machine)
-    make = scenario or field_scenario
-    if harness_warmup:
-        make = functools.partial(_harness_warmed, make)
-    each = functools.partial(_summary, make, "flory", host, run.hz)
-    n = workers() if processes is None else processes
-    return flory_steps(simulated(step_rows(run.table("flory")), each, processes=n))
-
-
-def step_rows(df: pd.DataFrame, mode: str = "nagle") -> pd.DataFrame:
-    """The rows of a Flory table that :func:`flory_steps` reads: server ``mode``, the two payloads
-    of each of :data:`FLORY_PAIRS` on its link (simulating only these gives the same steps).
-
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"link": ["veth-1500"] * 3 + ["loopback"], "sock_mode": ["nagle"] * 4,
-    ...                    "payload_bytes": [1447, 1448, 2000, 1448]})
-    >>> step_rows(df).payload_bytes.tolist()
-    [1447, 1448]
-    """
-    wanted = {(link, n) for link, a, b in FLORY_PAIRS for n in (a, b)}
-    keep = [
-        m == mode and (link, int(n)) in wanted
-        for link, m, n in zip(df["link"], df["sock_mode"], df["payload_bytes"])
-    ]
-    return df[keep]
-
-
-def flory_goal(steps: pd.DataFrame) -> Goal:
-    """The goal on Flory's thresholds for :func:`flory_steps`' table: every step right."""
-    right = int(steps["right"].sum()) if len(steps) else 0
-    return Goal(
-        "Flory's thresholds",
-        f"direction and size within {IOPS_TOL:.0%}",
-        f"{right} of {len(steps)}",
-        right == len(steps),
-        len(steps),
-    )

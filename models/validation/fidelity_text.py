@@ -50,7 +50,7 @@ def _parts(ev: Any) -> dict[str, Any]:
 
 def findings(ev: Any, profile: Any, apart_step: Any) -> dict[str, bool]:
     """The claims of the text; ``apart_step`` is the loopback row of
-    :func:`~models.validation.fidelity.flory_evaluation` with the two ends apart (``machine=False``)."""
+    :func:`~models.validation.flory.flory_evaluation` with the two ends apart (``machine=False``)."""
     p = _parts(ev)
     host = profile.host
     return {

@@ -55,7 +55,7 @@ hours earlier, held as a model of the same scenarios here (how far the kernel re
 this machine over those hours).  The roles, tolerance and goals are the field evaluation's
 (:func:`~models.validation.fidelity.goals`), fixed before any of these runs; the audit, a sample,
 cannot tell the largest stalling QD of a group (``-``).  Flory's rows leave out as many
-operations as the harness's warm-up did (:func:`~models.validation.fidelity.flory_evaluation`;
+operations as the harness's warm-up did (:func:`~models.validation.flory.flory_evaluation`;
 with only the quick-ACK start left out, :func:`short_start_steps`, the machine's-buffer model
 gets none of the steps: its window still grows).
 
@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.validation import fidelity as FID
+from models.validation import flory as FL
 from models.validation import machines
 
 __all__ = [
@@ -131,7 +132,7 @@ class Field5Evaluation:
     ``summary``, :func:`models.validation.machine4.summary` of each table (rows by name);
     ``goal_lists``, each column's :class:`~models.validation.fidelity.Goal` objects (the audit's
     all of :func:`~models.validation.fidelity.goals`, of which it tells :data:`SAMPLE_GOALS`);
-    ``steps``, each model's :func:`~models.validation.fidelity.flory_steps` table."""
+    ``steps``, each model's :func:`~models.validation.flory.flory_steps` table."""
 
     tables: dict
     goals: Any
@@ -202,9 +203,9 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
     tables, lists, flory = {}, {}, {}
     for name, (profile, make) in zip(MODELS, _profiles()):
         t = FID.simulate_loop(run, profile, processes=n, scenario=make)
-        steps = FID.flory_evaluation(profile, run, processes=n, scenario=make)
+        steps = FL.flory_evaluation(profile, run, processes=n, scenario=make)
         tables[name], flory[name] = t, steps
-        lists[name] = FID.goals(t) + [FID.flory_goal(steps)]
+        lists[name] = FID.goals(t) + [FL.flory_goal(steps)]
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
     tables[AUDIT] = machines.kernel_beside(sample, here)
@@ -344,7 +345,7 @@ def _held_pairs() -> list[str]:
     from models.framing import mss
 
     unit = mss(1500)  # bytes
-    return [f"{a}/{b}" for link, a, b in FID.FLORY_PAIRS if link == "veth-1500" and a % unit == 0]
+    return [f"{a}/{b}" for link, a, b in FL.FLORY_PAIRS if link == "veth-1500" and a % unit == 0]
 
 
 def _held_right(ev: Field5Evaluation, name: str) -> Any:
@@ -367,14 +368,14 @@ def _window_steps(ev: Field5Evaluation) -> bool:
 @functools.lru_cache(maxsize=1)
 def short_start_steps() -> Any:
     """Flory's steps of :data:`TUNED` with only the scenario's quick-ACK start left out
-    (:func:`models.validation.fidelity.flory_evaluation` with ``harness_warmup=False``): the
+    (:func:`models.validation.flory.flory_evaluation` with ``harness_warmup=False``): the
     first few hundred exchanges, while the client's window still grows."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
 
     run = load_kernel_run(prefix=PREFIX)
     profile = hostprofile.shipped(PROFILE_LATE)
-    return FID.flory_evaluation(profile, run, scenario=tuned_scenario, harness_warmup=False)
+    return FL.flory_evaluation(profile, run, scenario=tuned_scenario, harness_warmup=False)
 
 
 def _tuned(ev: Field5Evaluation) -> bool:
@@ -404,7 +405,7 @@ def _warmup_numbers() -> dict[str, Any]:
     t = load_kernel_run(prefix=PREFIX).table("flory")
     sizes = {int(x) for p in _held_pairs() for x in p.split("/")}
     rows = t[t.sock_mode.eq("nagle") & t.link.eq("veth-1500") & t.payload_bytes.isin(sizes)]
-    ops = [FID.harness_warmup_ops(float(x)) for x in rows.iops]
+    ops = [FL.harness_warmup_ops(float(x)) for x in rows.iops]
     return {"f5_warmup_s": WARMUP_S, "f5_warm_ops_min": min(ops), "f5_warm_ops_max": max(ops)}
 
 
