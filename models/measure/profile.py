@@ -60,6 +60,7 @@ from .wakeups import (
     WAKE_STEPS,
     one_way_path_s,
     socket_wake_curve,
+    socket_waker_curve,
     timer_spread,
     wake_costs,
     wake_curve,
@@ -78,6 +79,7 @@ __all__ = [
     "TIMER_BENCHMARKS",
     "TIMER_FIELDS",
     "waker_curve",
+    "socket_waker_curve",
     "measured_costs",
     "sweep_rows",
     "calibration_sweep",
@@ -295,7 +297,9 @@ def build_profile(
         curve = socket
         fixed["path_s"] = path
     spread = timer_spread(c["wake"])
-    waker = waker_curve(c["wake"])
+    # the ping-pong's waker timing sets the level of the pipe's waker curve, when measured
+    waker_socket = socket_waker_curve(c["wake"])
+    waker = waker_socket or waker_curve(c["wake"])
     timers = timer_costs(c)
     cross = handoff_byte(c)
     if curve:  # the measured curve decides every wake-up: its steps are not set
@@ -379,7 +383,12 @@ def build_profile(
         "wake_s stays for what else stands in for a wake-up",
         "waker_curve_s": "measured: the median of the waker's pipe write() after each idle gap "
         "of the sleeper's CPU, less its median after the shortest gap (cross_by_gap and "
-        "cross_by_long_gap)",
+        "cross_by_long_gap)"
+        if not waker_socket
+        else "measured: the median of the waker's pipe write() after each idle gap of the "
+        "sleeper's CPU (cross_by_gap and cross_by_long_gap), moved to read at the ping-pong's "
+        "idle gap what the wake-up adds to its requester's send() (pingpong's waker_us: "
+        "responder asleep in poll() less spinning)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "

@@ -19,6 +19,7 @@ __all__ = [
     "one_way_path_s",
     "timer_spread",
     "waker_curve",
+    "socket_waker_curve",
 ]
 
 
@@ -141,6 +142,43 @@ def waker_curve(wake: Mapping[str, Any]) -> tuple:
         )
         for g in gaps
     )
+
+
+def socket_waker_curve(wake: Mapping[str, Any]) -> tuple:
+    """What waking a thread adds to the waker's ``send()``, as the harness's threads pay it,
+    ``(idle, seconds)`` points (``Host.waker_curve_s``).
+
+    :func:`waker_curve` takes the pipe ``write()`` after the shortest gap as the call itself, but
+    that write woke a thread too: the sleeper had blocked in ``read()`` 2 us before.  The
+    ``send()`` costs the profile holds were timed with no thread asleep on the other end, so
+    what the waker pays for the wake-up is the whole difference, which the ping-pong measures at
+    one gap (``pingpong``'s ``waker_us``: the requester's ``send()`` with its responder asleep in
+    ``poll()`` less the same ``send()`` with the responder spinning).  The curve keeps the pipe's
+    shape (:func:`waker_curve`) and is moved, at every gap, so that at the ping-pong's idle gap
+    (``idle_us``) it reads the ping-pong's cost; never below 0.  Empty without the ping-pong's
+    waker timing or the pipe's curve (the profile keeps :func:`waker_curve`).
+
+    >>> w = {"cross_by_gap": [{"gap_us": 2, "waker_median_us": 4.6},
+    ...                       {"gap_us": 80, "waker_median_us": 6.2}],
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "waker_median_us": 18.6}],
+    ...      "pingpong": {"waker_us": 7.5, "idle_us": 40.0}}
+    >>> [(round(i * 1e6), round(c * 1e6, 2)) for i, c in socket_waker_curve(w)]  # us
+    [(2, 6.72), (80, 8.32), (40000, 20.72)]
+    >>> socket_waker_curve({**w, "pingpong": {"wake_us": 20.0, "idle_us": 40.0}})
+    ()
+    """
+    from models.sim.wakeups import curve_latency  # (read as the simulator reads a curve)
+
+    pipe = waker_curve(wake)
+    pp = wake.get("pingpong") or {}
+    if not pipe or pp.get("waker_us") is None or pp.get("idle_us") is None:
+        return ()
+    ps = 10**12  # picoseconds per second: whole units for curve_latency
+    at_idle = curve_latency(
+        tuple((round(i * ps), round(c * ps)) for i, c in pipe), round(float(pp["idle_us"]) * 1e6)
+    )
+    move = float(pp["waker_us"]) * 1e-6 - at_idle / ps  # us -> s, less the pipe's, s
+    return tuple((i, max(c + move, 0.0)) for i, c in pipe)
 
 
 def one_way_path_s(min_rtt_us: float | None) -> float | None:

@@ -176,9 +176,10 @@ CURVE_RANGES: dict[str, tuple[Range, Range]] = {
         Range(
             0.0,
             1e-3,
-            "what an interrupt to a halted CPU adds to the call that sends it: nothing to a CPU "
-            "still polling, microseconds to tens of microseconds through a hypervisor (this "
-            "machine's pipe writes that wake a thread after long idles)",
+            "what waking a thread adds to the call that wakes it: a few microseconds to queue "
+            "it on a CPU still polling (the fifth machine's TCP ping-pong, 7.5 us after 44 us of "
+            "idle), tens of microseconds for an interrupt through a hypervisor to a CPU halted "
+            "for milliseconds (the pipe writes that wake a thread after long idles)",
         ),
     ),
 }

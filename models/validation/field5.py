@@ -48,7 +48,13 @@ in the first two models below is borrowed or fitted to these runs.  Models (:dat
     peer's ACK, a request that ACK released) runs before the thread's next write, as Linux runs
     it inside the ``send()`` that raised it.  Without it a ``MSG_MORE`` and ``TCP_NODELAY``
     server's header waits in the send queue while such a request arrives and pushes it out
-    alone.  Nothing is fitted again; its own comparison is :mod:`models.validation.field5_soft`.
+    alone.  Nothing is fitted again; its own comparison is :mod:`models.validation.field5_soft`;
+``measured waker, no late wake-ups``
+    that model on another profile, without the late share: the calibration fitted again as
+    :data:`models.validation.machine5.PROFILE_SENT` was, with what waking a thread costs the
+    waker's ``send()`` measured by the ping-pong (:data:`PROFILE_WAKER`,
+    :func:`models.measure.wakeups.socket_waker_curve`); its own comparison is
+    :mod:`models.validation.field5_waker`.
 
 One audit stands beside them (:data:`AUDIT`): the machine's pinned sample, measured about three
 hours earlier, held as a model of the same scenarios here (how far the kernel repeats itself on
@@ -86,7 +92,9 @@ __all__ = [
     "WINDOW_KERNEL",
     "TUNED",
     "SOFTIRQ",
+    "WAKER",
     "PROFILE_LATE",
+    "PROFILE_WAKER",
     "window_scenario",
     "tuned_kernel",
     "tuned_scenario",
@@ -113,12 +121,15 @@ MODELS = (
     "late wake-ups, receive window",
     "the same, the machine's buffer",
     "the same, soft interrupts first",
+    "measured waker, no late wake-ups",
 )
-CALIBRATED, RULES, LATE, FIRST, WINDOW, TUNED, SOFTIRQ = MODELS
+CALIBRATED, RULES, LATE, FIRST, WINDOW, TUNED, SOFTIRQ, WAKER = MODELS
 #: The kernel profile of :data:`WINDOW`.
 WINDOW_KERNEL = "linux-6-rwnd"
 #: The rules' profile with the share of late wake-ups fitted on this sweep's training rows.
 PROFILE_LATE = "kernel6_machine5_sent_late"
+#: The calibration fitted again with the waker's cost the ping-pong measured (no late share).
+PROFILE_WAKER = "kernel6_machine5_waker"
 #: The audit beside them.
 AUDIT = "the sample, hours earlier"
 #: The goals a sample can tell.
@@ -154,6 +165,7 @@ def _profiles() -> list[tuple[Any, Any]]:
         (hostprofile.shipped(PROFILE_LATE), window_scenario),
         (hostprofile.shipped(PROFILE_LATE), tuned_scenario),
         (hostprofile.shipped(PROFILE_LATE), softirq_scenario),
+        (hostprofile.shipped(PROFILE_WAKER), softirq_scenario),
     ]
 
 
@@ -323,8 +335,9 @@ def _left(ev: Field5Evaluation) -> bool:
 def _soft_findings(ev: Field5Evaluation) -> dict[str, bool]:
     """:data:`SOFTIRQ`'s claims (:mod:`models.validation.field5_soft`)."""
     from models.validation import field5_soft as F5S
+    from models.validation import field5_waker as F5W
 
-    return F5S.findings(ev)
+    return {**F5S.findings(ev), **F5W.findings(ev)}
 
 
 def _first_vs_fifth() -> bool:
@@ -423,7 +436,7 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
         "f5_sample_rows": len(ev.tables[AUDIT]),
         "f5_audit_io_rows": len(FID.iops_table(ev.tables[AUDIT])),
     }
-    keys = ("cal", "rules", "late", "ship", "win", "tuned", "soft")
+    keys = ("cal", "rules", "late", "ship", "win", "tuned", "soft", "waker")
     for key, name in zip((*keys, "audit"), [*MODELS, AUDIT]):
         out[f"f5_{key}_within"] = float(s.loc[name, "within_pct"])
         out[f"f5_{key}_held"] = float(s.loc[name, "held_within_pct"])
@@ -440,6 +453,9 @@ def numbers(ev: Field5Evaluation) -> dict[str, Any]:
     from models.validation import field5_soft as F5S
 
     out.update(F5S.numbers(ev))
+    from models.validation import field5_waker as F5W
+
+    out.update(F5W.numbers(ev))
     from models.sim.kernels import PROFILES
 
     out["f5_profile_wscale"] = PROFILES[WINDOW_KERNEL].rcv_wscale
