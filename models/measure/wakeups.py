@@ -7,7 +7,7 @@ wake-ups after a long idle (``timer_spread_s``) and what waking costs the waker 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "timer_spread",
     "waker_curve",
     "socket_waker_curve",
+    "curve_at_s",
 ]
 
 
@@ -167,18 +168,27 @@ def socket_waker_curve(wake: Mapping[str, Any]) -> tuple:
     >>> socket_waker_curve({**w, "pingpong": {"wake_us": 20.0, "idle_us": 40.0}})
     ()
     """
-    from models.sim.wakeups import curve_latency  # (read as the simulator reads a curve)
-
     pipe = waker_curve(wake)
     pp = wake.get("pingpong") or {}
     if not pipe or pp.get("waker_us") is None or pp.get("idle_us") is None:
         return ()
-    ps = 10**12  # picoseconds per second: whole units for curve_latency
-    at_idle = curve_latency(
-        tuple((round(i * ps), round(c * ps)) for i, c in pipe), round(float(pp["idle_us"]) * 1e6)
-    )
-    move = float(pp["waker_us"]) * 1e-6 - at_idle / ps  # us -> s, less the pipe's, s
+    at_idle = curve_at_s(pipe, float(pp["idle_us"]) * 1e-6)  # us -> s
+    move = float(pp["waker_us"]) * 1e-6 - at_idle  # us -> s, less the pipe's, s
     return tuple((i, max(c + move, 0.0)) for i, c in pipe)
+
+
+def curve_at_s(curve: Sequence[Sequence[float]], idle_s: float) -> float:
+    """A curve of ``(idle, value)`` points in seconds read after ``idle_s`` seconds, seconds, as
+    the simulator reads it (:func:`models.sim.wakeups.curve_latency`, in whole picoseconds).
+
+    >>> round(curve_at_s([(2e-6, 0.0), (80e-6, 1.6e-6)], 40e-6) * 1e6, 3)  # us
+    0.779
+    """
+    from models.sim.wakeups import curve_latency
+
+    ps = 10**12  # picoseconds per second: whole units for curve_latency
+    points = tuple((round(i * ps), round(c * ps)) for i, c in curve)
+    return curve_latency(points, round(idle_s * ps)) / ps  # ps -> s
 
 
 def one_way_path_s(min_rtt_us: float | None) -> float | None:

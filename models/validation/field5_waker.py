@@ -30,6 +30,7 @@ from models.validation.field5 import (
     PROFILE_WAKER,
     SOFTIRQ,
     WAKER,
+    _right,
     softirq_scenario,
 )
 
@@ -63,15 +64,13 @@ def waker_levels(sent: Any = None, waker: Any = None) -> dict[str, float]:
     profile's curve at that gap (``pipe_at_idle``, ``socket_at_idle``), and the smallest and
     largest difference between the two curves at their common gaps (``move_min``,
     ``move_max``: one number when the shape is kept)."""
-    from models.sim.wakeups import curve_latency
+    from models.measure.wakeups import curve_at_s
 
     a, b = _profiles(sent, waker)
     pp = b.records["measured"]["wake"]["pingpong"]
-    ps = 10**12  # picoseconds per second: whole units for curve_latency
 
     def at(curve: list) -> float:
-        pts = tuple((round(i * ps), round(c * ps)) for i, c in curve)
-        return curve_latency(pts, round(float(pp["idle_us"]) * 1e6)) / 1e6  # ps -> us
+        return curve_at_s(curve, float(pp["idle_us"]) * 1e-6) * 1e6  # us -> s -> us
 
     old, new = a.host["waker_curve_s"], b.host["waker_curve_s"]
     moves = [(c1 - c0) * 1e6 for (i0, c0), (i1, c1) in zip(old, new) if i0 == i1]  # s -> us
@@ -109,11 +108,6 @@ def pipe_waker_soft() -> Any:
 
     sent, _ = _profiles()
     return FID.simulate_loop(load_kernel_run(prefix=PREFIX), sent, scenario=softirq_scenario)
-
-
-def _right(value: str) -> int:
-    """The count right of ``"right/rows"`` or ``"right of rows"``."""
-    return int(value.replace(" of ", "/").split("/")[0])
 
 
 def _contrast() -> dict[str, int]:
