@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from models.kernel import calibrate
-from models.measure import costs, profile
+from models.measure import costs, profile, wakeups
 from models.measure.__main__ import main as measure_main
 from models.measure.build import BuildError, qdcosts_binary
 from models.sim import hostprofile
@@ -111,6 +111,18 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         tcp = c["wake"]["tcp_by_gap"]
         assert [g["gap_us"] for g in tcp] == [g["gap_us"] for g in gaps]
         assert all(0.1 < g["median_us"] < 10_000 for g in tcp)
+        # the TCP waker's send(), the peer asleep and spinning, at the short and long gaps: a
+        # system call each, and the spinning peer's segment arrives sooner than a sleeper wakes
+        tcp_long = c["wake"]["tcp_by_long_gap"]
+        assert [g["gap_us"] for g in tcp_long] == [g["gap_us"] for g in long]
+        assert all(
+            0.1 < g["waker_median_us"] < 1000 and 0.1 < g["spin_peer_waker_median_us"] < 1000
+            for g in tcp + tcp_long
+        )
+        assert sum(g["spin_peer_median_us"] < g["median_us"] for g in tcp) >= len(tcp) - 1
+        curve = wakeups.tcp_waker_curve(c["wake"])  # measured at all 15 gaps, never negative
+        assert [round(i * 1e6) for i, _ in curve] == [g["gap_us"] for g in tcp + tcp_long]
+        assert all(x >= 0 for _, x in curve) and wakeups.socket_waker_curve(c["wake"]) == curve
         pp = c["wake"]["pingpong"]
         assert 0.1 < pp["spin_median_us"] < pp["poll_median_us"] < 10_000
         assert pp["wake_us"] > 0 and pp["idle_us"] > pp["wake_us"]
@@ -348,6 +360,40 @@ def test_the_waker_s_cost_becomes_a_measured_curve_of_the_profile():
     # a benchmark from before the waker was timed: no curve
     del fake["costs"]["wake"]["cross_by_long_gap"][0]["waker_median_us"]
     assert profile.waker_curve(fake["costs"]["wake"]) == ()
+
+
+def test_the_tcp_waker_timed_at_every_gap_is_taken_as_measured():
+    """With the TCP waker timed at every gap (the peer asleep less the peer spinning), the
+    profile's waker curve is that difference, not the pipe's curve moved to the ping-pong."""
+    fake = _fake_costs()
+    w = fake["costs"]["wake"]
+    w["cross_by_gap"] = [{"gap_us": 2.0, "median_us": 10.0, "waker_median_us": 5.0}]
+    w["cross_by_long_gap"] = [{"gap_us": 40000.0, "median_us": 70.0, "waker_median_us": 18.0}]
+    w["pingpong"] = {"waker_us": 7.0, "idle_us": 2.0}  # would move the pipe's curve up 7 us
+
+    def tcp(gap_us: float, asleep_us: float, spin_us: float) -> dict:
+        return {
+            "gap_us": gap_us,
+            "median_us": 20.0,
+            "waker_median_us": asleep_us,
+            "spin_peer_median_us": 9.0,
+            "spin_peer_waker_median_us": spin_us,
+        }
+
+    w["tcp_by_gap"] = [tcp(2.0, 6.0, 3.5), tcp(1280.0, 7.0, 3.5)]
+    w["tcp_by_long_gap"] = [tcp(40000.0, 50.0, 35.0)]
+    d = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    p = hostprofile.validate(d)
+    assert [(round(i * 1e6), round(c * 1e6, 3)) for i, c in p.side("client")["waker_curve_s"]] == [
+        (2, 2.5),
+        (1280, 3.5),
+        (40000, 15.0),
+    ]
+    assert "peek" in p.provenance["waker_curve_s"]
+    # without the long gaps' spinning peer the ping-pong's move is taken (7 us up from 0)
+    del w["tcp_by_long_gap"][0]["spin_peer_waker_median_us"]
+    assert wakeups.tcp_waker_curve(w) == ()
+    assert [round(c * 1e6, 3) for _, c in wakeups.socket_waker_curve(w)] == [7.0, 20.0]
 
 
 def test_a_measured_ack_cost_is_held_and_not_fitted():

@@ -24,6 +24,12 @@ loopback and without privileges:
   loop, where the waker goes idle right after its ``send()``; and the requester's ``send()`` in
   its thread's CPU clock in both, which wakes the responder in the first and not in the second
   (``waker_us``, the waker's share of a wake-up);
+* what a TCP wake-up costs **the waker** after each idle gap, short (``tcp_by_gap``, the waker
+  spinning through the gap) and long (``tcp_by_long_gap``, 2.5 to 40 ms, the waker asleep through
+  it as in a stalled loop): the waker's ``send()`` (wall clock) with the peer asleep in ``poll()``
+  and again with the peer spinning on a non-blocking peek, which wakes nobody
+  (``waker_median_us`` and ``spin_peer_waker_median_us``; their difference is the wake-up's price
+  to the waker, :func:`models.measure.wakeups.tcp_waker_curve`);
 * the **CPU time of** ``send()`` for 48 B, 512 B, 4 KiB and 64 KiB on a connected loopback TCP
   socket with ``TCP_NODELAY`` (and 48 B with ``MSG_MORE``, a call that sends no segment), per
   call: the thread's CPU clock over batches of calls, the receiver drained between batches; with
@@ -102,7 +108,8 @@ __all__ = [
 #: Options of a full run: wake-up samples per method, repeats per send size, the waker's mean
 #: gap (microseconds) and the hard time limit (seconds).
 FULL = {"samples": 2000, "repeats": 40, "gap_us": 100.0, "time_limit_s": 60.0}
-#: Options of a quick run (tests): about two seconds on an idle machine (the long gaps, twice).
+#: Options of a quick run (tests): about three seconds on an idle machine (the long gaps, four
+#: times).
 QUICK = {"samples": 150, "repeats": 8, "gap_us": 40.0, "time_limit_s": 20.0}
 
 
@@ -361,8 +368,8 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         for name in ("pipe", "futex", "pipe_cross")
         if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
     }
-    # the last two: none before their benchmarks
-    for name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):
+    # all but the first: none before their benchmarks
+    for name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap", "tcp_by_long_gap"):
         by_gap = [
             {
                 "gap_us": g["gap_us"],
@@ -371,6 +378,15 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
                 "samples": len(g["lat_us"]),
                 # the waker's write() (none before its benchmark)
                 **({"waker_median_us": _median(g["waker_us"])} if g.get("waker_us") else {}),
+                # the TCP ones again with the peer spinning, no wake-up (none before it)
+                **(
+                    {
+                        "spin_peer_median_us": _median(g["spin_peer_lat_us"]),
+                        "spin_peer_waker_median_us": _median(g["spin_peer_waker_us"]),
+                    }
+                    if g.get("spin_peer_waker_us")
+                    else {}
+                ),
                 # the long gaps again with the waker asleep too (none before its benchmark)
                 **(
                     {

@@ -35,13 +35,23 @@ def format_costs(result: dict[str, Any]) -> str:
                 )
             )
             continue
-        if name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap"):
-            how = "a TCP socket in poll()" if name == "tcp_by_gap" else "pipe_cross"
+        if name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap", "tcp_by_long_gap"):
+            how = "a TCP socket in poll()" if name.startswith("tcp") else "pipe_cross"
             lines.append(
                 f"wake-up ({how}) after the sleeper's CPU idled: "
                 + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)
                 + " us (medians)"
             )
+            if all("spin_peer_waker_median_us" in g for g in w):
+                lines.append(
+                    "  what it adds to the waker's send() (asleep less spinning peer): "
+                    + ", ".join(
+                        f"{g['gap_us']:g} us: "
+                        f"{g['waker_median_us'] - g['spin_peer_waker_median_us']:.1f}"
+                        for g in w
+                    )
+                    + " us (medians)"
+                )
             continue
         lines.append(
             f"wake-up ({name}): median {w['median_us']:.2f} us, p90 {w['p90_us']:.2f} us "

@@ -61,6 +61,7 @@ from .wakeups import (
     one_way_path_s,
     socket_wake_curve,
     socket_waker_curve,
+    tcp_waker_curve,
     timer_spread,
     wake_costs,
     wake_curve,
@@ -297,7 +298,9 @@ def build_profile(
         curve = socket
         fixed["path_s"] = path
     spread = timer_spread(c["wake"])
-    # the ping-pong's waker timing sets the level of the pipe's waker curve, when measured
+    # the TCP waker measured at every gap, or else the ping-pong's waker timing setting the
+    # level of the pipe's waker curve, when measured
+    waker_tcp = tcp_waker_curve(c["wake"])
     waker_socket = socket_waker_curve(c["wake"])
     waker = waker_socket or waker_curve(c["wake"])
     timers = timer_costs(c)
@@ -388,7 +391,12 @@ def build_profile(
         else "measured: the median of the waker's pipe write() after each idle gap of the "
         "sleeper's CPU (cross_by_gap and cross_by_long_gap), moved to read at the ping-pong's "
         "idle gap what the wake-up adds to its requester's send() (pingpong's waker_us: "
-        "responder asleep in poll() less spinning)",
+        "responder asleep in poll() less spinning)"
+        if not waker_tcp
+        else "measured: the median of the waker's send() on a loopback TCP socket after each "
+        "idle gap of the sleeper's CPU with the sleeper in poll(), less its median with the "
+        "sleeper spinning on a non-blocking peek (tcp_by_gap, the waker spinning through the "
+        "gap; tcp_by_long_gap, the waker asleep through it)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "

@@ -20,6 +20,7 @@ __all__ = [
     "timer_spread",
     "waker_curve",
     "socket_waker_curve",
+    "tcp_waker_curve",
     "curve_at_s",
 ]
 
@@ -156,8 +157,10 @@ def socket_waker_curve(wake: Mapping[str, Any]) -> tuple:
     one gap (``pingpong``'s ``waker_us``: the requester's ``send()`` with its responder asleep in
     ``poll()`` less the same ``send()`` with the responder spinning).  The curve keeps the pipe's
     shape (:func:`waker_curve`) and is moved, at every gap, so that at the ping-pong's idle gap
-    (``idle_us``) it reads the ping-pong's cost; never below 0.  Empty without the ping-pong's
-    waker timing or the pipe's curve (the profile keeps :func:`waker_curve`).
+    (``idle_us``) it reads the ping-pong's cost; never below 0.  Where the benchmark timed the
+    TCP waker at every gap (:func:`tcp_waker_curve`), that curve is taken instead: measured, not
+    moved.  Empty without either, or without the ping-pong's waker timing or the pipe's curve
+    (the profile keeps :func:`waker_curve`).
 
     >>> w = {"cross_by_gap": [{"gap_us": 2, "waker_median_us": 4.6},
     ...                       {"gap_us": 80, "waker_median_us": 6.2}],
@@ -168,6 +171,9 @@ def socket_waker_curve(wake: Mapping[str, Any]) -> tuple:
     >>> socket_waker_curve({**w, "pingpong": {"wake_us": 20.0, "idle_us": 40.0}})
     ()
     """
+    tcp = tcp_waker_curve(wake)
+    if tcp:
+        return tcp
     pipe = waker_curve(wake)
     pp = wake.get("pingpong") or {}
     if not pipe or pp.get("waker_us") is None or pp.get("idle_us") is None:
@@ -175,6 +181,41 @@ def socket_waker_curve(wake: Mapping[str, Any]) -> tuple:
     at_idle = curve_at_s(pipe, float(pp["idle_us"]) * 1e-6)  # us -> s
     move = float(pp["waker_us"]) * 1e-6 - at_idle  # us -> s, less the pipe's, s
     return tuple((i, max(c + move, 0.0)) for i, c in pipe)
+
+
+def tcp_waker_curve(wake: Mapping[str, Any]) -> tuple:
+    """What waking a thread asleep in ``poll()`` on a loopback TCP socket adds to the ``send()``
+    that wakes it, against the sleeper's idle time, ``(idle, seconds)`` points
+    (``Host.waker_curve_s``), measured at every gap: per gap of ``tcp_by_gap`` (the waker spins
+    through it) and ``tcp_by_long_gap`` (it sleeps through it, as in a stalled loop), the median
+    of the waker's ``send()`` with the peer asleep less its median with the peer spinning on a
+    non-blocking peek (no wake-up), never below 0.  Empty without the long gaps or the spinning
+    peer's timings (a benchmark from before them).
+
+    >>> w = {"tcp_by_gap": [{"gap_us": 5, "waker_median_us": 14.0,
+    ...                      "spin_peer_waker_median_us": 3.5}],
+    ...      "tcp_by_long_gap": [{"gap_us": 40000, "waker_median_us": 60.0,
+    ...                           "spin_peer_waker_median_us": 35.0}]}
+    >>> [(round(i * 1e6), round(c * 1e6, 1)) for i, c in tcp_waker_curve(w)]  # us
+    [(5, 10.5), (40000, 25.0)]
+    >>> tcp_waker_curve({"tcp_by_gap": w["tcp_by_gap"]})  # no long gaps: not measured
+    ()
+    """
+    gaps = sorted(
+        [*wake.get("tcp_by_gap", []), *wake.get("tcp_by_long_gap", [])],
+        key=lambda g: g["gap_us"],
+    )
+    if not wake.get("tcp_by_long_gap") or any(
+        "spin_peer_waker_median_us" not in g or "waker_median_us" not in g for g in gaps
+    ):
+        return ()
+    return tuple(
+        (
+            g["gap_us"] * 1e-6,  # us -> s
+            max(g["waker_median_us"] - g["spin_peer_waker_median_us"], 0.0) * 1e-6,  # us -> s
+        )
+        for g in gaps
+    )
 
 
 def curve_at_s(curve: Sequence[Sequence[float]], idle_s: float) -> float:

@@ -56,7 +56,9 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     the long-gap wake-ups' 90th percentile less their median; the waker's ``write()`` after each
     gap (the long ones with the waker asleep too) less after the shortest, moved to read at the
     ping-pong's idle gap what waking costs its requester's ``send()`` where the ping-pong timed
-    that (``pingpong``'s ``waker_us``; ``measure.wakeups``);
+    that (``pingpong``'s ``waker_us``), or, where the benchmark timed it at every gap, the
+    waker's TCP ``send()`` with the peer asleep less with it spinning (``tcp_by_gap``,
+    ``tcp_by_long_gap``; ``measure.wakeups``);
 ``send_cpu_s``, ``send_byte_cpu_s``
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);

@@ -179,7 +179,8 @@ CURVE_RANGES: dict[str, tuple[Range, Range]] = {
             "what waking a thread adds to the call that wakes it: a few microseconds to queue "
             "it on a CPU still polling (the fifth machine's TCP ping-pong, 7.5 us after 44 us of "
             "idle), tens of microseconds for an interrupt through a hypervisor to a CPU halted "
-            "for milliseconds (the pipe writes that wake a thread after long idles)",
+            "for milliseconds (the pipe writes that wake a thread after long idles; both ends "
+            "timed on a TCP socket in data/kernel6_machine6_tcp_waker)",
         ),
     ),
 }

@@ -26,7 +26,16 @@
  *                          for a request or a response.  Besides the wake-up it holds the
  *                          segment's trip through both stacks (the loopback's receive soft
  *                          interrupt runs on the waker's CPU, as in the harness) and poll()'s
- *                          own work.  N / 4 samples per gap.
+ *                          own work.  N / 4 samples per gap.  Each sample also times the
+ *                          waker's send() (waker_us, wall clock), and between every two samples
+ *                          one more is taken with the sleeper spinning on a non-blocking peek
+ *                          instead of poll() (spin_peer_lat_us, spin_peer_waker_us): no thread
+ *                          sleeps, so no wake-up.  waker_us less spin_peer_waker_us is what
+ *                          waking the peer adds to the send() that wakes it after that much idle
+ *                          (the two interleaved, so a drift of the machine moves both alike).
+ *   wake.tcp_by_long_gap[] the same for the long gaps LONG_GAPS_US, the waker asleep through each
+ *                          gap (varied +-50 %), as in a loop that stalled.  N / 40 samples per
+ *                          gap (at least 8), with the sleeper in poll() and spinning.
  *   pingpong               a request/response loop of two threads pinned to different CPUs over
  *                          a connected loopback TCP socket (TCP_NODELAY), 48 bytes each way, N
  *                          round trips, timed by the requester per round trip: poll_us, each
@@ -199,6 +208,8 @@ struct wake {
     int sock_w, sock_r; /* its two ends (TCP_NODELAY), with use_tcp */
     int cpu; /* the sleeper's CPU, or -1 for anywhere */
     int spin; /* the waker spins through the gap instead of sleeping */
+    int peer_spin; /* with use_tcp: 1, the sleeper spins on a non-blocking peek and never sleeps;
+                      2, it does so for the odd samples only (and sleeps in poll() for the even) */
 };
 
 /* Pin the calling thread to one CPU; 0 on success. */
@@ -220,8 +231,14 @@ static void *sleeper(void *arg) {
         double t0;
         if (w->use_tcp) { /* the harness's loop: poll() until readable, then recv() */
             struct pollfd p = {w->sock_r, POLLIN, 0};
-            while (poll(&p, 1, -1) != 1) {
-            }
+            char peek;
+            int spin_now = w->peer_spin == 2 ? (i & 1) : w->peer_spin;
+            if (spin_now) /* no sleep, so no wake-up: the baseline of the waker's send() */
+                while (recv(w->sock_r, &peek, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
+                }
+            else
+                while (poll(&p, 1, -1) != 1) {
+                }
             double t1 = clock_us(CLOCK_MONOTONIC);
             size_t got = 0;
             while (got < sizeof t0) {
@@ -253,14 +270,23 @@ static void spin_us(double us) {
 
 static void connected_pair(int *snd, int *rcv);
 
-/* kind: WAKE_PIPE, WAKE_FUTEX or WAKE_TCP (a loopback TCP connection, the sleeper in poll()) */
-enum { WAKE_PIPE, WAKE_FUTEX, WAKE_TCP };
+/* kind: WAKE_PIPE, WAKE_FUTEX, WAKE_TCP (a loopback TCP connection, the sleeper in poll()) or
+   WAKE_TCP_ALT (the same connection, the sleeper in poll() for the even samples and spinning on
+   a non-blocking peek, no wake-up, for the odd: the two alternate, so a drift of the machine
+   moves both alike) */
+enum { WAKE_PIPE, WAKE_FUTEX, WAKE_TCP, WAKE_TCP_ALT };
+
+/* Split n alternating samples: the even ones to even[], the odd ones to odd[]. */
+static void split_alternate(const double *both, int n, double *even, double *odd) {
+    for (int i = 0; i < n; i++) (i & 1 ? odd : even)[i / 2] = both[i];
+}
 
 static void measure_wake(int n, double gap_us, int kind, int cpu, int spin, double *out,
                          double *waker_out) {
-    int use_futex = kind == WAKE_FUTEX, use_tcp = kind == WAKE_TCP;
+    int use_futex = kind == WAKE_FUTEX, use_tcp = kind == WAKE_TCP || kind == WAKE_TCP_ALT;
     struct wake w = {.n = n, .gap_us = gap_us, .lat_us = out, .waker_us = waker_out,
-                     .use_futex = use_futex, .use_tcp = use_tcp, .cpu = cpu, .spin = spin};
+                     .use_futex = use_futex, .use_tcp = use_tcp, .cpu = cpu, .spin = spin,
+                     .peer_spin = kind == WAKE_TCP_ALT ? 2 : 0};
     atomic_store(&w.word, 0u);
     atomic_store(&w.acked, 0);
     if (use_tcp)
@@ -752,6 +778,18 @@ int main(int argc, char **argv) {
     double *by_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
     double *waker_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
     double *tcp_gap = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    /* the TCP wake-ups' waker: its send() with the peer asleep and with it spinning, and the
+       spinning peer's latency; short gaps (the waker spinning) and long (the waker asleep) */
+    double *tcp_waker = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *tcp_spin_lat = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *tcp_spin_waker = calloc((size_t)NGAPS * (size_t)gap_n, sizeof(double));
+    double *tcp_long = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *tcp_long_waker = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *tcp_long_spin_lat = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    double *tcp_long_spin_waker = calloc((size_t)NLONG * (size_t)long_n, sizeof(double));
+    int alt_n = 2 * (gap_n > long_n ? gap_n : long_n); /* one gap's alternating samples */
+    double *alt_lat = calloc((size_t)alt_n, sizeof(double));
+    double *alt_waker = calloc((size_t)alt_n, sizeof(double));
     double *pp_poll = calloc((size_t)samples, sizeof(double));
     double *pp_spin = calloc((size_t)samples, sizeof(double));
     double *pp_poll_send = calloc((size_t)samples, sizeof(double));
@@ -765,7 +803,9 @@ int main(int argc, char **argv) {
     char *buf = calloc(1, BIG);
     if (!pipe_us || !futex_us || !cross_us || !by_gap || !by_long || !waker_gap || !tcp_gap || !pp_poll || !pp_spin || !pp_poll_send || !pp_spin_send ||
         !waker_long ||
-        !asleep_long || !asleep_waker || !cpu || !wall || !segs || !buf)
+        !asleep_long || !asleep_waker || !cpu || !wall || !segs || !buf || !tcp_waker ||
+        !tcp_spin_lat || !tcp_spin_waker || !tcp_long || !tcp_long_waker || !tcp_long_spin_lat ||
+        !tcp_long_spin_waker || !alt_lat || !alt_waker)
         fail("calloc");
 
     double t0 = clock_us(CLOCK_MONOTONIC);
@@ -788,9 +828,12 @@ int main(int argc, char **argv) {
             for (int g = 0; g < NGAPS; g++)
                 measure_wake(gap_n, GAPS_US[g], 0, second, 1, by_gap + (size_t)g * gap_n,
                              waker_gap + (size_t)g * gap_n);
-            for (int g = 0; g < NGAPS; g++)
-                measure_wake(gap_n, GAPS_US[g], WAKE_TCP, second, 1, tcp_gap + (size_t)g * gap_n,
-                             NULL);
+            for (int g = 0; g < NGAPS; g++) {
+                size_t at = (size_t)g * gap_n;
+                measure_wake(2 * gap_n, GAPS_US[g], WAKE_TCP_ALT, second, 1, alt_lat, alt_waker);
+                split_alternate(alt_lat, 2 * gap_n, tcp_gap + at, tcp_spin_lat + at);
+                split_alternate(alt_waker, 2 * gap_n, tcp_waker + at, tcp_spin_waker + at);
+            }
             n_gaps = NGAPS;
             measure_pingpong(samples, first, second, 0, pp_poll, pp_poll_send);
             measure_pingpong(samples, first, second, 1, pp_spin, pp_spin_send);
@@ -801,6 +844,14 @@ int main(int argc, char **argv) {
             for (int g = 0; g < NLONG; g++)
                 measure_wake(long_n, LONG_GAPS_US[g], 0, second, 0,
                              asleep_long + (size_t)g * long_n, asleep_waker + (size_t)g * long_n);
+            for (int g = 0; g < NLONG; g++) { /* the waker asleep through the gap, as in a stall */
+                size_t at = (size_t)g * long_n;
+                measure_wake(2 * long_n, LONG_GAPS_US[g], WAKE_TCP_ALT, second, 0, alt_lat,
+                             alt_waker);
+                split_alternate(alt_lat, 2 * long_n, tcp_long + at, tcp_long_spin_lat + at);
+                split_alternate(alt_waker, 2 * long_n, tcp_long_waker + at,
+                                tcp_long_spin_waker + at);
+            }
             n_long = NLONG;
             pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
         }
@@ -829,6 +880,25 @@ int main(int argc, char **argv) {
     for (int g = 0; g < n_gaps; g++) {
         printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
         print_array("lat_us", tcp_gap + (size_t)g * gap_n, gap_n);
+        printf(", ");
+        print_array("waker_us", tcp_waker + (size_t)g * gap_n, gap_n);
+        printf(", ");
+        print_array("spin_peer_lat_us", tcp_spin_lat + (size_t)g * gap_n, gap_n);
+        printf(", ");
+        print_array("spin_peer_waker_us", tcp_spin_waker + (size_t)g * gap_n, gap_n);
+        printf("}");
+    }
+    printf("], \"tcp_by_long_gap\": [");
+    for (int g = 0; g < n_long; g++) {
+        size_t at = (size_t)g * long_n;
+        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
+        print_array("lat_us", tcp_long + at, long_n);
+        printf(", ");
+        print_array("waker_us", tcp_long_waker + at, long_n);
+        printf(", ");
+        print_array("spin_peer_lat_us", tcp_long_spin_lat + at, long_n);
+        printf(", ");
+        print_array("spin_peer_waker_us", tcp_long_spin_waker + at, long_n);
         printf("}");
     }
     printf("], \"pingpong\": {\"bytes\": %d, ", PP_BYTES);
