@@ -125,6 +125,7 @@ unit: setup
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
 
 nbtest: notebooks
+	$(BIN)/python tools/warm_sim_cache.py
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env $(NBDIR)
 
 # Static checks: ruff (lint and format), the import contracts (layer order), mypy over models/ and
@@ -140,6 +141,7 @@ lint: setup
 # nbval: `make nbtest` still runs them alone), reused when `make book` has just built the same sources.
 test: setup notebooks
 	$(MAKE) --no-print-directory lint
+	$(BIN)/python tools/warm_sim_cache.py
 	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --durations=10 --nbval-lax --nbval-current-env tests $(NBDIR)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory browser

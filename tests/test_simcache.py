@@ -127,3 +127,23 @@ def test_another_version_s_entries_are_pruned_at_the_first_write(on, monkeypatch
     (entry,) = _entries(on)
     assert entry.parent.parent.name == simcache.code_fingerprint()[:16]
     assert simcache.prune(str(on)) == 0  # nothing else left
+
+
+def test_the_warm_up_tool_fills_the_cache_the_tests_read(on, monkeypatch, capsys):
+    """tools/warm_sim_cache.py runs each shared evaluation once through the cache (a small one
+    stands in for the field evaluation here); without the cache it does nothing, and an unknown
+    name is refused."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import warm_sim_cache as W
+
+    assert list(W.EVALUATIONS) == ["field5"]  # what make test warms
+    monkeypatch.setattr(W, "EVALUATIONS", {"small": lambda: simulate_summary(SMALL)})
+    assert W.main(["nope"]) == 2 and not _entries(on)
+    assert W.main([]) == 0
+    (entry,) = _entries(on)
+    assert entry.stem == simcache.key(SMALL)
+    monkeypatch.delenv(simcache.CACHE_ENV)
+    assert W.main([]) == 0 and "nothing to warm" in capsys.readouterr().out
