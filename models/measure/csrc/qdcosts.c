@@ -327,6 +327,27 @@ static void measure_wake(int n, double gap_us, int kind, int cpu, int spin, doub
     }
 }
 
+static void print_array(const char *name, const double *x, int n);
+
+/* The TCP wake-ups of n_gaps gaps, n samples each, as JSON objects (the list's brackets are the
+   caller's): the peer asleep (lat, waker) and spinning (spin_lat, spin_waker). */
+static void print_tcp_gaps(const double *gaps_us, int n_gaps, int n, const double *lat,
+                           const double *waker, const double *spin_lat,
+                           const double *spin_waker) {
+    for (int g = 0; g < n_gaps; g++) {
+        size_t at = (size_t)g * (size_t)n;
+        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", gaps_us[g]);
+        print_array("lat_us", lat + at, n);
+        printf(", ");
+        print_array("waker_us", waker + at, n);
+        printf(", ");
+        print_array("spin_peer_lat_us", spin_lat + at, n);
+        printf(", ");
+        print_array("spin_peer_waker_us", spin_waker + at, n);
+        printf("}");
+    }
+}
+
 /* ------------------------------------------------------------------ ping-pong */
 
 #define PP_BYTES 48
@@ -877,30 +898,10 @@ int main(int argc, char **argv) {
         printf("}");
     }
     printf("], \"tcp_by_gap\": [");
-    for (int g = 0; g < n_gaps; g++) {
-        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", GAPS_US[g]);
-        print_array("lat_us", tcp_gap + (size_t)g * gap_n, gap_n);
-        printf(", ");
-        print_array("waker_us", tcp_waker + (size_t)g * gap_n, gap_n);
-        printf(", ");
-        print_array("spin_peer_lat_us", tcp_spin_lat + (size_t)g * gap_n, gap_n);
-        printf(", ");
-        print_array("spin_peer_waker_us", tcp_spin_waker + (size_t)g * gap_n, gap_n);
-        printf("}");
-    }
+    print_tcp_gaps(GAPS_US, n_gaps, gap_n, tcp_gap, tcp_waker, tcp_spin_lat, tcp_spin_waker);
     printf("], \"tcp_by_long_gap\": [");
-    for (int g = 0; g < n_long; g++) {
-        size_t at = (size_t)g * long_n;
-        printf("%s{\"gap_us\": %.1f, ", g ? ", " : "", LONG_GAPS_US[g]);
-        print_array("lat_us", tcp_long + at, long_n);
-        printf(", ");
-        print_array("waker_us", tcp_long_waker + at, long_n);
-        printf(", ");
-        print_array("spin_peer_lat_us", tcp_long_spin_lat + at, long_n);
-        printf(", ");
-        print_array("spin_peer_waker_us", tcp_long_spin_waker + at, long_n);
-        printf("}");
-    }
+    print_tcp_gaps(LONG_GAPS_US, n_long, long_n, tcp_long, tcp_long_waker, tcp_long_spin_lat,
+                   tcp_long_spin_waker);
     printf("], \"pingpong\": {\"bytes\": %d, ", PP_BYTES);
     print_array("poll_us", pp_poll, n_pp);
     printf(", ");
