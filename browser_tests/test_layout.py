@@ -86,7 +86,7 @@ def test_page_layout(browser, book_url, screenshots, docname, numbered):
             # reader sees typeset a few seconds later is typeset; one that never is
             # still fails below, with MathJax's state in the message.
             try:
-                page.wait_for_function(f"() => ({_MATH_PROBLEMS})().length === 0", timeout=10_000)
+                page.wait_for_function(f"() => ({_MATH_PROBLEMS})().length === 0", timeout=30_000)
             except PlaywrightTimeout:
                 pass
         wide = page.evaluate(_WIDE_CODE)
