@@ -196,3 +196,24 @@ def test_a_wake_up_curve_is_points_each_inside_its_range():
         hp.validate(_profile(wake_curve_s=[[1e-3, 2e-5], [2e-3, 5.0]]))
     with pytest.raises(ValueError, match="with the idle rising"):
         hp.validate(_profile(wake_curve_s=[[2e-3, 2e-5], [1e-3, 3e-5]]))
+
+
+def test_a_curve_checked_once_is_still_checked_for_what_differs():
+    """Host fields' curves are remembered once checked (models.sim.params._CURVES_CHECKED): the
+    same curve passes again, but a curve equal to it with a bool in it, one point moved out of
+    range, or the same points under a lower bound, are refused as before."""
+    from models.sim.params import _CURVES_CHECKED, Spec
+
+    spec = Spec("curve", "seconds", "", high=1.0)
+    good = ((1e-3, 2e-5), (2e-3, 3e-5))
+    assert spec.check("c", good) == good and (1.0, good) in _CURVES_CHECKED
+    assert spec.check("c", good) == good  # from the memo
+    edge = ((1e-3, 2e-5), (2e-3, 1.0))
+    assert spec.check("c", edge) == edge
+    with pytest.raises(ValueError, match="must list"):  # equal to edge, and hashed alike
+        spec.check("c", ((1e-3, 2e-5), (2e-3, True)))
+    with pytest.raises(ValueError, match="must list"):
+        spec.check("c", ((1e-3, 2e-5), (2e-3, 5.0)))
+    with pytest.raises(ValueError, match="must list"):
+        Spec("curve", "seconds", "", high=1e-5).check("c", good)
+    assert spec.check("c", [[1e-3, 2e-5], [2e-3, 3e-5]]) == good  # lists: checked, not kept

@@ -169,15 +169,22 @@ def _profiles() -> list[tuple[Any, Any]]:
     ]
 
 
+@functools.lru_cache(maxsize=1)
+def _sysctls() -> tuple[tuple[str, str], ...]:
+    """The sysctls the sweep's sidecar recorded, read once (every row's scenario asks)."""
+    from models import data
+
+    return tuple(sorted(data.describe(DATASET)["measurement"]["host_sysctls"].items()))
+
+
 def tuned_kernel() -> str:
     """:data:`WINDOW_KERNEL` with this machine's receive buffer, its autotuning on
     (:func:`models.validation.rcvbuf.machine_kernel` of the sysctls the sweep recorded: its
     ``tcp_rmem``, 6.18's defaults, give ``linux-6.18-rwnd``; the sweep did not record
     ``net.core.rmem_max``, which could only raise the window scale)."""
-    from models import data
     from models.validation import rcvbuf as RB
 
-    return RB.machine_kernel(data.describe(DATASET)["measurement"]["host_sysctls"])
+    return RB.machine_kernel(dict(_sysctls()))
 
 
 def tuned_scenario(table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
