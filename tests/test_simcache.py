@@ -147,3 +147,137 @@ def test_the_warm_up_tool_fills_the_cache_the_tests_read(on, monkeypatch, capsys
     assert entry.stem == simcache.key(SMALL)
     monkeypatch.delenv(simcache.CACHE_ENV)
     assert W.main([]) == 0 and "nothing to warm" in capsys.readouterr().out
+
+
+def _exited_pid() -> int:
+    """The id of a process that has run and exited (so names no process, barring reuse)."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _lock_of(folder, k: str):
+    return folder / simcache.code_fingerprint()[:16] / k[:2] / f"{k}.lock"
+
+
+def test_a_live_claim_is_waited_for_and_its_entry_read(on):
+    """Another live process holds the lock (the parent's id stands for it); the waiter reads the
+    entry when it appears, without simulating, and leaves the other's lock alone."""
+    import os
+    import threading
+    import time
+
+    k = simcache.key(SMALL)
+    lock = _lock_of(on, k)
+    lock.parent.mkdir(parents=True)
+    lock.write_text(str(os.getppid()))
+    writer = threading.Timer(0.3, simcache.store, args=(k, {"x": 1.0}))
+    start = time.monotonic()
+    writer.start()
+    with simcache.claim(k) as mine:
+        waited = time.monotonic() - start
+    writer.join()
+    assert mine is False and waited >= 0.25
+    assert lock.exists()
+
+
+def test_a_dead_process_s_lock_is_passed_over(on):
+    import time
+
+    k = simcache.key(SMALL)
+    lock = _lock_of(on, k)
+    lock.parent.mkdir(parents=True)
+    lock.write_text(str(_exited_pid()))
+    start = time.monotonic()
+    with simcache.claim(k) as mine:
+        assert mine is True and lock.read_text() == str(__import__("os").getpid())
+    assert time.monotonic() - start < 1.0 and not lock.exists()
+
+
+def test_an_empty_lock_is_stale_only_when_old(on):
+    import os
+    import time
+
+    k = simcache.key(SMALL)
+    lock = _lock_of(on, k)
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    assert not simcache._stale(lock)  # being written: wait
+    old = time.time() - simcache.EMPTY_LOCK_S - 1
+    os.utime(lock, (old, old))
+    assert simcache._stale(lock)
+
+
+def test_a_wait_past_its_limit_simulates_anyway(on):
+    import os
+    import time
+
+    k = simcache.key(SMALL)
+    lock = _lock_of(on, k)
+    lock.parent.mkdir(parents=True)
+    lock.write_text(str(os.getppid()))
+    start = time.monotonic()
+    with simcache.claim(k, limit_s=0.2) as mine:
+        assert mine is True
+    assert 0.2 <= time.monotonic() - start < 2.0
+    assert lock.read_text() == str(os.getppid())  # not ours: left as it was
+
+
+def _simulate_in_child() -> None:
+    simulate_summary(SMALL)
+
+
+def _two_at_once(on, monkeypatch, claim, marks) -> list:
+    """Two forked processes ask for the same missing summary at the same moment; the files
+    that simulate_uncached (slowed to 0.5 s) marked in ``marks``, one per simulation (outside
+    the cache's folder, which its first write prunes)."""
+    import multiprocessing
+    import os
+    import time
+
+    from models.kernel import runs
+
+    real = runs.simulate_uncached
+
+    def slow(scenario):
+        (marks / str(os.getpid())).touch()
+        time.sleep(0.5)
+        return real(scenario)
+
+    monkeypatch.setattr(runs, "simulate_uncached", slow)
+    monkeypatch.setattr(simcache, "claim", claim)
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_simulate_in_child) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert all(p.exitcode == 0 for p in procs)
+    return sorted(marks.iterdir())
+
+
+@pytest.mark.skipif(
+    "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork"
+)
+def test_two_processes_missing_one_entry_simulate_it_once(on, monkeypatch, tmp_path_factory):
+    marks = tmp_path_factory.mktemp("marks")
+    assert len(_two_at_once(on, monkeypatch, simcache.claim, marks)) == 1
+    assert len(_entries(on)) == 1 and not list(on.rglob("*.lock"))
+
+
+@pytest.mark.skipif(
+    "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork"
+)
+def test_without_the_claim_both_would_simulate(on, monkeypatch, tmp_path_factory):
+    """The wrong model of the test above: no lock, and both processes simulate the entry."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def always_mine(k, where=None, limit_s=None):
+        yield True
+
+    marks = tmp_path_factory.mktemp("marks")
+    assert len(_two_at_once(on, monkeypatch, always_mine, marks)) == 2

@@ -450,11 +450,17 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
     from models.kernel import simcache
 
     k = simcache.key(scenario)
-    got = simcache.load(k) if k is not None else None
-    if got is not None and set(got) == {f.name for f in dataclasses.fields(SimSummary)}:
+    if k is None:
+        return simulate_uncached(scenario)
+    names = {f.name for f in dataclasses.fields(SimSummary)}
+    got = simcache.load(k)
+    if got is not None and set(got) == names:
         return SimSummary(**got)
-    out = simulate_uncached(scenario)
-    if k is not None:
+    with simcache.claim(k) as mine:  # another process simulating it: wait for its entry
+        got = None if mine else simcache.load(k)
+        if got is not None and set(got) == names:
+            return SimSummary(**got)
+        out = simulate_uncached(scenario)
         simcache.store(k, dataclasses.asdict(out))
     return out
 

@@ -22,6 +22,14 @@ written to a temporary file and renamed, so a reader never sees half of one.  En
 folder per version of ``models`` (a prefix of the fingerprint); the first entry a process writes
 deletes the other versions' folders (:func:`prune`), so an edited checkout keeps one version's.
 
+Two processes that miss the same entry at once (the two workers of ``make test``, a notebook and
+the test module of its evaluation) would both simulate it.  :func:`claim` prevents that: the first
+takes a lock file beside the entry (its process id inside) while it simulates, and the other waits
+for the entry instead of simulating it again, its CPU left to the one that works.  A lock whose
+process has died, or a wait longer than :data:`WAIT_LIMIT_S`, is passed over, so nothing hangs; at
+worst a scenario is simulated twice, to the same summary.  The lock saves time only: no number
+depends on it.
+
 >>> from models.sim import Scenario
 >>> a = key(Scenario(), where="x")
 >>> len(a), a == key(Scenario(workload={"qd": 2}), where="x")
@@ -39,16 +47,25 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from models.sim import Scenario
 
-__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store", "prune"]
+__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store", "prune", "claim"]
 
 #: Environment variable naming the cache's folder; the cache is off when it is unset or empty.
 CACHE_ENV = "QUEUE_DEPTH_SIM_CACHE"
+
+#: Longest wait (seconds) for an entry another live process is simulating; then it is simulated
+#: here too.  A row of the bundled evaluations simulates in well under a minute.
+WAIT_LIMIT_S = 600.0
+
+#: Seconds between looks at an entry another process is simulating.
+POLL_S = 0.05
 
 _MODELS = Path(__file__).resolve().parents[1]  # the models package's folder
 
@@ -178,3 +195,94 @@ def store(k: str, values: dict[str, float], where: str | None = None) -> None:
         if tmp is not None:  # (a half-written temporary file is not left behind)
             with contextlib.suppress(OSError):
                 Path(tmp).unlink()
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with id ``pid`` exists (one of another user counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: the existence check, nothing is sent
+    except ProcessLookupError:
+        return False
+    except OSError:  # (EPERM: it exists)
+        return True
+    return True
+
+
+#: Seconds after which a lock file with no process id in it is taken as left by a process that
+#: died between creating it and writing its id (both take microseconds).
+EMPTY_LOCK_S = 10.0
+
+
+def _stale(lock: Path) -> bool:
+    """Whether ``lock`` was left by a process that no longer runs: its id names no process, or
+    it has stayed without one for :data:`EMPTY_LOCK_S`."""
+    try:
+        text = lock.read_text().strip()
+        if text:
+            return not _alive(int(text))
+        return time.time() - lock.stat().st_mtime > EMPTY_LOCK_S
+    except (OSError, ValueError):  # gone already, or unreadable: look again
+        return False
+
+
+@contextlib.contextmanager
+def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Iterator[bool]:
+    """Hold the right to simulate entry ``k`` while the ``with`` block runs; yields ``True`` when
+    this process should simulate it, ``False`` when the entry is there to :func:`load` (another
+    process wrote it while this one waited).
+
+    The lock is a file beside the entry holding this process's id, created only if absent.  While
+    another live process holds it, this one waits (up to ``limit_s`` seconds, default
+    :data:`WAIT_LIMIT_S`) for the entry; a lock whose process has died is removed.  Past the
+    limit, or when the folder cannot be written, it yields ``True`` without the lock.
+
+    >>> import tempfile
+    >>> where = tempfile.mkdtemp()
+    >>> with claim("ab" * 32, where) as mine:
+    ...     mine, len(list(Path(where).rglob("*.lock")))
+    (True, 1)
+    >>> list(Path(where).rglob("*.lock"))     # released when the block ends
+    []
+    """
+    where = where or folder()
+    if where is None:
+        yield True
+        return
+    limit = WAIT_LIMIT_S if limit_s is None else limit_s
+    lock = _path(where, k).with_suffix(".lock")
+    deadline = time.monotonic() + limit
+    held = False
+    while True:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _stale(lock):
+                with contextlib.suppress(OSError):  # (another waiter may remove it first)
+                    lock.unlink()
+                continue
+            if load(k, where) is not None:
+                yield False
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+            continue
+        except OSError:  # the folder cannot be written: simulate without the lock
+            break
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        held = True
+        if load(k, where) is not None:  # written by the holder this process waited for
+            lock.unlink()
+            yield False
+            return
+        break
+    try:
+        yield True
+    finally:
+        if held:
+            with contextlib.suppress(OSError):
+                lock.unlink()
