@@ -104,3 +104,33 @@ def test_the_tool_s_rows_read_back_as_the_benchmark_s_section():
     # a run from before the TCP waker was timed is refused by name
     with pytest.raises(SystemExit, match="no TCP waker timing"):
         tool.rows_of(0, older)
+
+
+def test_the_tool_writes_a_dataset_that_loads_with_the_bundled_schema(tmp_path, monkeypatch):
+    """The tool's CSV and sidecar (a run of the costs benchmark stood in by fixed numbers): the
+    asleep pipe column is left empty on the short gaps' rows and declared optional, so the table
+    loads through models.data's checks, with the bundled dataset's schema."""
+    import json
+
+    from models import data
+
+    def tcp(gap: float) -> dict:
+        return {"gap_us": gap, "median_us": 8.0, "samples": 40, "waker_median_us": 5.0,
+                "spin_peer_median_us": 6.0, "spin_peer_waker_median_us": 3.0}  # fmt: skip
+
+    wake = {
+        "tcp_by_gap": [tcp(2.0)],
+        "tcp_by_long_gap": [tcp(40000.0)],
+        "cross_by_gap": [{"gap_us": 2.0, "waker_median_us": 4.0}],
+        "cross_by_long_gap": [
+            {"gap_us": 40000.0, "waker_median_us": 9.0, "asleep_waker_median_us": 12.0}
+        ],
+        "pingpong": {"waker_us": 3.5, "idle_us": 17.0},
+    }
+    fake = {"costs": {"wake": wake}, "settings": {"kernel": "test"}}
+    monkeypatch.setattr(tool.costs, "run_costs", lambda: fake)
+    assert tool.main(["--out", str(tmp_path), "--prefix", "tw", "--runs", "1"]) == 0
+    got = data.load("tw", tmp_path)
+    assert got.pipe_asleep_waker_median_us.isna().tolist() == [True, False]
+    schema = json.loads((tmp_path / "tw.json").read_text())["schema"]
+    assert schema == data.describe(TW.DATASET)["schema"]

@@ -294,12 +294,13 @@ def write_dataset(
     runs: dict,
     name: str | None = None,
     command: str | None = None,
+    optional: tuple[str, ...] = (),
 ) -> Path:
     """``rows`` as ``ns.out/NAME.csv`` with its sidecar (:func:`models.data.tool_sidecar`):
     ``tool`` is the tool's (title, file), ``ns`` its options (:func:`trace_args`), ``start``
     when it started, ``runs`` the runs' own records, ``name`` the dataset's (default
     ``ns.prefix``), ``command`` the tool's command line (default: a tracing tool's, from
-    ``ns``); the CSV's path."""
+    ``ns``), ``optional`` the columns that may be empty; the CSV's path."""
     dataset = name or ns.prefix
     chosen = getattr(ns, "set", None)  # (only this tool has sets of runs)
     command = command or (
@@ -323,6 +324,7 @@ def write_dataset(
         year=int(start[:4]),
         transcription=measured_on(command, start),
         measurement={"runs": runs},
+        optional=optional,
     )
     (ns.out / f"{dataset}.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {csv_path} ({len(rows)} rows)")

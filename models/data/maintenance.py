@@ -37,13 +37,29 @@ __all__ = [
 ]
 
 
-def table_schema(fields: Iterable[tuple[str, str, str | None, str]], key: list[str]) -> dict:
+def table_schema(
+    fields: Iterable[tuple[str, str, str | None, str]],
+    key: list[str],
+    optional: Iterable[str] = (),
+) -> dict:
     """A sidecar's Table Schema from ``(name, type, unit or None, description)`` per column,
-    every column required, and the primary ``key`` (as a measuring tool writes it).
+    every column required but those named in ``optional`` (a tool that measures a quantity on
+    some rows only), and the primary ``key`` (as a measuring tool writes it).
 
-    >>> table_schema([("n", "integer", "runs", "a count")], ["n"])["fields"][0]["unit"]
-    'runs'
+    >>> s = table_schema([("n", "integer", "runs", "a count"), ("x", "number", "", "")], ["n"],
+    ...                  optional=["x"])
+    >>> s["fields"][0]["unit"], [f["constraints"]["required"] for f in s["fields"]]
+    ('runs', [True, False])
+    >>> table_schema([("n", "integer", "", "")], ["n"], optional=["m"])
+    Traceback (most recent call last):
+    ...
+    ValueError: optional names columns the table does not have: ['m']
     """
+    fields = list(fields)
+    free = set(optional)
+    unknown = sorted(free - {name for name, *_ in fields})
+    if unknown:
+        raise ValueError(f"optional names columns the table does not have: {unknown}")
     return {
         "fields": [
             {
@@ -51,7 +67,7 @@ def table_schema(fields: Iterable[tuple[str, str, str | None, str]], key: list[s
                 "type": typ,
                 "description": desc,
                 **({"unit": unit} if unit else {}),
-                "constraints": {"required": True},
+                "constraints": {"required": name not in free},
             }
             for name, typ, unit, desc in fields
         ],
@@ -70,11 +86,12 @@ def tool_sidecar(
     year: int,
     transcription: str,
     measurement: dict,
+    optional: Iterable[str] = (),
 ) -> dict:
     """The sidecar a measuring tool writes beside the CSV it wrote (``csv_path``): its
-    :func:`table_schema`, the CSV's hash, and its provenance: ``source`` is (title, the tool's
-    file, the section: its command line), ``transcription`` how and where it was measured,
-    ``measurement`` the run's own records.
+    :func:`table_schema` (``optional`` the columns that may be empty), the CSV's hash, and its
+    provenance: ``source`` is (title, the tool's file, the section: its command line),
+    ``transcription`` how and where it was measured, ``measurement`` the run's own records.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
@@ -108,7 +125,7 @@ def tool_sidecar(
         ],
         "transcription": transcription,
         "hash": sha256_of(csv_path),
-        "schema": table_schema(fields, key),
+        "schema": table_schema(fields, key, optional),
         "measurement": measurement,
     }
 
