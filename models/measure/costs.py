@@ -81,13 +81,15 @@ import gzip
 import json
 import math
 import platform
-import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from . import build, sysinfo
 from .costs_text import format_costs
+from .stats import median as _median
+from .stats import percentile
+from .wakestats import pingpong, pingpong_summary, summarise_wake
 
 __all__ = [
     "QUICK",
@@ -111,19 +113,6 @@ FULL = {"samples": 2000, "repeats": 40, "gap_us": 100.0, "time_limit_s": 60.0}
 #: Options of a quick run (tests): about three seconds on an idle machine (the long gaps, four
 #: times).
 QUICK = {"samples": 150, "repeats": 8, "gap_us": 40.0, "time_limit_s": 20.0}
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of ``values``, linear between order statistics."""
-    if not values:
-        raise ValueError("values: need at least one value, got none")
-    if not 0 <= q <= 100:
-        raise ValueError(f"q must be in [0, 100], got {q!r}")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -252,10 +241,6 @@ def timer_seen_share(gaps_us: list[float], base_us: list[float]) -> float:
     return sum(g > top for g in gaps_us) / len(gaps_us) if gaps_us else 0.0
 
 
-def _median(xs: list[float]) -> float:
-    return float(statistics.median(xs)) if xs else math.nan
-
-
 #: A repeat of the ACK benchmark counts only if its two batches differ by at least this many
 #: pure ACKs per iteration (about 0.5 on Linux; a kernel that ignores ``TCP_QUICKACK`` 2 gives 0).
 MIN_ACK_STEP = 0.25
@@ -309,101 +294,9 @@ def ack_cost(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def pingpong(raw: dict[str, Any]) -> dict[str, float]:
-    """The ping-pong benchmark's medians (microseconds): the round trip with both threads waiting
-    in ``poll()`` and with both spinning, what one wake-up adds to a round trip (half their
-    difference), and how long each thread idles per round trip (the polling round trip less its
-    own two calls, half the spinning one).
-
-    With the requester's ``send()`` timed in its thread's CPU clock (``poll_send_cpu_us``,
-    ``spin_send_cpu_us``), also the waker's share of a wake-up (``waker_us``): the median
-    ``send()`` that wakes the sleeping responder less the median one that finds it spinning.
-
-    >>> p = pingpong({"bytes": 48, "poll_us": [52.0, 53.0, 54.0], "spin_us": [7.0, 7.2, 7.4],
-    ...               "poll_send_cpu_us": [11.0, 11.5], "spin_send_cpu_us": [4.5, 4.75]})
-    >>> p["wake_us"], p["idle_us"], p["waker_us"]
-    (22.9, 49.4, 6.625)
-    """
-    poll_send, spin_send = raw.get("poll_send_cpu_us"), raw.get("spin_send_cpu_us")
-    return pingpong_summary(
-        _median(raw["poll_us"]),
-        _median(raw["spin_us"]),
-        raw["bytes"],
-        len(raw["poll_us"]),
-        (_median(poll_send), _median(spin_send)) if poll_send and spin_send else None,
-    )
-
-
-def pingpong_summary(
-    poll_us: float,
-    spin_us: float,
-    nbytes: int,
-    samples: int,
-    send_cpu_us: tuple[float, float] | None = None,
-) -> dict:
-    """:func:`pingpong`'s fields from the two median round trips (microseconds) and, if measured,
-    the two median ``send()`` CPU times (sleeping responder, spinning responder; microseconds)."""
-    out = {
-        "bytes": nbytes,
-        "poll_median_us": poll_us,
-        "spin_median_us": spin_us,
-        "wake_us": round((poll_us - spin_us) / 2, 6),
-        "idle_us": round(poll_us - spin_us / 2, 6),
-        "samples": samples,
-    }
-    if send_cpu_us is not None:
-        out["poll_send_cpu_us"], out["spin_send_cpu_us"] = poll_send, spin_send = send_cpu_us
-        out["waker_us"] = round(max(poll_send - spin_send, 0.0), 6)
-    return out
-
-
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     """Robust statistics of the C program's raw samples (see the module docstring)."""
-    wake = {
-        name: {
-            "median_us": _median(raw["wake"][f"{name}_us"]),
-            "p90_us": percentile(raw["wake"][f"{name}_us"], 90),
-            "samples": len(raw["wake"][f"{name}_us"]),
-        }
-        for name in ("pipe", "futex", "pipe_cross")
-        if raw["wake"][f"{name}_us"]  # (no cross-CPU samples on one CPU)
-    }
-    # all but the first: none before their benchmarks
-    for name in ("cross_by_gap", "cross_by_long_gap", "tcp_by_gap", "tcp_by_long_gap"):
-        by_gap = [
-            {
-                "gap_us": g["gap_us"],
-                "median_us": _median(g["lat_us"]),
-                "p90_us": percentile(g["lat_us"], 90),
-                "samples": len(g["lat_us"]),
-                # the waker's write() (none before its benchmark)
-                **({"waker_median_us": _median(g["waker_us"])} if g.get("waker_us") else {}),
-                # the TCP ones again with the peer spinning, no wake-up (none before it)
-                **(
-                    {
-                        "spin_peer_median_us": _median(g["spin_peer_lat_us"]),
-                        "spin_peer_waker_median_us": _median(g["spin_peer_waker_us"]),
-                    }
-                    if g.get("spin_peer_waker_us")
-                    else {}
-                ),
-                # the long gaps again with the waker asleep too (none before its benchmark)
-                **(
-                    {
-                        "asleep_median_us": _median(g["asleep_lat_us"]),
-                        "asleep_waker_median_us": _median(g["asleep_waker_us"]),
-                    }
-                    if g.get("asleep_waker_us")
-                    else {}
-                ),
-            }
-            for g in raw["wake"].get(name, [])
-        ]
-        if by_gap:
-            wake[name] = by_gap  # type: ignore[assignment]
-    pp = raw["wake"].get("pingpong")  # none before its benchmark, or on one CPU
-    if pp and pp["poll_us"] and pp["spin_us"]:
-        wake["pingpong"] = pingpong(pp)
+    wake = summarise_wake(raw["wake"])
     send = [
         {
             "bytes": s["bytes"],
