@@ -55,7 +55,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from models.sim import Scenario
 
-__all__ = ["CACHE_ENV", "folder", "code_fingerprint", "key", "load", "store", "prune", "claim"]
+__all__ = [
+    "CACHE_ENV",
+    "WAIT_LIMIT_S",
+    "folder",
+    "code_fingerprint",
+    "key",
+    "load",
+    "store",
+    "prune",
+    "claim",
+]
 
 #: Environment variable naming the cache's folder; the cache is off when it is unset or empty.
 CACHE_ENV = "QUEUE_DEPTH_SIM_CACHE"
