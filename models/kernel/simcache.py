@@ -249,12 +249,12 @@ def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Ite
     limit, or when the folder cannot be written, it yields ``True`` without the lock.
 
     >>> import tempfile
-    >>> where = tempfile.mkdtemp()
-    >>> with claim("ab" * 32, where) as mine:
-    ...     mine, len(list(Path(where).rglob("*.lock")))
-    (True, 1)
-    >>> list(Path(where).rglob("*.lock"))     # released when the block ends
-    []
+    >>> with tempfile.TemporaryDirectory() as where:
+    ...     with claim("ab" * 32, where) as mine:
+    ...         during = mine, len(list(Path(where).rglob("*.lock")))
+    ...     after = list(Path(where).rglob("*.lock"))     # released when the block ends
+    >>> during, after
+    ((True, 1), [])
     """
     where = where or folder()
     if where is None:
