@@ -250,11 +250,12 @@ def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Ite
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as where:
+    ...     locks = lambda: len(list(Path(where).rglob("*.lock")))
     ...     with claim("ab" * 32, where) as mine:
-    ...         during = mine, len(list(Path(where).rglob("*.lock")))
-    ...     after = list(Path(where).rglob("*.lock"))     # released when the block ends
+    ...         during = mine, locks()
+    ...     after = locks()  # released when the block ends
     >>> during, after
-    ((True, 1), [])
+    ((True, 1), 0)
     """
     where = where or folder()
     if where is None:

@@ -419,10 +419,10 @@ class Part(metaclass=_PartMeta):
         >>> w = Workload().replace(qd=4)
         >>> w.qd, w == Workload(qd=4)
         (4, True)
-        >>> Workload().replace(qd=0)
+        >>> Workload().replace(qd=0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: workload.qd must be a whole number from 1 to 4096 (operations), got 0
+        ValueError: workload.qd must be a whole number from 1 to 4096 ... got 0
         """
         where = _as or self.part_name
         cls = type(self)
