@@ -40,7 +40,7 @@ from typing import Any
 from measure_waker import profile_args, same_kernel, save
 
 from models.kernel import calibrate
-from models.measure import costs
+from models.measure import costs, wakestats
 from models.measure.profile import build_profile, smallest_round_trip_us, sweep_rows
 from models.measure.wakeups import WAKE_STEPS
 from models.sim import hostprofile
@@ -75,7 +75,7 @@ def measure(n: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per gap, the median over ``runs`` of each run's median (samples summed); the ping-pong's
     round trips, each the median over the runs, and what follows from them
-    (:func:`models.measure.costs.pingpong`'s fields).
+    (:func:`models.measure.wakestats.pingpong`'s fields).
 
     >>> pp = [{"bytes": 48, "poll_median_us": p, "spin_median_us": 7.0, "samples": 10}
     ...       for p in (50.0, 53.0, 60.0)]
@@ -103,7 +103,10 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     poll = statistics.median(p["poll_median_us"] for p in pps)
     spin = statistics.median(p["spin_median_us"] for p in pps)
     samples = sum(int(p["samples"]) for p in pps)
-    pingpong = {**costs.pingpong_summary(poll, spin, pps[0]["bytes"], samples), "runs": len(pps)}
+    pingpong = {
+        **wakestats.pingpong_summary(poll, spin, pps[0]["bytes"], samples),
+        "runs": len(pps),
+    }
     return {"tcp_by_gap": by_gap, "pingpong": pingpong}
 
 

@@ -452,17 +452,26 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
     k = simcache.key(scenario)
     if k is None:
         return simulate_uncached(scenario)
-    names = {f.name for f in dataclasses.fields(SimSummary)}
-    got = simcache.load(k)
-    if got is not None and set(got) == names:
-        return SimSummary(**got)
+    got = _cached_summary(k)
+    if got is not None:
+        return got
     with simcache.claim(k) as mine:  # another process simulating it: wait for its entry
-        got = None if mine else simcache.load(k)
-        if got is not None and set(got) == names:
-            return SimSummary(**got)
+        got = None if mine else _cached_summary(k)
+        if got is not None:
+            return got
         out = simulate_uncached(scenario)
         simcache.store(k, dataclasses.asdict(out))
     return out
+
+
+def _cached_summary(k: str) -> SimSummary | None:
+    """The summary the disk cache holds under ``k``, or ``None`` (none, or of other fields)."""
+    from models.kernel import simcache
+
+    got = simcache.load(k)
+    if got is None or set(got) != {f.name for f in dataclasses.fields(SimSummary)}:
+        return None
+    return SimSummary(**got)
 
 
 def simulate_uncached(scenario: Scenario) -> SimSummary:

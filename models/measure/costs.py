@@ -89,7 +89,7 @@ from . import build, sysinfo
 from .costs_text import format_costs
 from .stats import median as _median
 from .stats import percentile
-from .wakestats import pingpong, pingpong_summary, summarise_wake
+from .wakestats import summarise_wake
 
 __all__ = [
     "QUICK",
@@ -99,8 +99,6 @@ __all__ = [
     "settings",
     "run_costs",
     "ack_cost",
-    "pingpong",
-    "pingpong_summary",
     "MIN_ACK_STEP",
     "summarise",
     "format_costs",

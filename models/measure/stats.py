@@ -10,20 +10,17 @@ from __future__ import annotations
 import math
 import statistics
 
+from models.sim.result import percentile as _percentile
+
 __all__ = ["percentile", "median"]
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of ``values``, linear between order statistics."""
+    """The ``q``-th percentile (0..100) of ``values``, linear between order statistics (the
+    simulator's :func:`models.sim.result.percentile`); a benchmark's samples must not be empty."""
     if not values:
         raise ValueError("values: need at least one value, got none")
-    if not 0 <= q <= 100:
-        raise ValueError(f"q must be in [0, 100], got {q!r}")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return float(_percentile(values, q))
 
 
 def median(xs: list[float]) -> float:
