@@ -136,12 +136,14 @@ def test_littles_law(sc):
 def _general_paths_only(monkeypatch) -> None:
     """Turn off the engine's shortcuts for stock rules (the sender's
     one-buffer write and its inline ``Autocork.defer``, the endpoint's
-    inline ``LinuxAck`` calls, the channel's inline hand-over), so every
-    write and every segment takes the path a user-registered rule takes."""
+    inline ``LinuxAck`` calls, the channel's inline hand-over and its loop
+    over a super-packet's segments), so every write and every segment takes
+    the path a user-registered rule takes."""
     from models.sim import endpoint as ep_mod
     from models.sim import link as link_mod
 
     monkeypatch.setattr(link_mod.Channel, "send", link_mod.Channel._send)
+    monkeypatch.setattr(link_mod.Channel, "send_gso", link_mod.Channel._send_gso)
 
     init = ep_mod.Endpoint.__init__
 

@@ -197,7 +197,13 @@ class CpuPool:
 
     def run(self, now: int, work: int) -> int:
         free = self.free_at
-        i = min(range(self.n), key=free.__getitem__)
+        n = self.n  # the CPU free first (the lowest number of those free at once)
+        if n == 1:
+            i = 0
+        elif n == 2:
+            i = 0 if free[0] <= free[1] else 1
+        else:
+            i = min(range(n), key=free.__getitem__)
         start = now if free[i] < now else free[i]
         free[i] = start + work
         if self.hold and self.n == 1 and self.holders:  # (charged to the task it runs under)

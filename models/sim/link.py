@@ -210,17 +210,19 @@ class Channel(ChannelView):
 
     def send(self, now: int, seg: Segment) -> int:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
-        its TX completion time (a wire with no qdisc, GRO or shared CPU and
-        the stock receive rule: ``_handed`` and ``_leave`` inline)."""
-        if self.qdisc is not None or self.cpu is not None or self.gro or not self.per_wakeup:
+        its TX completion time.  With no qdisc, :meth:`_handed` inline,
+        and with no GRO or shared CPU and the stock receive rule,
+        :meth:`_leave` inline too."""
+        if self.qdisc is not None:
             return self._send(now, seg)
         length = seg.end - seg.seq
         start = self.free_at
         if start < now:  # idle: pay the start latency
             start = now + self.tx_latency
+        # (else busy: queue behind)
         nbytes = length + _FRAME_BYTES
         wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
-        done = self.free_at = start + wire
+        done = start + wire
         seg.t_tx = now  # _handed
         self.frames += 1
         if length:
@@ -235,7 +237,10 @@ class Channel(ChannelView):
             cost = self.softirq
         else:
             cost = self.ack_softirq
-        self.busy += wire  # _leave
+        if self.cpu is not None or self.gro or not self.per_wakeup:
+            return self._leave(now, done, wire, seg, length)
+        self.free_at = done  # _leave
+        self.busy += wire
         arrive = done + self.prop
         rx = self.rx  # PerWakeup.seen, inline
         seen = rx.wake_end
@@ -260,7 +265,7 @@ class Channel(ChannelView):
         return done
 
     def _send(self, now: int, seg: Segment) -> int:
-        """:meth:`send`'s general path."""
+        """:meth:`send`'s general path (the only one with a qdisc)."""
         length = seg.end - seg.seq
         qd = self.qdisc
         if qd is not None and qd.held:  # frames wait for tokens: join them
@@ -351,7 +356,7 @@ class Channel(ChannelView):
                 ready = (seen if seen > free else free) + cost
             else:  # one machine: runs as it is sent (netif_rx), then in order
                 snd = self.sender
-                if seg.cpu is None and snd is not None and snd.pays_in_call(cost):
+                if seg.cpu is None and snd is not None and snd.in_send and snd.pays_in_call(cost):
                     ready = now + cost  # (inside the sender's call, which pays for it)
                 else:
                     ready = cpu.run(now, cost)
@@ -365,7 +370,7 @@ class Channel(ChannelView):
             ready = seen
         batch = self.batch
         if batch is not None:
-            if self.gro and self._gro_merge(batch, seg, seen):
+            if self.gro_open and self._gro_merge(batch, seg, seen):  # (open: with GRO only)
                 if ready != self.batch_time:  # the aggregate leaves later
                     self.loop.cancel(self.batch_event)
                     self.batch_time = ready
@@ -390,7 +395,114 @@ class Channel(ChannelView):
         """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
         segments of ``mss`` bytes, PSH on the last (``tcp_gso_segment``),
         each a frame of its own; each as it leaves goes into ``trace`` if
-        given (:meth:`~models.sim.segment.Segment.seen`)."""
+        given (:meth:`~models.sim.segment.Segment.seen`).
+
+        With no qdisc the segments are handed over in one loop: what
+        :meth:`send` and :meth:`_leave` do for each, inline, and a
+        segment that GRO merges into the one before it (:meth:`_gro_merge`)
+        is never made (``_send_gso`` is the loop over :meth:`send`)."""
+        if self.qdisc is not None or trace is not None:
+            self._send_gso(now, seg, mss, trace)
+            return
+        seq, end = seg.seq, seg.end
+        src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
+        cost = self.softirq
+        prop = self.prop
+        rx = self.rx
+        per_wakeup = self.per_wakeup
+        cpu = seg_cpu or self.cpu
+        snd = self.sender
+        in_call = seg_cpu is None and snd is not None and snd.in_send  # (pays_in_call asks)
+        gro = self.gro
+        q = None if self.freed_on_handover else self.in_nic
+        wires = self._wire_fs
+        while seq < end:
+            nxt = seq + mss if end - seq > mss else end
+            n = nxt - seq
+            last = nxt == end
+            # send, with _handed inline: a data frame
+            start = self.free_at
+            if start < now:  # idle: pay the start latency
+                start = now + self.tx_latency
+            nbytes = n + _FRAME_BYTES
+            wire = wires.get(nbytes) or self.wire_fs(nbytes)
+            done = self.free_at = start + wire
+            self.frames += 1
+            self.data_frames += 1
+            self.payload_bytes += n
+            if q is not None:
+                while q and q[0][0] <= now:  # completed: forget them
+                    self.nic_bytes -= q.popleft()[1]
+                q.append([done, n])
+                self.nic_bytes += n
+            # _leave, inline
+            self.busy += wire
+            arrive = done + prop
+            if per_wakeup:  # PerWakeup.seen, inline
+                seen = rx.wake_end
+                if arrive >= seen:
+                    seen = rx.wake_end = arrive + rx.latency
+            else:
+                seen = rx.seen(arrive, self.softirq_free)
+            if cost:
+                free = self.softirq_free
+                if cpu is None:
+                    ready = (seen if seen > free else free) + cost
+                else:  # one machine: runs as it is sent (netif_rx), then in order
+                    if in_call and snd.pays_in_call(cost):
+                        ready = now + cost  # (inside the sender's call, which pays for it)
+                    else:
+                        ready = cpu.run(now, cost)
+                    if ready < seen:
+                        ready = seen
+                    if ready < free:
+                        ready = free
+                self.softirq_free = ready
+                self.softirq_busy += cost
+            else:
+                ready = seen
+            part_psh = psh and last
+            batch = self.batch
+            if batch is not None:
+                tail = batch[-1]
+                if (  # _gro_merge, inline
+                    self.gro_open
+                    and seen <= self.batch_time
+                    and seq == tail.end
+                    and ack == tail.ack
+                    and n <= self.gro_size
+                    and tail.end - tail.seq + n <= _GRO_MAX_BYTES
+                ):
+                    tail.end = nxt
+                    tail.psh = part_psh
+                    self.gro_merged += 1
+                    self.gro_open = not part_psh and n == self.gro_size
+                    if ready != self.batch_time:  # the aggregate leaves later
+                        self.loop.cancel(self.batch_event)
+                        self.batch_time = ready
+                        self.batch_event = self.loop.schedule(ready, self._deliver, batch)
+                    seq = nxt
+                    continue
+            part = Segment(src, seq, nxt, ack, part_psh)
+            part.cpu = seg_cpu
+            part.t_tx = now
+            part.t_rx = seen
+            if batch is not None and ready == self.batch_time:
+                batch.append(part)  # one event delivers both
+                self.gro_open = False
+            else:
+                batch = self.batch = [part]
+                self.batch_time = ready
+                loop = self.loop
+                event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
+                heappush(loop.heap, event)
+                if gro:
+                    self.gro_open = not part_psh
+                    self.gro_size = n
+            seq = nxt
+
+    def _send_gso(self, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:
+        """:meth:`send_gso`'s general path: each segment through :meth:`send`."""
         seq, end = seg.seq, seg.end
         while seq < end:
             nxt = seq + mss if end - seq > mss else end

@@ -125,14 +125,18 @@ class Tbf:
         wait (``qdisc_watchdog_schedule_ns``)."""
         held = self.held
         ch = self.channel
+        rate, bucket = self.rate, self.bucket
         while held:
             start, seg, entry = held[0]
             if start < now:
                 start = now
             length = seg.end - seg.seq
-            if not self.take(start, length):
-                size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS
-                expiry = start + -(-(size - self._credit(start)) // self.rate)
+            size = (length + framing.BUCKET_OVERHEAD_BYTES) * 8 * FS  # bytes -> bit-fs
+            tokens = self.tokens + (start - self.tokens_at) * rate  # _credit, inline
+            if tokens > bucket:
+                tokens = bucket
+            if tokens < size:  # (take, inline: too few)
+                expiry = start + -(-(size - tokens) // rate)
                 # the CPU idles from now until then
                 fire = expiry + self.watchdog.delay(expiry - now)
                 if fire != self.fire_at:
@@ -142,6 +146,8 @@ class Tbf:
                     self.fire_at = fire
                 ch.free_at = fire  # the queue is busy until then at least
                 return
+            self.tokens = tokens - size  # (take, inline: taken)
+            self.tokens_at = start
             held.popleft()
             ch.depart(start, seg, length, entry)
         if self.event is not None:  # nothing waits: disarm
