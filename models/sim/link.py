@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from models import framing
 from models.sim.events import FS
+from models.sim.link_gso import GRO_MAX_BYTES, SuperPackets
 from models.sim.link_view import ChannelView
 from models.sim.rules.rx import PerWakeup
 from models.sim.segment import Segment
@@ -69,12 +70,9 @@ def _unwired(now: int, seg: Segment) -> None:
 
 _C2S, _S2C = "C > S", "S > C"
 _FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
-#: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
-#: less the IPv4, TCP and timestamp headers.
-_GRO_MAX_BYTES = framing.mss(65536)
 
 
-class Channel(ChannelView):
+class Channel(SuperPackets, ChannelView):
     """Transmit path + cable + receive path of one direction.
 
     The attribute ``out`` is the receiving endpoint's
@@ -391,128 +389,6 @@ class Channel(ChannelView):
             self.gro_size = length
         return done
 
-    def send_gso(self, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:
-        """Hand over a super-packet: the NIC (TSO) or GSO cuts it into
-        segments of ``mss`` bytes, PSH on the last (``tcp_gso_segment``),
-        each a frame of its own; each as it leaves goes into ``trace`` if
-        given (:meth:`~models.sim.segment.Segment.seen`).
-
-        With no qdisc the segments are handed over in one loop: what
-        :meth:`send` and :meth:`_leave` do for each, inline, and a
-        segment that GRO merges into the one before it (:meth:`_gro_merge`)
-        is never made (``_send_gso`` is the loop over :meth:`send`)."""
-        if self.qdisc is not None or trace is not None:
-            self._send_gso(now, seg, mss, trace)
-            return
-        seq, end = seg.seq, seg.end
-        src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
-        cost = self.softirq
-        prop = self.prop
-        rx = self.rx
-        per_wakeup = self.per_wakeup
-        cpu = seg_cpu or self.cpu
-        snd = self.sender
-        in_call = seg_cpu is None and snd is not None and snd.in_send  # (pays_in_call asks)
-        gro = self.gro
-        q = None if self.freed_on_handover else self.in_nic
-        wires = self._wire_fs
-        while seq < end:
-            nxt = seq + mss if end - seq > mss else end
-            n = nxt - seq
-            last = nxt == end
-            # send, with _handed inline: a data frame
-            start = self.free_at
-            if start < now:  # idle: pay the start latency
-                start = now + self.tx_latency
-            nbytes = n + _FRAME_BYTES
-            wire = wires.get(nbytes) or self.wire_fs(nbytes)
-            done = self.free_at = start + wire
-            self.frames += 1
-            self.data_frames += 1
-            self.payload_bytes += n
-            if q is not None:
-                while q and q[0][0] <= now:  # completed: forget them
-                    self.nic_bytes -= q.popleft()[1]
-                q.append([done, n])
-                self.nic_bytes += n
-            # _leave, inline
-            self.busy += wire
-            arrive = done + prop
-            if per_wakeup:  # PerWakeup.seen, inline
-                seen = rx.wake_end
-                if arrive >= seen:
-                    seen = rx.wake_end = arrive + rx.latency
-            else:
-                seen = rx.seen(arrive, self.softirq_free)
-            if cost:
-                free = self.softirq_free
-                if cpu is None:
-                    ready = (seen if seen > free else free) + cost
-                else:  # one machine: runs as it is sent (netif_rx), then in order
-                    if in_call and snd.pays_in_call(cost):
-                        ready = now + cost  # (inside the sender's call, which pays for it)
-                    else:
-                        ready = cpu.run(now, cost)
-                    if ready < seen:
-                        ready = seen
-                    if ready < free:
-                        ready = free
-                self.softirq_free = ready
-                self.softirq_busy += cost
-            else:
-                ready = seen
-            part_psh = psh and last
-            batch = self.batch
-            if batch is not None:
-                tail = batch[-1]
-                if (  # _gro_merge, inline
-                    self.gro_open
-                    and seen <= self.batch_time
-                    and seq == tail.end
-                    and ack == tail.ack
-                    and n <= self.gro_size
-                    and tail.end - tail.seq + n <= _GRO_MAX_BYTES
-                ):
-                    tail.end = nxt
-                    tail.psh = part_psh
-                    self.gro_merged += 1
-                    self.gro_open = not part_psh and n == self.gro_size
-                    if ready != self.batch_time:  # the aggregate leaves later
-                        self.loop.cancel(self.batch_event)
-                        self.batch_time = ready
-                        self.batch_event = self.loop.schedule(ready, self._deliver, batch)
-                    seq = nxt
-                    continue
-            part = Segment(src, seq, nxt, ack, part_psh)
-            part.cpu = seg_cpu
-            part.t_tx = now
-            part.t_rx = seen
-            if batch is not None and ready == self.batch_time:
-                batch.append(part)  # one event delivers both
-                self.gro_open = False
-            else:
-                batch = self.batch = [part]
-                self.batch_time = ready
-                loop = self.loop
-                event = self.batch_event = [ready, next(loop.ticket), self.deliver, batch]
-                heappush(loop.heap, event)
-                if gro:
-                    self.gro_open = not part_psh
-                    self.gro_size = n
-            seq = nxt
-
-    def _send_gso(self, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:
-        """:meth:`send_gso`'s general path: each segment through :meth:`send`."""
-        seq, end = seg.seq, seg.end
-        while seq < end:
-            nxt = seq + mss if end - seq > mss else end
-            part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end)
-            part.cpu = seg.cpu
-            if trace is not None:
-                trace.append(part.seen(now))
-            self.send(now, part)
-            seq = nxt
-
     def _gro_merge(self, batch: list[Segment], seg: Segment, seen: int) -> bool:
         """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last
         segment if the same poll takes both (``seen`` before that batch's
@@ -528,7 +404,7 @@ class Channel(ChannelView):
             or seg.seq != last.end
             or seg.ack != last.ack
             or n > self.gro_size
-            or last.end - last.seq + n > _GRO_MAX_BYTES
+            or last.end - last.seq + n > GRO_MAX_BYTES
         ):
             return False
         last.end = seg.end
