@@ -4,10 +4,13 @@ case."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models import framing, presets
 from models.data import load
 from models.sim import PROFILES, Scenario, get_profile, simulate
+from models.sim.wakeups import curve_latency
 from models.validation.simulator import flory_gap_s, flory_trace, stated
 
 
@@ -506,3 +509,27 @@ def test_a_run_that_runs_out_of_events_is_an_error_not_a_result(monkeypatch):
     monkeypatch.setattr(ServerThread, "on_data", lambda self, now: None)
     with pytest.raises(RuntimeError, match="ran out of events with 0 of"):
         simulate(presets.one_segment(run={"ops": 10}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 10**12), min_size=1, max_size=12, unique=True),
+    st.lists(st.integers(0, 10**9), min_size=12, max_size=12),
+    st.integers(-10, 10**12 + 10),
+)
+def test_a_curve_is_read_linearly_between_its_points_and_flat_beyond_them(idles, lats, idle):
+    # curve_latency finds its segment by bisection: the same value, to the femtosecond, as
+    # walking the points in order (and at each point exactly that point's latency)
+    curve = tuple(zip(sorted(idles), lats))
+
+    def walked(t: int) -> int:
+        if t <= curve[0][0]:
+            return curve[0][1]
+        for (i0, w0), (i1, w1) in zip(curve, curve[1:]):
+            if t < i1:
+                return w0 + (w1 - w0) * (t - i0) // (i1 - i0)
+        return curve[-1][1]
+
+    for t in (idle, *(i for i, _ in curve)):
+        assert curve_latency(curve, t) == walked(t)
+    assert [curve_latency(curve, i) for i, _ in curve] == [w for _, w in curve]

@@ -320,7 +320,8 @@ class Channel(SuperPackets, ChannelView):
         """A frame that waited in the qdisc leaves at ``now``: its
         delivery, and its TX completion (``tcp_wfree``), which the
         sender's cork rule may wait for."""
-        wire = self.wire_fs(length + framing.BUCKET_OVERHEAD_BYTES)
+        nbytes = length + framing.BUCKET_OVERHEAD_BYTES
+        wire = self._wire_fs.get(nbytes) or self.wire_fs(nbytes)
         self._leave(now, now, wire, seg, length)
         if entry is not None:
             entry[0] = now

@@ -45,8 +45,11 @@ class SuperPackets:
         do for each, inline; a segment that GRO merges into the one before
         it (``_gro_merge``) is never made.  ``_send_gso`` is the loop over
         ``send``."""
-        if self.qdisc is not None or trace is not None:
+        if trace is not None:
             self._send_gso(now, seg, mss, trace)
+            return
+        if self.qdisc is not None:
+            self._send_gso_qdisc(now, seg, mss)
             return
         seq, end = seg.seq, seg.end
         src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
@@ -144,6 +147,29 @@ class SuperPackets:
                 if gro:
                     self.gro_open = not part_psh
                     self.gro_size = n
+            seq = nxt
+
+    def _send_gso_qdisc(self: Any, now: int, seg: Segment, mss: int) -> None:
+        """:meth:`send_gso` into the token bucket's qdisc: each segment
+        through ``send``, but once one is left waiting in the qdisc (the
+        qdisc ran at ``now`` and its head found too few tokens), the later
+        ones only join the queue: the qdisc's run that ``send`` would add
+        after each finds the same head, the same tokens and the same
+        ``now``, so it changes nothing (``Tbf.dequeue``)."""
+        qd = self.qdisc
+        seq, end = seg.seq, seg.end
+        src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
+        start = now + self.tx_latency  # (when a held segment may leave)
+        blocked = False
+        while seq < end:
+            nxt = seq + mss if end - seq > mss else end
+            part = Segment(src, seq, nxt, ack, psh and nxt == end)
+            part.cpu = seg_cpu
+            if blocked:  # (send's path for a qdisc that holds frames, less the futile run)
+                self._hold(now, start, part, nxt - seq)
+            else:
+                self.send(now, part)
+                blocked = bool(qd.held)  # (its run left the head waiting)
             seq = nxt
 
     def _send_gso(self: Any, now: int, seg: Segment, mss: int, trace: list | None = None) -> None:

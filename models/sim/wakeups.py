@@ -6,10 +6,13 @@ curve), what waking a sleeping peer adds to the waker's ``send()`` (:class:`Wake
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["curve_latency", "wake_latency", "WakerCost", "timer_late"]
+
+_PAST = float("inf")  # (a latency above any: a point at the idle sorts before it)
 
 
 def curve_latency(curve: tuple, idle: int) -> int:
@@ -22,10 +25,11 @@ def curve_latency(curve: tuple, idle: int) -> int:
     """
     if idle <= curve[0][0]:
         return curve[0][1]
-    for (i0, w0), (i1, w1) in zip(curve, curve[1:]):
-        if idle < i1:
-            return w0 + (w1 - w0) * (idle - i0) // (i1 - i0)
-    return curve[-1][1]
+    j = bisect_right(curve, (idle, _PAST))  # the first point beyond idle
+    if j == len(curve):
+        return curve[-1][1]
+    (i0, w0), (i1, w1) = curve[j - 1], curve[j]
+    return w0 + (w1 - w0) * (idle - i0) // (i1 - i0)
 
 
 class WakerCost:

@@ -181,7 +181,7 @@ class _Tap(Channel):
                 trace.append(seg.seen(now))
             self.send(now, seg)
             return
-        super().send_gso(now, seg, mss, trace)
+        self._send_gso(now, seg, mss, trace)  # (each segment through our send)
 
 
 def _seconds(fs: int) -> float:
