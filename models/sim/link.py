@@ -208,9 +208,9 @@ class Channel(SuperPackets, ChannelView):
 
     def send(self, now: int, seg: Segment) -> int:
         """Hand ``seg`` over at ``now``; schedule its delivery; return
-        its TX completion time.  With no qdisc, :meth:`_handed` inline,
-        and with no GRO or shared CPU and the stock receive rule,
-        :meth:`_leave` inline too."""
+        its TX completion time.  With no qdisc, ``_handed`` inline, and
+        with no GRO or shared CPU and the stock receive rule, ``_leave``
+        inline too."""
         if self.qdisc is not None:
             return self._send(now, seg)
         length = seg.end - seg.seq

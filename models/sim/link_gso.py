@@ -21,8 +21,8 @@ from models.sim.segment import Segment
 
 __all__ = ["GRO_MAX_BYTES", "SuperPackets"]
 
-#: Largest payload of a GRO aggregate, bytes: ``gro_max_size`` 65536
-#: less the IPv4, TCP and timestamp headers.
+#: The largest payload of a GRO aggregate in bytes (``gro_max_size``,
+#: 65536, less the IPv4, TCP and timestamp headers).
 GRO_MAX_BYTES = framing.mss(65536)
 _FRAME_BYTES = framing.FRAME_OVERHEAD_BYTES  # bytes a frame adds on the wire
 
