@@ -243,3 +243,30 @@ def test_no_live_figure_id_is_also_a_label_of_the_book():
     ids = {live.fig_id for live in declared().values()}
     assert ids and labels
     assert not ids & labels, f"live figure ids that are also labels: {sorted(ids & labels)}"
+
+
+def test_a_grid_is_computed_once_per_cache_and_read_back_equal(tmp_path, monkeypatch):
+    """With the simulation cache's folder set (the Makefile's builds), a figure's frames are
+    kept there: the next process that builds the same declaration reads them, equal to the
+    ones computed; another declaration (other digits) or no folder computes them again."""
+    import dataclasses
+
+    from figures.chapters.wire import WIRE_TIME
+    from figures.live import runtime
+    from models.kernel import simcache
+
+    computed = []
+    frames = runtime._frames
+
+    def counting(live):
+        computed.append(live.digits)
+        return frames(live)
+
+    monkeypatch.setattr(runtime, "_frames", counting)
+    monkeypatch.setenv(simcache.CACHE_ENV, str(tmp_path))
+    first, again = WIRE_TIME.figure(), WIRE_TIME.figure()
+    assert computed == [WIRE_TIME.digits] and again.frames == first.frames
+    coarse = dataclasses.replace(WIRE_TIME, digits=2)
+    assert coarse.figure().frames != first.frames and len(computed) == 2
+    monkeypatch.delenv(simcache.CACHE_ENV)
+    assert WIRE_TIME.figure().frames == first.frames and len(computed) == 3

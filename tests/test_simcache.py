@@ -281,3 +281,54 @@ def test_without_the_claim_both_would_simulate(on, monkeypatch, tmp_path_factory
 
     marks = tmp_path_factory.mktemp("marks")
     assert len(_two_at_once(on, monkeypatch, always_mine, marks)) == 2
+
+
+def _counting_fit(monkeypatch) -> list:
+    """calibrate.fit_costs replaced by a stand-in that counts its calls and returns a fixed fit
+    (numpy residuals and a bound, as the real search gives); the list of its calls."""
+    import numpy as np
+
+    from models.kernel import calibrate
+
+    calls = []
+
+    def fit_costs(rows, median_us):
+        calls.append(len(rows))
+        costs = calibrate.HostCosts(1.5e-6, 2e-6, 0.5e-6, 3e-6, 1e-6)
+        residuals = tuple(np.float64(0.01 * i) for i in range(len(rows)))
+        return calibrate.Fit(costs, residuals, 123, 0.004, at_bound=(("wake_s", "lower"),))
+
+    monkeypatch.setattr(calibrate, "fit_costs", fit_costs)
+    return calls
+
+
+def test_the_calibration_fit_is_made_once_per_cache_and_read_back_equal(on, monkeypatch):
+    from types import SimpleNamespace
+
+    from models.kernel import tables
+
+    calls = _counting_fit(monkeypatch)
+    run = SimpleNamespace(hz=250)
+    rows = [{"qd": 1, "lat_p50_us": 50.0}, {"qd": 8, "lat_p50_us": 90.0}]
+    first = tables._fit(run, rows)
+    again = tables._fit(run, rows)  # another process's ask: read from the folder
+    assert calls == [2] and again == first and type(again.residuals[0]) is type(first.residuals[0])
+    tables._fit(run, rows[:1])  # other training rows: another key, fitted again
+    tables._fit(SimpleNamespace(hz=1000), rows)  # another tick rate too
+    assert calls == [2, 1, 2]
+    for entry in _entries(on):  # an entry that is not a fit is fitted again, and rewritten
+        entry.write_text(json.dumps({"loss": 1.0}))
+    assert tables._fit(run, rows) == first and calls == [2, 1, 2, 2]
+
+
+def test_without_the_cache_every_ask_fits_again(monkeypatch):
+    from types import SimpleNamespace
+
+    from models.kernel import tables
+
+    monkeypatch.delenv(simcache.CACHE_ENV, raising=False)
+    calls = _counting_fit(monkeypatch)
+    rows = [{"qd": 1, "lat_p50_us": 50.0}]
+    tables._fit(SimpleNamespace(hz=250), rows)
+    tables._fit(SimpleNamespace(hz=250), rows)
+    assert calls == [1, 1]

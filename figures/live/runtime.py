@@ -8,6 +8,8 @@ Everything here is standard library: the browser's worker imports it.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import itertools
 import json
@@ -16,6 +18,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import page
@@ -284,6 +287,52 @@ class Live:
 # ---------------------------------------------------------------------------
 
 
+def _frames(live: Live) -> dict[str, dict]:
+    """Every precomputed grid point's figure, rounded, keyed by its grid indices."""
+    frames = {}
+    for idx in itertools.product(*(live.grid_indices(c) for c in live.controls)):
+        values = {c.name: c.grid[i] for c, i in zip(live.controls, idx)}
+        frames[",".join(map(str, idx))] = rounded(live.evaluate(**values), live.digits)
+    return frames
+
+
+@functools.lru_cache(maxsize=1)
+def _figures_fingerprint() -> str:
+    """SHA-256 of the path and the bytes of every ``.py`` file of the ``figures`` package."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _stored_frames(live: Live) -> dict[str, dict]:
+    """:func:`_frames`, kept in the simulation cache's folder when it is on
+    (:mod:`models.kernel.simcache`; build time only): a chapter's grid is computed under its
+    test, again in the book build, and some again by the tests of its figure.  The frames are a
+    pure function of the declaration (its spec: function, fixed values, controls and grids) and of
+    the code of ``models`` and ``figures``, which the key holds; the browser's functions read no
+    file.  Frames are stored only when JSON gives them back unchanged."""
+    from models.kernel import simcache
+
+    if simcache.folder() is None:
+        return _frames(live)
+    spec = json.dumps([live.spec_json(), live.digits], sort_keys=True)
+    text = "\n".join([simcache.code_fingerprint(), _figures_fingerprint(), "live frames", spec])
+    k = hashlib.sha256(text.encode()).hexdigest()
+    got = simcache.load_json(k)
+    if isinstance(got, dict):
+        return got
+    with simcache.claim(k) as mine:
+        got = None if mine else simcache.load_json(k)
+        if isinstance(got, dict):
+            return got
+        frames = _frames(live)
+        if json.loads(json.dumps(frames)) == frames:
+            simcache.store_json(k, frames)
+    return frames
+
+
 class LiveFigure:
     """A :class:`Live` declaration with its grid computed: the Plotly
     figure on the page (built by :meth:`Live.figure`).
@@ -308,10 +357,7 @@ class LiveFigure:
         self.caption = live.caption
         self.axes = {c.label: [c.grid[i] for i in live.grid_indices(c)] for c in live.controls}
         t0 = time.perf_counter()
-        self.frames: dict[str, dict] = {}
-        for idx in itertools.product(*(live.grid_indices(c) for c in live.controls)):
-            values = {c.name: c.grid[i] for c, i in zip(live.controls, idx)}
-            self.frames[",".join(map(str, idx))] = rounded(live.evaluate(**values), live.digits)
+        self.frames: dict[str, dict] = _stored_frames(live)
         self.compute_seconds = time.perf_counter() - t0
 
     @property

@@ -277,6 +277,59 @@ class Fit:
         """The names of the costs the search set (the optional ones searched too)."""
         return tuple(k for k in COSTS + tuple(self.also) if k not in self.fixed)
 
+    def to_numbers(self) -> dict[str, float]:
+        """The fit as named numbers (a disk cache's entry, :mod:`models.kernel.simcache`): each
+        name list as ``"fixed.0.op_s": 1``, a bound as 0 (lower) or 1 (upper).  Read back by
+        :meth:`from_numbers`, equal to this one.
+
+        >>> f = Fit(HostCosts(1e-6, 2e-6, 0.0, 3e-6, 0.0), (0.5, -0.25), 40, 0.1,
+        ...         fixed=("ack_s",), at_bound=(("wake_s", "upper"),))
+        >>> Fit.from_numbers(f.to_numbers()) == f
+        True
+        """
+        out: dict[str, float] = {f"cost.{k}": v for k, v in dataclasses.asdict(self.costs).items()}
+        out.update({f"residual.{i}": float(r) for i, r in enumerate(self.residuals)})
+        out["evaluations"], out["loss"] = self.evaluations, self.loss
+        for group, names in (("fixed", self.fixed), ("also", self.also)):
+            out.update({f"{group}.{i}.{k}": 1 for i, k in enumerate(names)})
+        for i, (k, side) in enumerate(self.at_bound):
+            out[f"at_bound.{i}.{k}"] = _SIDES.index(side)
+        return out
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, float]) -> Fit:
+        """The fit :meth:`to_numbers` wrote (residuals as NumPy floats, as :func:`fit_costs`
+        gives them).  A malformed entry raises ``ValueError`` naming what is wrong."""
+        groups: dict[str, list] = {
+            g: [] for g in ("cost", "residual", "fixed", "also", "at_bound")
+        }
+        for name, v in numbers.items():
+            head, _, rest = name.partition(".")
+            if head not in groups:
+                if name not in ("evaluations", "loss"):
+                    raise ValueError(f"a fit's numbers: unknown name {name!r}")
+                continue
+            groups[head].append((rest, v))
+        try:
+            costs = HostCosts(**{k: v for k, v in groups["cost"]})
+            residuals = tuple(np.float64(v) for _, v in groups["residual"])
+            evaluations, loss = int(numbers["evaluations"]), float(numbers["loss"])
+            bounds = tuple((k.partition(".")[2], _SIDES[int(v)]) for k, v in groups["at_bound"])
+        except (TypeError, KeyError, IndexError) as e:
+            raise ValueError(f"a fit's numbers are incomplete or malformed: {e}") from None
+        return cls(
+            costs=costs,
+            residuals=residuals,
+            evaluations=evaluations,
+            loss=loss,
+            fixed=tuple(k.partition(".")[2] for k, _ in groups["fixed"]),
+            at_bound=bounds,
+            also=tuple(k.partition(".")[2] for k, _ in groups["also"]),
+        )
+
+
+_SIDES = ("lower", "upper")  # Fit.at_bound's sides, as Fit.to_numbers numbers them
+
 
 #: A fitted cost within this fraction of its range's width (in
 #: logarithms) of a bound is reported as at that bound.

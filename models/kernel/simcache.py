@@ -6,8 +6,14 @@ again in the strict book build, each in its own process.  A simulation is a pure
 scenario and of the code that runs it, so its summary (:class:`models.kernel.runs.SimSummary`) can be
 kept on disk and read back by the next process that asks for it.
 
+Two other pure results that several processes of a build compute are kept beside the summaries,
+as JSON values (:func:`store_json`, :func:`load_json`), under keys of their own that hold the same
+fingerprint: chapter 9's calibration fit (``models.kernel.tables``: the training rows and the tick
+rate) and the live figures' precomputed grids (``figures.live.runtime``: the declaration and the
+``figures`` package's code).
+
 The cache is off unless the environment variable :data:`CACHE_ENV` names a folder (the Makefile
-sets it to ``_build/sim_cache``).  An entry's key is a SHA-256 of
+sets it to ``_build/sim_cache``).  A summary's key is a SHA-256 of
 
 * the source of every module of the ``models`` package (:func:`code_fingerprint`): any change to the
   simulator, a rule, a kernel profile or the summary's definition makes every entry unreachable;
@@ -63,6 +69,8 @@ __all__ = [
     "key",
     "load",
     "store",
+    "load_json",
+    "store_json",
     "prune",
     "claim",
 ]
@@ -164,16 +172,22 @@ def prune(where: str) -> int:
 def load(k: str, where: str | None = None) -> dict[str, float] | None:
     """The entry stored under key ``k`` (a dict of numbers), or ``None`` when there is none or it
     cannot be read."""
+    got = load_json(k, where)
+    if not isinstance(got, dict) or not all(_number(v) for v in got.values()):
+        return None
+    return {str(n): float(v) for n, v in got.items()}
+
+
+def load_json(k: str, where: str | None = None) -> Any:
+    """The JSON value stored under key ``k`` (:func:`store`, :func:`store_json`), or ``None``
+    when there is none or it cannot be read."""
     where = where or folder()
     if where is None:
         return None
     try:
-        got = json.loads(_path(where, k).read_text())
+        return json.loads(_path(where, k).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(got, dict) or not all(_number(v) for v in got.values()):
-        return None
-    return {str(n): float(v) for n, v in got.items()}
 
 
 def _number(v: Any) -> bool:
@@ -181,19 +195,24 @@ def _number(v: Any) -> bool:
 
 
 def store(k: str, values: dict[str, float], where: str | None = None) -> None:
-    """Write ``values`` (numbers; NaN allowed) under key ``k``: to a temporary file in the same
-    folder, then renamed over the entry.  A folder that cannot be written leaves the cache
+    """Write ``values`` (numbers; NaN allowed) under key ``k`` (:func:`store_json`)."""
+    if not all(_number(v) for v in values.values()):
+        raise ValueError(f"a cache entry holds numbers only, got {values!r}")
+    store_json(k, values, where)
+
+
+def store_json(k: str, value: Any, where: str | None = None) -> None:
+    """Write ``value`` (what JSON holds; NaN allowed) under key ``k``: to a temporary file in the
+    same folder, then renamed over the entry.  A folder that cannot be written leaves the cache
     unused, silently: it only saves time."""
     where = where or folder()
     if where is None:
         return
-    if not all(_number(v) for v in values.values()):
-        raise ValueError(f"a cache entry holds numbers only, got {values!r}")
+    text = json.dumps(value)  # NaN is written as NaN, and read back
     if where not in _pruned:
         _pruned.add(where)
         prune(where)
     path = _path(where, k)
-    text = json.dumps(values)  # NaN is written as NaN, and read back
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -240,8 +259,8 @@ def _stale(lock: Path) -> bool:
 @contextlib.contextmanager
 def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Iterator[bool]:
     """Hold the right to simulate entry ``k`` while the ``with`` block runs; yields ``True`` when
-    this process should simulate it, ``False`` when the entry is there to :func:`load` (another
-    process wrote it while this one waited).
+    this process should simulate it, ``False`` when the entry is there to :func:`load` or
+    :func:`load_json` (another process wrote it while this one waited).
 
     The lock is a file beside the entry holding this process's id, created only if absent.  While
     another live process holds it, this one waits (up to ``limit_s`` seconds, default
@@ -274,7 +293,7 @@ def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Ite
                 with contextlib.suppress(OSError):  # (another waiter may remove it first)
                     lock.unlink()
                 continue
-            if load(k, where) is not None:
+            if load_json(k, where) is not None:
                 yield False
                 return
             if time.monotonic() >= deadline:
@@ -286,7 +305,7 @@ def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Ite
         with os.fdopen(fd, "w") as f:
             f.write(str(os.getpid()))
         held = True
-        if load(k, where) is not None:  # written by the holder this process waited for
+        if load_json(k, where) is not None:  # written by the holder this process waited for
             lock.unlink()
             yield False
             return

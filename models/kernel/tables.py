@@ -10,6 +10,7 @@ The comparisons that hold them together are in ``models.validation.kernel``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
 from pathlib import Path
@@ -19,6 +20,8 @@ from models import framing
 
 if TYPE_CHECKING:  # annotations only: the scenario code runs without them
     import pandas as pd
+
+    from models.kernel.calibrate import Fit
 
 from .runs import (
     HEADER_BYTES,
@@ -196,6 +199,46 @@ def _median_us(run: KernelRun):
     return median_us
 
 
+def _fit(run: KernelRun, train: list) -> Fit:
+    """:func:`models.kernel.calibrate.fit_costs` on the training rows ``train`` of ``run``, kept in
+    the simulation cache's folder when it is on (:mod:`models.kernel.simcache`): the chapter, its
+    test module and the book build each ask for the same fit, in three processes, and it takes
+    hundreds of simulations.  The fit is a pure function of the rows, the run's tick rate and the
+    code of ``models``, which its key holds (so a changed dataset or model fits again); one process
+    fits while another that asks at the same time waits for its entry (``simcache.claim``)."""
+    from models.kernel import calibrate, simcache
+
+    if simcache.folder() is None:
+        return calibrate.fit_costs(train, _median_us(run))
+    text = "\n".join(
+        [simcache.code_fingerprint(), "calibrate.fit_costs", repr(run.hz), repr(train)]
+    )
+    k = hashlib.sha256(text.encode()).hexdigest()
+    got = _stored_fit(k)
+    if got is not None:
+        return got
+    with simcache.claim(k) as mine:
+        got = None if mine else _stored_fit(k)
+        if got is not None:
+            return got
+        fit = calibrate.fit_costs(train, _median_us(run))
+        simcache.store(k, fit.to_numbers())
+    return fit
+
+
+def _stored_fit(k: str) -> Fit | None:
+    """The fit the disk cache holds under ``k``, or ``None`` (none, or not a fit)."""
+    from models.kernel import calibrate, simcache
+
+    got = simcache.load(k)
+    if got is None:
+        return None
+    try:
+        return calibrate.Fit.from_numbers(got)
+    except ValueError:
+        return None
+
+
 @functools.lru_cache(maxsize=8)
 def _calibration_for(source_key: str) -> tuple:
     from models.kernel import calibrate
@@ -205,7 +248,7 @@ def _calibration_for(source_key: str) -> tuple:
     stalls = isc["stalled_pct"] >= STALL_SHARE_PCT
     df = calibrate.split(isc, stalls)
     train = df[df["role"] == "train"].to_dict("records")
-    fit = calibrate.fit_costs(train, _median_us(run))
+    fit = _fit(run, train)
     sims = [
         simulate_summary(row_scenario("iscsi_loop", r, fit.costs, run.hz))
         for r in df.to_dict("records")
