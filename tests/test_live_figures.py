@@ -266,6 +266,7 @@ def test_a_grid_is_computed_once_per_cache_and_read_back_equal(tmp_path, monkeyp
     monkeypatch.setenv(simcache.CACHE_ENV, str(tmp_path))
     first, again = WIRE_TIME.figure(), WIRE_TIME.figure()
     assert computed == [WIRE_TIME.digits] and again.frames == first.frames
+    assert again.compute_seconds == first.compute_seconds > 0  # what computing them took
     coarse = dataclasses.replace(WIRE_TIME, digits=2)
     assert coarse.figure().frames != first.frames and len(computed) == 2
     monkeypatch.delenv(simcache.CACHE_ENV)

@@ -287,13 +287,15 @@ class Live:
 # ---------------------------------------------------------------------------
 
 
-def _frames(live: Live) -> dict[str, dict]:
-    """Every precomputed grid point's figure, rounded, keyed by its grid indices."""
+def _frames(live: Live) -> tuple[dict[str, dict], float]:
+    """Every precomputed grid point's figure, rounded, keyed by its grid indices; and the
+    seconds they took to compute."""
+    t0 = time.perf_counter()
     frames = {}
     for idx in itertools.product(*(live.grid_indices(c) for c in live.controls)):
         values = {c.name: c.grid[i] for c, i in zip(live.controls, idx)}
         frames[",".join(map(str, idx))] = rounded(live.evaluate(**values), live.digits)
-    return frames
+    return frames, time.perf_counter() - t0
 
 
 @functools.lru_cache(maxsize=1)
@@ -306,13 +308,14 @@ def _figures_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _stored_frames(live: Live) -> dict[str, dict]:
+def _stored_frames(live: Live) -> tuple[dict[str, dict], float]:
     """:func:`_frames`, kept in the simulation cache's folder when it is on
     (:mod:`models.kernel.simcache`; build time only): a chapter's grid is computed under its
     test, again in the book build, and some again by the tests of its figure.  The frames are a
     pure function of the declaration (its spec: function, fixed values, controls and grids) and of
     the code of ``models`` and ``figures``, which the key holds; the browser's functions read no
-    file.  Frames are stored only when JSON gives them back unchanged."""
+    file.  Frames are stored only when JSON gives them back unchanged, with the seconds their
+    computation took (read back, that is still what they cost, not the read)."""
     from models.kernel import simcache
 
     if simcache.folder() is None:
@@ -320,17 +323,30 @@ def _stored_frames(live: Live) -> dict[str, dict]:
     spec = json.dumps([live.spec_json(), live.digits], sort_keys=True)
     text = "\n".join([simcache.code_fingerprint(), _figures_fingerprint(), "live frames", spec])
     k = hashlib.sha256(text.encode()).hexdigest()
-    got = simcache.load_json(k)
-    if isinstance(got, dict):
+    got = _read_frames(k)
+    if got is not None:
         return got
     with simcache.claim(k) as mine:
-        got = None if mine else simcache.load_json(k)
-        if isinstance(got, dict):
+        got = None if mine else _read_frames(k)
+        if got is not None:
             return got
-        frames = _frames(live)
+        frames, seconds = _frames(live)
         if json.loads(json.dumps(frames)) == frames:
-            simcache.store_json(k, frames)
-    return frames
+            simcache.store_json(k, {"frames": frames, "compute_seconds": seconds})
+    return frames, seconds
+
+
+def _read_frames(k: str) -> tuple[dict[str, dict], float] | None:
+    """The frames and their computing time stored under ``k``, or ``None``."""
+    from models.kernel import simcache
+
+    got = simcache.load_json(k)
+    if not isinstance(got, dict) or set(got) != {"frames", "compute_seconds"}:
+        return None
+    frames, seconds = got["frames"], got["compute_seconds"]
+    if not isinstance(frames, dict) or not isinstance(seconds, float):
+        return None
+    return frames, seconds
 
 
 class LiveFigure:
@@ -347,7 +363,8 @@ class LiveFigure:
         Every grid point's figure, rounded to ``live.digits`` significant
         digits, keyed by the grid indices joined with commas (``"0,2"``).
     compute_seconds : float
-        Time taken to compute the grid.
+        Time taken to compute the grid (by the process that computed it, when it was read
+        from the simulation cache's folder).
     """
 
     def __init__(self, live: Live):
@@ -356,9 +373,8 @@ class LiveFigure:
         self.layout = dict(live.layout)
         self.caption = live.caption
         self.axes = {c.label: [c.grid[i] for i in live.grid_indices(c)] for c in live.controls}
-        t0 = time.perf_counter()
-        self.frames: dict[str, dict] = _stored_frames(live)
-        self.compute_seconds = time.perf_counter() - t0
+        self.frames: dict[str, dict]
+        self.frames, self.compute_seconds = _stored_frames(live)
 
     @property
     def grid_size(self) -> int:
