@@ -323,17 +323,16 @@ def _stored_frames(live: Live) -> tuple[dict[str, dict], float]:
     spec = json.dumps([live.spec_json(), live.digits], sort_keys=True)
     text = "\n".join([simcache.code_fingerprint(), _figures_fingerprint(), "live frames", spec])
     k = hashlib.sha256(text.encode()).hexdigest()
-    got = _read_frames(k)
-    if got is not None:
-        return got
-    with simcache.claim(k) as mine:
-        got = None if mine else _read_frames(k)
-        if got is not None:
-            return got
-        frames, seconds = _frames(live)
-        if json.loads(json.dumps(frames)) == frames:
-            simcache.store_json(k, {"frames": frames, "compute_seconds": seconds})
-    return frames, seconds
+    return simcache.once(k, _read_frames, lambda: _frames(live), _write_frames)
+
+
+def _write_frames(k: str, got: tuple[dict[str, dict], float]) -> None:
+    """Keep the frames and their computing time under ``k``, if JSON gives them back unchanged."""
+    from models.kernel import simcache
+
+    frames, seconds = got
+    if json.loads(json.dumps(frames)) == frames:
+        simcache.store_json(k, {"frames": frames, "compute_seconds": seconds})
 
 
 def _read_frames(k: str) -> tuple[dict[str, dict], float] | None:

@@ -452,16 +452,12 @@ def simulate_summary(scenario: Scenario) -> SimSummary:
     k = simcache.key(scenario)
     if k is None:
         return simulate_uncached(scenario)
-    got = _cached_summary(k)
-    if got is not None:
-        return got
-    with simcache.claim(k) as mine:  # another process simulating it: wait for its entry
-        got = None if mine else _cached_summary(k)
-        if got is not None:
-            return got
-        out = simulate_uncached(scenario)
-        simcache.store(k, dataclasses.asdict(out))
-    return out
+    return simcache.once(  # (another process simulating it: wait for its entry)
+        k,
+        _cached_summary,
+        lambda: simulate_uncached(scenario),
+        lambda k, out: simcache.store(k, dataclasses.asdict(out)),
+    )
 
 
 def _cached_summary(k: str) -> SimSummary | None:

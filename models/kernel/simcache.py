@@ -54,9 +54,9 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from models.sim import Scenario
@@ -73,6 +73,7 @@ __all__ = [
     "store_json",
     "prune",
     "claim",
+    "once",
 ]
 
 #: Environment variable naming the cache's folder; the cache is off when it is unset or empty.
@@ -316,3 +317,41 @@ def claim(k: str, where: str | None = None, limit_s: float | None = None) -> Ite
         if held:
             with contextlib.suppress(OSError):
                 lock.unlink()
+
+
+T = TypeVar("T")
+
+
+def once(
+    k: str,
+    read: Callable[[str], T | None],
+    compute: Callable[[], T],
+    write: Callable[[str, T], None],
+) -> T:
+    """The value under key ``k``: ``read(k)`` when the cache holds it, else ``compute()``, given to
+    ``write(k, value)`` to keep; one process computes it while another that asks at the same time
+    waits for it and reads it (:func:`claim`).  ``read`` returns ``None`` for no entry (or one
+    it cannot use); with the cache off, ``read`` finds nothing and ``write`` keeps nothing.
+
+    >>> import tempfile
+    >>> made = []
+    >>> def make():
+    ...     made.append(1)
+    ...     return {"x": 2.0}
+    >>> with tempfile.TemporaryDirectory() as where:
+    ...     ask = lambda: once("cd" * 32, lambda k: load(k, where), make,
+    ...                        lambda k, v: store(k, v, where))
+    ...     values = ask(), ask()
+    >>> values, len(made)
+    (({'x': 2.0}, {'x': 2.0}), 1)
+    """
+    got = read(k)
+    if got is not None:
+        return got
+    with claim(k) as mine:
+        got = None if mine else read(k)
+        if got is not None:
+            return got
+        value = compute()
+        write(k, value)
+    return value

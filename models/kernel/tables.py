@@ -214,16 +214,12 @@ def _fit(run: KernelRun, train: list) -> Fit:
         [simcache.code_fingerprint(), "calibrate.fit_costs", repr(run.hz), repr(train)]
     )
     k = hashlib.sha256(text.encode()).hexdigest()
-    got = _stored_fit(k)
-    if got is not None:
-        return got
-    with simcache.claim(k) as mine:
-        got = None if mine else _stored_fit(k)
-        if got is not None:
-            return got
-        fit = calibrate.fit_costs(train, _median_us(run))
-        simcache.store(k, fit.to_numbers())
-    return fit
+    return simcache.once(
+        k,
+        _stored_fit,
+        lambda: calibrate.fit_costs(train, _median_us(run)),
+        lambda k, fit: simcache.store(k, fit.to_numbers()),
+    )
 
 
 def _stored_fit(k: str) -> Fit | None:

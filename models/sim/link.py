@@ -349,22 +349,9 @@ class Channel(SuperPackets, ChannelView):
             seen = rx.seen(arrive, self.softirq_free)
         seg.t_rx = seen
         if cost:
-            free = self.softirq_free
-            cpu = seg.cpu or self.cpu
-            if cpu is None:
-                ready = (seen if seen > free else free) + cost
-            else:  # one machine: runs as it is sent (netif_rx), then in order
-                snd = self.sender
-                if seg.cpu is None and snd is not None and snd.in_send and snd.pays_in_call(cost):
-                    ready = now + cost  # (inside the sender's call, which pays for it)
-                else:
-                    ready = cpu.run(now, cost)
-                if ready < seen:
-                    ready = seen
-                if ready < free:
-                    ready = free
-            self.softirq_free = ready
-            self.softirq_busy += cost
+            snd = self.sender
+            in_call = seg.cpu is None and snd is not None and snd.in_send
+            ready = self._softirq_ready(now, seen, cost, seg.cpu or self.cpu, in_call)
         else:
             ready = seen
         batch = self.batch
@@ -389,6 +376,27 @@ class Channel(SuperPackets, ChannelView):
             self.gro_open = length > 0 and not seg.psh
             self.gro_size = length
         return done
+
+    def _softirq_ready(self, now: int, seen: int, cost: int, cpu: Any, in_call: bool) -> int:
+        """When the receive soft interrupt has spent ``cost`` fs on a frame its receiver sees at
+        ``seen``, after the frames before it; on ``cpu`` (one machine: it runs as the frame is
+        sent, ``netif_rx``, inside the sender's call and paid by it when ``in_call`` and the call
+        takes it, ``pays_in_call``), or on a CPU of its own (``None``)."""
+        free = self.softirq_free
+        if cpu is None:
+            ready = (seen if seen > free else free) + cost
+        else:
+            if in_call and self.sender.pays_in_call(cost):
+                ready = now + cost
+            else:
+                ready = cpu.run(now, cost)
+            if ready < seen:
+                ready = seen
+            if ready < free:
+                ready = free
+        self.softirq_free = ready
+        self.softirq_busy += cost
+        return ready
 
     def _gro_merge(self, batch: list[Segment], seg: Segment, seen: int) -> bool:
         """GRO (``tcp_gro_receive``): merge ``seg`` into the batch's last

@@ -91,23 +91,7 @@ class SuperPackets:
                     seen = rx.wake_end = arrive + rx.latency
             else:
                 seen = rx.seen(arrive, self.softirq_free)
-            if cost:
-                free = self.softirq_free
-                if cpu is None:
-                    ready = (seen if seen > free else free) + cost
-                else:  # one machine: runs as it is sent (netif_rx), then in order
-                    if in_call and snd.pays_in_call(cost):
-                        ready = now + cost  # (inside the sender's call, which pays for it)
-                    else:
-                        ready = cpu.run(now, cost)
-                    if ready < seen:
-                        ready = seen
-                    if ready < free:
-                        ready = free
-                self.softirq_free = ready
-                self.softirq_busy += cost
-            else:
-                ready = seen
+            ready = self._softirq_ready(now, seen, cost, cpu, in_call) if cost else seen
             part_psh = psh and last
             batch = self.batch
             if batch is not None:
