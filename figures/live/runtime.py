@@ -8,8 +8,6 @@ Everything here is standard library: the browser's worker imports it.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib
 import itertools
 import json
@@ -298,16 +296,6 @@ def _frames(live: Live) -> tuple[dict[str, dict], float]:
     return frames, time.perf_counter() - t0
 
 
-@functools.lru_cache(maxsize=1)
-def _figures_fingerprint() -> str:
-    """SHA-256 of the path and the bytes of every ``.py`` file of the ``figures`` package."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
 def _stored_frames(live: Live) -> tuple[dict[str, dict], float]:
     """:func:`_frames`, kept in the simulation cache's folder when it is on
     (:mod:`models.kernel.simcache`; build time only): a chapter's grid is computed under its
@@ -318,12 +306,10 @@ def _stored_frames(live: Live) -> tuple[dict[str, dict], float]:
     computation took (read back, that is still what they cost, not the read)."""
     from models.kernel import simcache
 
-    if simcache.folder() is None:
-        return _frames(live)
     spec = json.dumps([live.spec_json(), live.digits], sort_keys=True)
-    text = "\n".join([simcache.code_fingerprint(), _figures_fingerprint(), "live frames", spec])
-    k = hashlib.sha256(text.encode()).hexdigest()
-    return simcache.once(k, _read_frames, lambda: _frames(live), _write_frames)
+    figures = simcache.fingerprint(Path(__file__).resolve().parents[1])  # (the package's code)
+    k = simcache.key_of(figures, "live frames", spec)
+    return simcache.once(k, _read_frames, lambda: _frames(live), _write_frames)  # (off: computed)
 
 
 def _write_frames(k: str, got: tuple[dict[str, dict], float]) -> None:

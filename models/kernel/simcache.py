@@ -65,8 +65,10 @@ __all__ = [
     "CACHE_ENV",
     "WAIT_LIMIT_S",
     "folder",
+    "fingerprint",
     "code_fingerprint",
     "key",
+    "key_of",
     "load",
     "store",
     "load_json",
@@ -94,16 +96,27 @@ def folder() -> str | None:
     return os.environ.get(CACHE_ENV) or None
 
 
-@functools.lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """SHA-256 of the path and the bytes of every ``.py`` file of the ``models`` package."""
+@functools.lru_cache(maxsize=4)
+def fingerprint(root: Path) -> str:
+    """SHA-256 of the path (below ``root``) and the bytes of every ``.py`` file under ``root``."""
     h = hashlib.sha256()
-    for path in sorted(_MODELS.rglob("*.py")):
-        h.update(path.relative_to(_MODELS).as_posix().encode())
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def code_fingerprint() -> str:
+    """:func:`fingerprint` of the ``models`` package."""
+    return fingerprint(_MODELS)
+
+
+def key_of(*parts: str) -> str:
+    """A cache key: SHA-256 of :func:`code_fingerprint` and ``parts`` (what else the value is a
+    function of), one per line."""
+    return hashlib.sha256("\n".join([code_fingerprint(), *parts]).encode()).hexdigest()
 
 
 def _own_code(cls: Any) -> bool:
@@ -131,15 +144,9 @@ def key(scenario: Scenario, where: str | None = "") -> str | None:
         classes.append(CONGESTION_CONTROLS[cc])
     if not all(_own_code(c) for c in classes):
         return None
-    text = "\n".join(
-        [
-            code_fingerprint(),
-            repr(scenario),
-            repr(profile),
-            *(f"{c.__module__}.{c.__qualname__}" for c in classes),
-        ]
+    return key_of(
+        repr(scenario), repr(profile), *(f"{c.__module__}.{c.__qualname__}" for c in classes)
     )
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _version() -> str:

@@ -10,7 +10,6 @@ The comparisons that hold them together are in ``models.validation.kernel``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 from pathlib import Path
@@ -208,14 +207,8 @@ def _fit(run: KernelRun, train: list) -> Fit:
     fits while another that asks at the same time waits for its entry (``simcache.claim``)."""
     from models.kernel import calibrate, simcache
 
-    if simcache.folder() is None:
-        return calibrate.fit_costs(train, _median_us(run))
-    text = "\n".join(
-        [simcache.code_fingerprint(), "calibrate.fit_costs", repr(run.hz), repr(train)]
-    )
-    k = hashlib.sha256(text.encode()).hexdigest()
-    return simcache.once(
-        k,
+    return simcache.once(  # (with the cache off: fitted, nothing kept)
+        simcache.key_of("calibrate.fit_costs", repr(run.hz), repr(train)),
         _stored_fit,
         lambda: calibrate.fit_costs(train, _median_us(run)),
         lambda k, fit: simcache.store(k, fit.to_numbers()),
