@@ -2,9 +2,10 @@
 #
 #   make book   set up (.venv, npm assets) and build the HTML book into _build/html/
 #   make test   set up if needed and run every test: the static checks (make lint: ruff, import
-#               contracts, mypy, doctests), the unit tests, the strict book build, which runs every
-#               chapter (a warning or failing cell fails it; reused when `make book` has just built
-#               it from the same sources), the browser tests and the wheel check
+#               contracts, mypy, doctests), the unit tests and every chapter under nbval, the
+#               strict book build (a warning or failing cell fails it; it shows the outputs the nbval
+#               run kept, and is reused when `make book` has just built it from the same sources),
+#               the browser tests and the wheel check
 #
 # The book is built once: `make book` records a digest of everything it is built from
 # (tools/book_state.py) and skips the build while it matches; `make book-build` always builds.
@@ -35,6 +36,11 @@ FONTS := static/fonts
 FONT_PACKAGES := source-sans-3 jetbrains-mono
 FONT_SUBSETS := latin latin-ext greek
 JOBS ?= 2
+# The book's notebook cache (myst-nb's jupyter-cache, emptied by tools/sphinx_qd.py when the cells'
+# inputs change); the nbval runs store each chapter that passed whole in it, with its outputs
+# (tools/nbval_book_cache.py), so the book build does not run it a second time.
+BOOK_CACHE := _build/.jupyter_cache
+KEEP_OUTPUTS := -p tools.nbval_book_cache --book-cache $(BOOK_CACHE)
 # The simulated summaries of kernel rows (models.kernel.simcache), kept on disk so that the test run
 # and the book build simulate each row once between them; keyed by the source of models/ and by each
 # scenario, so an edited model never reads an old entry.  `make clean` drops it.
@@ -126,7 +132,7 @@ unit: setup
 
 nbtest: notebooks
 	$(BIN)/python tools/warm_sim_cache.py
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env $(NBDIR)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(KEEP_OUTPUTS) --nbval-lax --nbval-current-env $(NBDIR)
 
 # Static checks: ruff (lint and format), the import contracts (layer order), mypy over models/ and
 # the doctests of models/ and figures/.
@@ -137,12 +143,13 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules models figures
 
-# Every chapter runs once, in the strict book build (its cells' asserts are the checks, as under
-# nbval: `make nbtest` still runs them alone), reused when `make book` has just built the same sources.
+# Every chapter runs once: under nbval, and the strict book build that follows shows the outputs
+# that run produced (KEEP_OUTPUTS) while data/, models/ and figures/ are unchanged; it still renders
+# every page strictly, and runs itself any chapter nbval did not pass whole.
 test: setup notebooks
 	$(MAKE) --no-print-directory lint
 	$(BIN)/python tools/warm_sim_cache.py
-	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --durations=10 --nbval-lax --nbval-current-env tests $(NBDIR)
+	$(BIN)/python -m pytest -rs -n $(JOBS) --dist loadfile --durations=10 $(KEEP_OUTPUTS) --nbval-lax --nbval-current-env tests $(NBDIR)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory browser
 	$(MAKE) --no-print-directory wheel-check
