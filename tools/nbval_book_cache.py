@@ -78,7 +78,7 @@ def language_info() -> dict[str, Any]:
 @contextmanager
 def _locked(cache: Path) -> Iterator[None]:
     cache.parent.mkdir(parents=True, exist_ok=True)
-    with open(cache.parent / f".{cache.name}.lock", "w") as lock:
+    with open(cache.parent / f".{cache.name.lstrip('.')}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
