@@ -60,6 +60,19 @@ def test_every_chapter_is_found_by_the_build(tmp_path: Path) -> None:
         ), path.name
 
 
+def test_the_tests_store_where_the_build_reads():
+    """make test's --book-cache is the folder the build opens: no cache path is configured, so
+    myst-nb's (and tools/sphinx_qd.py's) default, .jupyter_cache beside the HTML's _build/html."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert "cache" not in config["execute"]
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^BOOK_CACHE := _build/\.jupyter_cache$", make, re.M)
+    assert "--book-cache $(BOOK_CACHE)" in make
+    for target in ("test", "nbtest"):  # both runs of the chapters keep their outputs
+        recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", make, re.M)
+        assert recipe and "$(KEEP_OUTPUTS) --nbval-lax" in recipe.group(1), target
+
+
 def test_a_changed_cell_is_not_found(tmp_path: Path) -> None:
     """The key would catch a difference: one tag more on one code cell is another notebook."""
     cache = get_cache(str(tmp_path / "cache"))

@@ -93,6 +93,7 @@ class Keeper:
         self.cache = cache.resolve()
         self.root = root
         self.digest, self.files = sphinx_qd.execution_inputs(root)
+        #: per notebook: each passed cell's outputs by cell number, and the seconds they took
         self.outputs: dict[str, dict[int, list]] = {}
         self.seconds: dict[str, float] = {}
         self.spoiled: set[str] = set()
@@ -119,7 +120,7 @@ class Keeper:
 
     def _finish(self, parent: Any, cells: list) -> None:
         key = parent.nodeid
-        outs = self.outputs.pop(key, {})
+        outs, seconds = self.outputs.pop(key, {}), self.seconds.pop(key, 0.0)
         if key in self.spoiled or len(outs) != len(cells):
             return
         if sphinx_qd.execution_inputs(self.root)[0] != self.digest:
@@ -135,7 +136,7 @@ class Keeper:
         nb.metadata["language_info"] = language_info()
         path = Path(str(parent.fspath))
         source = BOOK / f"{path.stem}.md"
-        self._store(nb, str(source if source.is_file() else path), self.seconds.pop(key, 0.0))
+        self._store(nb, str(source if source.is_file() else path), seconds)
         self.stored.append(path.stem)
 
     def _store(self, nb: Any, uri: str, seconds: float) -> None:
