@@ -5,7 +5,8 @@ simulating them at the same time.
     QUEUE_DEPTH_SIM_CACHE=_build/sim_cache .venv/bin/python tools/warm_sim_cache.py [NAME ...]
 
 Chapter 9b and ``tests/test_field5.py`` both evaluate the fifth machine's field sweep under its
-eight models (:func:`models.validation.field5.evaluate`: minutes on two CPUs); under pytest-xdist
+eight models (:func:`models.validation.field5.evaluate`: minutes on two CPUs), and chapter 9d and
+``tests/test_field6.py`` the sixth machine's under two (:mod:`models.validation.field6`); under pytest-xdist
 they ran side by side, each with two forked processes, so both CPUs simulated every row twice.
 A simulation is a pure function of its scenario and of ``models``' code, and the cache
 (:mod:`models.kernel.simcache`) is keyed on both, so filling it first changes no number: the two
@@ -32,8 +33,15 @@ def _field5() -> None:
     F5.evaluate()
 
 
+def _field6() -> None:
+    from models.validation import field6 as F6
+
+    F6.evaluate()
+    F6.on_time()
+
+
 #: The shared evaluations, by name: each simulates its rows through the cache.
-EVALUATIONS: dict[str, Callable[[], None]] = {"field5": _field5}
+EVALUATIONS: dict[str, Callable[[], None]] = {"field5": _field5, "field6": _field6}
 
 
 def main(argv: list[str] | None = None) -> int:

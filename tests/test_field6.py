@@ -1,0 +1,184 @@
+"""models.validation.field6: the book's recipe on a sixth machine, calibrated there and held to its
+whole field sweep; the chapter's claims hold, and fail with a wrong model in the place of the one
+they name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from models import data
+from models.sim import hostprofile
+from models.validation import fidelity as FID
+from models.validation import field5 as F5
+from models.validation import field6 as F6
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return F6.evaluate()
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def test_the_profiles_were_made_on_the_sweeps_machine_before_it_ran():
+    sweep = data.describe(F6.DATASET)["measurement"]
+    flory = data.describe(F6.FLORY)["measurement"]
+    own, waker = hostprofile.shipped(F6.PROFILE), hostprofile.shipped(F6.PROFILE_WAKER)
+    assert sweep["kernel"]["release"] == own.machine["kernel"] == waker.machine["kernel"]
+    assert _when(own.machine["date"]) < _when(sweep["started_utc"]) < _when(flory["started_utc"])
+    assert "--pin apart" in sweep["command_line"] and "--plan field" in sweep["command_line"]
+    assert "--pin apart" in flory["command_line"] and "--plan flory" in flory["command_line"]
+    # the refit measured nothing again: the same calibration's records
+    assert waker.records["measured"] == own.records["measured"]
+    assert waker.machine == own.machine
+    # another machine than the fifth: another kernel build
+    assert own.machine["kernel"] != hostprofile.shipped(F5.PROFILE_WAKER).machine["kernel"]
+
+
+def test_the_sweep_is_the_field_plan():
+    t = data.load(F6.DATASET)
+    assert set(t.client_sock_mode) == {"nagle", "nodelay"}
+    assert set(t.sock_mode) == {"nagle", "nodelay", "more", "more_nodelay"}
+    assert set(t.link) == {"loopback", "veth-1500", "veth-9000", "veth-1500-1g"}
+    assert len(t) == len(data.load(F5.DATASET))  # the same plan as the fifth machine's
+
+
+def test_the_waker_profile_is_the_refit_of_the_calibration(tmp_path):
+    """The bundled profile is what ``tools/refit_profile.py`` makes of the calibration's records
+    (about a minute): a function of the calibration alone."""
+    out = tmp_path / "waker.json"
+    subprocess.run(
+        [sys.executable, "tools/refit_profile.py", f"data/hosts/{F6.PROFILE}.json",
+         "--set", "send_cpu_first=true", "--out", str(out)],
+        cwd=ROOT, check=True, capture_output=True,
+    )  # fmt: skip
+    got = json.loads(out.read_text())
+    want = json.loads((ROOT / "data" / "hosts" / f"{F6.PROFILE_WAKER}.json").read_text())
+    assert got["host"] == want["host"]  # the fit is deterministic
+    assert got["fit"]["loss"] == want["fit"]["loss"]
+
+
+def test_the_waker_curve_is_the_timed_one():
+    # this machine's benchmark timed the waker's price at every gap: calibrate took that curve
+    own = hostprofile.shipped(F6.PROFILE)
+    assert "tcp_by_gap" in own.provenance["waker_curve_s"]
+
+
+def test_the_recipe_is_the_fifth_machines_best_scenario():
+    profile, make = F6._profiles()[F6.MODELS.index(F6.RECIPE)]
+    assert profile == hostprofile.shipped(F6.PROFILE_WAKER)
+    row = data.load(F6.DATASET).iloc[200].to_dict()
+    host = FID.ProfileHost(profile)
+    here, there = (
+        make("iscsi_loop", row, host, 250),
+        F5.softirq_scenario("iscsi_loop", row, host, 250),
+    )
+    assert here == there.replace(kernel={"profile": F6.tuned_kernel()})
+    calibrated, make0 = F6._profiles()[F6.MODELS.index(F6.CALIBRATED)]
+    assert make0 is FID.field_scenario and calibrated == hostprofile.shipped(F6.PROFILE)
+
+
+def test_the_table_has_every_model_and_the_audit(ev):
+    assert list(ev.goals.columns) == [*F6.MODELS, F6.AUDIT]
+    assert list(ev.summary.index) == [*F6.MODELS, F6.AUDIT]
+    n = F6.numbers(ev)
+    assert n["f6_rows"] == len(data.load(F6.DATASET))
+    t = ev.tables[F6.CALIBRATED]
+    assert (t.role == FID.roles(t)).all()
+
+
+def test_the_audit_is_the_fifth_machines_kernel(ev):
+    t = ev.tables[F6.AUDIT]
+    fifth = data.load(F5.DATASET).set_index(["link", "cc", "client_sock_mode", "sock_mode",
+                                             "iosize_bytes", "qd"])  # fmt: skip
+    k = tuple(t.iloc[7][["link", "cc", "client_sock_mode", "sock_mode", "iosize_bytes", "qd"]])
+    assert t.iloc[7].sim_iops == pytest.approx(float(fifth.loc[k, "iops"]))
+
+
+def test_the_chapter_claims_hold(ev):
+    found = F6.findings(ev)
+    assert all(found.values()), found
+
+
+def _in_place_of(ev, place: str, source: str) -> F6.Field6Evaluation:
+    """``ev`` with ``source``'s table, goals, summary and Flory steps in ``place``'s."""
+    goals, summary = ev.goals.copy(), ev.summary.copy()
+    goals[place] = goals[source]
+    summary.loc[place] = summary.loc[source]
+    return F6.Field6Evaluation(
+        {**ev.tables, place: ev.tables[source]},
+        goals,
+        summary,
+        {**ev.steps, place: ev.steps[source]},
+    )
+
+
+def test_the_plain_calibration_in_the_best_rules_place_fails_their_claim(ev):
+    found = F6.findings(_in_place_of(ev, F6.RECIPE, F6.CALIBRATED))
+    assert not found["the best rules beat the plain calibration on rates and verdicts"]
+
+
+def test_the_other_machines_kernel_in_a_models_place_fails_the_qd1_and_audit_claims(ev):
+    # the fifth machine's kernel: wrong at QD 1 on this machine
+    found = F6.findings(_in_place_of(ev, F6.CALIBRATED, F6.AUDIT))
+    assert not found["both are right at QD 1"]
+    found = F6.findings(_in_place_of(ev, F6.RECIPE, F6.AUDIT))
+    assert not found["the fifth machine's kernel is a worse model of this one than the best rules"]
+
+
+def test_a_model_right_at_qd_8_fails_the_too_fast_claim(ev):
+    # the kernel's own rates in the best rules' place: every ratio 1
+    t = ev.tables[F6.RECIPE].assign(
+        sim_iops=lambda d: d.iops, sim_stalls=lambda d: d.kernel_stalls
+    )
+    summary = ev.summary.copy()
+    from models.validation import machine4 as M4
+
+    summary.loc[F6.RECIPE] = M4.summary(t)
+    wrong = F6.Field6Evaluation({**ev.tables, F6.RECIPE: t}, ev.goals, summary, ev.steps)
+    found = F6.findings(wrong)
+    assert not found["neither reaches the goal's share, and both run too fast from QD 8"]
+    assert not found["the stalls missed are at QD 2-8, mostly behind a TCP_NODELAY client"]
+
+
+def test_the_watchdog_on_time_in_the_late_ones_place_fails_the_watchdog_claims(ev):
+    timed = F6.on_time()
+    t = ev.tables[F6.RECIPE].copy()
+    t.loc[timed.index, ["sim_iops", "sim_stalls"]] = timed[["sim_iops", "sim_stalls"]]
+    wrong = F6.Field6Evaluation({**ev.tables, F6.RECIPE: t}, ev.goals, ev.summary, ev.steps)
+    found = F6.findings(wrong)
+    assert not found["with the watchdog on time they go, and the limited rates come right"]
+    # and the late watchdog in the on-time one's place
+    late = ev.tables[F6.RECIPE].loc[timed.index]
+    assert not F6.findings(ev, timed=late)[
+        "with the watchdog on time they go, and the limited rates come right"
+    ]
+
+
+def test_the_on_time_rows_are_the_limited_ones_with_only_the_watchdog_changed():
+    timed = F6.on_time()
+    assert FID.link_limited(timed).all()
+    assert len(timed) == int(FID.link_limited(data.load(F6.DATASET)).sum())
+    row = timed.iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(F6.PROFILE_WAKER))
+    a = F6.softirq_scenario("iscsi_loop", row, host, 250)
+    b = F6.on_time_scenario("iscsi_loop", row, host, 250)
+    assert a.link.watchdog_wake and not b.link.watchdog_wake
+    assert b.replace(link={"watchdog_wake": True}) == a
+
+
+def test_the_extra_stalls_claim_fails_without_the_limited_rows(ev):
+    t = ev.tables[F6.CALIBRATED]
+    cut = t[~FID.link_limited(t)]
+    wrong = F6.Field6Evaluation({**ev.tables, F6.CALIBRATED: cut}, ev.goals, ev.summary, ev.steps)
+    assert not F6.findings(wrong)["most extra stalls are the rate limit's, with 16 KiB and more"]
