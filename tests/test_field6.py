@@ -182,3 +182,41 @@ def test_the_extra_stalls_claim_fails_without_the_limited_rows(ev):
     cut = t[~FID.link_limited(t)]
     wrong = F6.Field6Evaluation({**ev.tables, F6.CALIBRATED: cut}, ev.goals, ev.summary, ev.steps)
     assert not F6.findings(wrong)["most extra stalls are the rate limit's, with 16 KiB and more"]
+
+
+def test_models_on_sweep_runs_each_model_by_name_in_order(monkeypatch):
+    """flory.models_on_sweep, which field5 and field6 evaluate with: each model's profile and
+    scenario reach both simulations, with the processes given, and its goals end with Flory's."""
+    import pandas as pd
+
+    from models.validation import flory as FL
+
+    calls = []
+    table = (
+        data.load(F6.DATASET)
+        .head(30)
+        .assign(role="test", sim_iops=1.0, sim_stalls=False, kernel_stalls=False)
+    )
+    steps = pd.DataFrame({"right": [True, False]})
+
+    def loop(run, profile, processes, scenario):
+        calls.append(("loop", profile, scenario, processes))
+        return table
+
+    def flory(profile, run, processes, scenario):
+        calls.append(("flory", profile, scenario, processes))
+        return steps
+
+    monkeypatch.setattr(FL, "simulate_loop", loop)
+    monkeypatch.setattr(FL, "flory_evaluation", flory)
+    named = {"b": ("pb", F6.softirq_scenario), "a": ("pa", FID.field_scenario)}
+    tables, got, lists = FL.models_on_sweep("run", named, 3)
+    assert list(tables) == list(got) == list(lists) == ["b", "a"]
+    assert calls == [
+        ("loop", "pb", F6.softirq_scenario, 3), ("flory", "pb", F6.softirq_scenario, 3),
+        ("loop", "pa", FID.field_scenario, 3), ("flory", "pa", FID.field_scenario, 3),
+    ]  # fmt: skip
+    assert [g.name for g in lists["a"]] == [g.name for g in FID.goals(table)] + [
+        "Flory's thresholds"
+    ]
+    assert lists["a"][-1].value == "1 of 2"

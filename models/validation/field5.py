@@ -219,12 +219,7 @@ def evaluate(processes: int | None = None) -> Field5Evaluation:
 
     run = load_kernel_run(prefix=PREFIX)
     n = FID.workers() if processes is None else processes
-    tables, lists, flory = {}, {}, {}
-    for name, (profile, make) in zip(MODELS, _profiles()):
-        t = FID.simulate_loop(run, profile, processes=n, scenario=make)
-        steps = FL.flory_evaluation(profile, run, processes=n, scenario=make)
-        tables[name], flory[name] = t, steps
-        lists[name] = FID.goals(t) + [FL.flory_goal(steps)]
+    tables, flory, lists = FL.models_on_sweep(run, dict(zip(MODELS, _profiles())), n)
     sample = data.load(M5.DATASET)
     here = run.table("iscsi_loop")
     tables[AUDIT] = machines.kernel_beside(sample, here)

@@ -138,12 +138,7 @@ def evaluate(processes: int | None = None) -> Field6Evaluation:
 
     run = load_kernel_run(prefix=PREFIX)
     n = FID.workers() if processes is None else processes
-    tables, lists, flory = {}, {}, {}
-    for name, (profile, make) in zip(MODELS, _profiles()):
-        t = FID.simulate_loop(run, profile, processes=n, scenario=make)
-        steps = FL.flory_evaluation(profile, run, processes=n, scenario=make)
-        tables[name], flory[name] = t, steps
-        lists[name] = FID.goals(t) + [FL.flory_goal(steps)]
+    tables, flory, lists = FL.models_on_sweep(run, dict(zip(MODELS, _profiles())), n)
     fifth = load_kernel_run(prefix=F5.PREFIX)
     tables[AUDIT] = machines.kernel_beside(run.table("iscsi_loop"), fifth.table("iscsi_loop"))
     flory[AUDIT] = _kernel_steps(run, fifth)

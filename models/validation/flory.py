@@ -25,7 +25,9 @@ from models.validation.fidelity import (
     Goal,
     ProfileHost,
     field_scenario,
+    goals,
     row_summary,
+    simulate_loop,
     simulated,
     workers,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "harness_warmup_ops",
     "harness_warmed",
     "flory_evaluation",
+    "models_on_sweep",
 ]
 
 #: Flory's thresholds as (link, payload below, payload above), bytes: one MSS (1447/1448) and one byte
@@ -169,3 +172,19 @@ def flory_evaluation(
     each = functools.partial(row_summary, make, "flory", host, run.hz)
     n = workers() if processes is None else processes
     return flory_steps(simulated(step_rows(run.table("flory")), each, processes=n))
+
+
+def models_on_sweep(
+    run: Any, named: dict[str, tuple[Any, Callable[..., Any]]], processes: int
+) -> tuple[dict, dict, dict]:
+    """Each model of ``named`` (name -> (host profile, scenario function)) held to every
+    iSCSI-loop run of the sweep ``run`` and to its Flory steps: by name, the evaluated table
+    (:func:`~models.validation.fidelity.simulate_loop`), the steps (:func:`flory_evaluation`) and
+    the field's goals with Flory's last, simulated in ``processes`` processes, model after model."""
+    tables, steps, lists = {}, {}, {}
+    for name, (profile, make) in named.items():
+        t = simulate_loop(run, profile, processes=processes, scenario=make)
+        s = flory_evaluation(profile, run, processes=processes, scenario=make)
+        tables[name], steps[name] = t, s
+        lists[name] = goals(t) + [flory_goal(s)]
+    return tables, steps, lists
