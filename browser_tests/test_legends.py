@@ -131,6 +131,29 @@ _COVERED = """() => {
   return report;
 }"""
 
+#: Scroll a plot into the middle of the window, then read its box every
+#: 50 ms (timers, not animation frames: a busy renderer may hold frames
+#: back, which once made Playwright's own wait for a still element time out
+#: after 30 s) until three readings in a row agree, for at most 3 s. A plot
+#: that never settles is a finding a reader would see; the boxes say how
+#: it moved.  Boxes are [left, top, width, height] in window pixels.
+_SETTLED = """async (id) => {
+  const el = document.getElementById(id);
+  el.scrollIntoView({block: 'center', behavior: 'instant'});
+  const boxes = [];
+  const same = (a, b) => a.every((v, k) => v === b[k]);
+  for (let i = 0; i < 60; i++) {
+    await new Promise(r => setTimeout(r, 50));
+    const r = el.getBoundingClientRect();
+    boxes.push([r.left, r.top, r.width, r.height].map(Math.round));
+    const n = boxes.length;
+    if (n >= 3 && same(boxes[n - 1], boxes[n - 2]) && same(boxes[n - 2], boxes[n - 3])) {
+      return {settled: true, box: boxes[n - 1], boxes: boxes};
+    }
+  }
+  return {settled: false, box: null, boxes: boxes};
+}"""
+
 #: Every slider: its step as a fraction of its span (live.js sets a log
 #: slider's min, max and step in decades, so the span is max - min here).
 _STEPS = """() => Array.from(
@@ -164,7 +187,16 @@ def test_no_legend_covers_data_at_390_px(browser, book_url, screenshots, docname
             assert fig.get("points", 0) > 0 and fig["width"] <= 390, fig
         for i in range(page.locator(".qd-live-figure").count()):
             fid = page.locator(".qd-live-figure").nth(i).get_attribute("id")
-            page.locator(f"#{fid}-plot").screenshot(path=str(screenshots / f"{fid}-plot-390.png"))
+            still = page.evaluate(_SETTLED, f"{fid}-plot")
+            assert still["settled"], f"{docname}: {fid} still moving at 390 px: {still['boxes']}"
+            left, top, width, height = still["box"]
+            clip = {
+                "x": left,
+                "y": top,
+                "width": width,
+                "height": min(height, PHONE["height"] - top),
+            }
+            page.screenshot(path=str(screenshots / f"{fid}-plot-390.png"), clip=clip)
         covered = {f["figure"]: f["problems"] for f in report if f["problems"]}
         assert not covered, f"{docname} at 390 px: {covered}"
 
