@@ -1,6 +1,6 @@
 """Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
 
-Seven suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+Eight suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
 :mod:`models.validation.fidelity`, stated there before any result):
 
 ``field``
@@ -26,6 +26,11 @@ Seven suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     wake-ups (their share fitted on the sweep's training rows) and the shipped profile, beside the
     machine's sample as an audit (:func:`models.validation.field5.evaluate`, Flory's steps
     included);
+``field6``
+    the sixth machine's whole field sweep pinned apart, against its own ``calibrate`` profile and
+    the fifth machine's best rules on that calibration's refit, nothing fitted on the sweep, beside
+    the fifth machine's field sweep as an audit (:func:`models.validation.field6.evaluate`, Flory's
+    steps included);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -44,7 +49,7 @@ as a model's pass.  For each goal a column reports its value and whether the goa
 sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
-        [--only field,apart,machine2,machine4,field5,burst,onecpu] [--json]
+        [--only field,apart,machine2,machine4,field5,field6,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -57,7 +62,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2", "machine4", "field5", "burst", "onecpu")
+SUITES = ("field", "apart", "machine2", "machine4", "field5", "field6", "burst", "onecpu")
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -117,6 +122,19 @@ def _field5() -> dict[str, Column]:
         name: (goals, "audit" if name == F5.AUDIT else "test",
                F5.SAMPLE_GOALS if name == F5.AUDIT else tuple(ev.goals.index))
         for name, goals in ev.goal_lists.items()
+    }  # fmt: skip
+
+
+def _field6() -> dict[str, Column]:
+    from models.validation import fidelity as FID
+    from models.validation import field6 as F6
+    from models.validation import flory as FL
+
+    ev = F6.evaluate()
+    return {
+        name: (FID.goals(t) + [FL.flory_goal(ev.steps[name])],
+               "audit" if name == F6.AUDIT else "test", tuple(ev.goals.index))
+        for name, t in ev.tables.items()
     }  # fmt: skip
 
 
@@ -194,6 +212,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "machine2": _machine2,
     "machine4": _machine4,
     "field5": _field5,
+    "field6": _field6,
     "burst": _burst,
     "onecpu": _onecpu,
 }

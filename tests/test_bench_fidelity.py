@@ -60,11 +60,25 @@ def test_the_fifth_machine_s_field_suite_labels_its_audit_and_tells_its_goals():
     assert not any(within[n]["met"] for n in cols)
 
 
+def test_the_sixth_machine_s_suite_tests_two_models_beside_the_fifth_machine_s_kernel():
+    from models.validation import field6 as F6
+
+    cols = _bench().main(["--only", "field6", "--json"])["field6"]["columns"]
+    assert list(cols) == [*F6.MODELS, F6.AUDIT]
+    assert [n for n, c in cols.items() if c["role"] == "audit"] == [F6.AUDIT]
+    assert all(isinstance(c["goals"]["Flory's thresholds"]["met"], bool) for c in cols.values())
+    # nothing was fitted on this sweep, and no column meets the share of rates within a quarter
+    assert not any(c["goals"]["IOPS within 25%"]["met"] for c in cols.values())
+
+
 @pytest.mark.parametrize("bad", ["wide", "field,field", "", "apart,"])
 def test_a_bad_suite_is_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _bench().main(["--only", bad])
-    assert "subset of field,apart,machine2,machine4,field5,burst,onecpu" in capsys.readouterr().err
+    assert (
+        "subset of field,apart,machine2,machine4,field5,field6,burst,onecpu"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_bucket_suite_reports_its_own_goals_with_the_audit_labelled():
