@@ -11,7 +11,9 @@ For every page with a live figure (drawn by Plotly in the page), at a
   points the axes' ranges clip away do not count;
 * no legend covers an axis title or a tick label (a reader must be able to
   read the axes);
-* the legend lies inside the figure's own box (not cut off by the page).
+* the legend lies inside the figure's own box (not cut off by the page);
+* the figure's title lies inside the figure's box and above its plot area
+  (live.js breaks a title too wide for the figure into lines).
 
 The legend's box and the points are both read from the page as drawn, so
 the test measures what a reader sees, whatever the layout asked for.
@@ -131,6 +133,26 @@ _COVERED = """() => {
   return report;
 }"""
 
+#: For every Plotly graph with a title: what is wrong with where the title
+#: is drawn (page pixels, 1 px of slack): past the figure's left or right
+#: edge, or below the top of the plot area (covering data).
+_TITLES = """() => Array.from(document.querySelectorAll('.qd-live-figure')).map(root => {
+  const gd = document.getElementById(root.id + '-plot');
+  const t = gd && gd.querySelector('.gtitle');
+  if (!t || !t.textContent || !gd._fullLayout) return null;
+  const tb = t.getBoundingClientRect(), fb = gd.getBoundingClientRect();
+  const plotTop = fb.top + gd._fullLayout._size.t;
+  const problems = [];
+  if (tb.left < fb.left - 1 || tb.right > fb.right + 1) {
+    problems.push(`title from x ${Math.round(tb.left - fb.left)} to ${Math.round(tb.right - fb.left)} px`
+                  + ` in a figure ${Math.round(fb.width)} px wide`);
+  }
+  if (tb.bottom > plotTop + 1) {
+    problems.push(`title down to ${Math.round(tb.bottom - plotTop)} px into the plot area`);
+  }
+  return {figure: root.id, title: t.textContent, problems: problems};
+}).filter(Boolean)"""
+
 #: Scroll a plot into the middle of the window, then read its box every
 #: 50 ms (timers, not animation frames: a busy renderer may hold frames
 #: back, which once made Playwright's own wait for a still element time out
@@ -180,6 +202,15 @@ def test_no_legend_covers_data_at_390_px(browser, book_url, screenshots, docname
             timeout=15_000,
         )
         page.wait_for_timeout(300)  # the last relayout's legend
+        # live.js draws a title again in lines 150 ms after the resize
+        # (a few draws); give it up to 5 s to fit, then report what is left.
+        for _ in range(25):
+            titles = page.evaluate(_TITLES)
+            if not any(t["problems"] for t in titles):
+                break
+            page.wait_for_timeout(200)
+        off = {t["figure"]: (t["title"], t["problems"]) for t in titles if t["problems"]}
+        assert not off, f"{docname} at 390 px, titles: {off}"
         report = page.evaluate(_COVERED)
         assert report, f"{docname}: no live figure found"
         for fig in report:

@@ -343,12 +343,20 @@
     var layout = Object.assign({}, this.spec.layout,
                                {shapes: frame.shapes || []});
     if (frame.title) {
-      layout.title = {text: frame.title};
+      var style = this.spec.layout.title;  // a font, say, for every frame
+      layout.title = Object.assign(
+        {}, style && typeof style === "object" ? style : {},
+        {text: frame.title});
     }
     if (!window.Plotly) {
       return;
     }
+    // Kept for a redraw at another window width (the title's lines).
+    this.last = {frame: frame, mode: mode, values: values, key: key};
     window.Plotly.react(this.plot, frame.traces, layout, PLOT_CONFIG)
+      .then(function () {
+        return self.fitTitle(frame, layout, 0);
+      })
       .then(function () {
         self.drawn = {mode: mode, values: values};
         self.root.setAttribute("data-frame", key);
@@ -368,6 +376,72 @@
         self.refresh();
       });
   };
+
+  // Break a title into lines at spaces, none longer than ``chars``
+  // characters; lines the title already has (<br>) are kept.
+  function wrapTitle(text, chars) {
+    return text.split("<br>").map(function (part) {
+      var lines = [];
+      var line = "";
+      part.split(" ").forEach(function (word) {
+        if (line && (line + " " + word).length > chars) {
+          lines.push(line);
+          line = word;
+        } else {
+          line = line ? line + " " + word : word;
+        }
+      });
+      lines.push(line);
+      return lines.join("<br>");
+    }).join("<br>");
+  }
+
+  function longestLine(text) {
+    return Math.max.apply(null, text.split("<br>").map(function (l) {
+      return l.length;
+    }));
+  }
+
+  // A title wider than the figure (a phone's 390 px) would run off both of
+  // its sides: it is drawn again in as many lines as it needs, measured as
+  // drawn, and pushes the plot down (Plotly's title.automargin) instead.
+  // At most three more draws; a width where it fits draws once.
+  Figure.prototype.fitTitle = function (frame, layout, tries) {
+    var self = this;
+    var drawn = this.plot.querySelector(".gtitle");
+    var room = this.plot.clientWidth - 16;  // px, 8 px clear of each side
+    if (!frame.title || !drawn || tries >= 3 || room <= 0) {
+      return null;
+    }
+    var width = drawn.getBoundingClientRect().width;  // px
+    if (width <= room) {
+      return null;
+    }
+    var text = layout.title.text;
+    var chars = Math.max(8, Math.floor(longestLine(text) * room / width) - 1);
+    layout.title = Object.assign({}, layout.title,
+                                 {text: wrapTitle(frame.title, chars),
+                                  automargin: true, yref: "paper"});
+    return window.Plotly.react(this.plot, frame.traces, layout, PLOT_CONFIG)
+      .then(function () {
+        return self.fitTitle(frame, layout, tries + 1);
+      });
+  };
+
+  // The window changed width: every figure draws its frame again, so that
+  // its title's lines fit the new width (after Plotly's own resize).
+  var resizeTimer = null;
+  function onResize() {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      api.figures.forEach(function (fig) {
+        var d = fig.last;
+        if (d && d.frame.title) {
+          fig.draw(d.frame, d.mode, d.values, d.key, null);
+        }
+      });
+    }, 150);
+  }
 
   function describe(fig, values) {
     return fig.controls.map(function (c) {
@@ -459,6 +533,7 @@
       fig.draw(fig.spec.frames[fig.spec["default"]], "grid", fig.values(),
                fig.spec["default"], null);
     });
+    window.addEventListener("resize", onResize);
   }
 
   if (document.readyState === "loading") {
