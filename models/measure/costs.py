@@ -381,6 +381,23 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _failure(stdout: str, stderr: str) -> str:
+    """Why qdcosts stopped, from its output: the error it printed last (it stops part-way, after
+    printing what went well), else its stderr, else the start of what it printed.
+
+    >>> out = '{"tool": "qdcosts", "wake": {"pipe_us": [3.1, ' + '{"tool": "qdcosts", "error": "x: y"}'
+    >>> _failure(out, ""), _failure("", "cc: not found")
+    ('x: y', 'cc: not found')
+    """
+    start = stdout.rfind('{"tool": "qdcosts", "error"')
+    if start >= 0:
+        try:
+            return str(json.loads(stdout[start:].splitlines()[0])["error"])
+        except (json.JSONDecodeError, KeyError):
+            pass
+    return stderr.strip() or stdout[:200]
+
+
 def run_costs(quick: bool = False) -> dict[str, Any]:
     """Run the microbenchmarks and return ``{"settings": ..., "costs": ...}`` (see above).
 
@@ -408,7 +425,7 @@ def run_costs(quick: bool = False) -> dict[str, Any]:
         raw = json.loads(res.stdout)
     except json.JSONDecodeError:
         raise build.BuildError(
-            f"qdcosts exited with status {res.returncode}: {res.stderr.strip() or res.stdout[:200]}"
+            f"qdcosts exited with status {res.returncode}: {_failure(res.stdout, res.stderr)}"
         ) from None
     if "error" in raw:
         raise build.BuildError(f"qdcosts: {raw['error']}")

@@ -467,12 +467,22 @@ static void drain(int fd, char *buf, long want) {
     }
 }
 
-/* Wait until ``want`` bytes are readable on fd (loopback delivers within the send; a bound anyway). */
+/* Longest wait for bytes sent to arrive, us (untimed: no benchmark's window holds it). */
+#define AWAIT_US 2e6
+
+/* Wait until ``want`` bytes are readable on fd.  Loopback often delivers within the send, but not
+ * always: after the 64 KiB sends the receiver takes 32 KiB for a full segment (rcv_mss), so 512-byte
+ * segments earn no ACK on every second one, and the sender, held by its congestion window (cwnd =
+ * unacked, 10-60 segments), waits for ACKs that came 5-32 ms later, in 4-ms ticks, on a 2-CPU
+ * machine at HZ 250.  So the bound is time, not a count of polls: 100,000 polls took about 35 ms
+ * there and the run failed. */
 static void await_bytes(int fd, long want) {
-    for (int i = 0; i < 100000; i++) {
+    double t0 = clock_us(CLOCK_MONOTONIC);
+    for (;;) {
         int avail = 0;
         if (ioctl(fd, FIONREAD, &avail) != 0) fail("FIONREAD");
         if (avail >= want) return;
+        if (clock_us(CLOCK_MONOTONIC) - t0 > AWAIT_US) break;
         sched_yield();
     }
     errno = ETIMEDOUT;
