@@ -134,8 +134,8 @@ _COVERED = """() => {
 }"""
 
 #: For every Plotly graph with a title: what is wrong with where the title
-#: is drawn (page pixels, 1 px of slack): past the figure's left or right
-#: edge, or below the top of the plot area (covering data).
+#: is drawn (page pixels, 1 px of slack): past the figure's left, right or
+#: top edge, or below the top of the plot area (covering data).
 _TITLES = """() => Array.from(document.querySelectorAll('.qd-live-figure')).map(root => {
   const gd = document.getElementById(root.id + '-plot');
   const t = gd && gd.querySelector('.gtitle');
@@ -146,6 +146,9 @@ _TITLES = """() => Array.from(document.querySelectorAll('.qd-live-figure')).map(
   if (tb.left < fb.left - 1 || tb.right > fb.right + 1) {
     problems.push(`title from x ${Math.round(tb.left - fb.left)} to ${Math.round(tb.right - fb.left)} px`
                   + ` in a figure ${Math.round(fb.width)} px wide`);
+  }
+  if (tb.top < fb.top - 1) {
+    problems.push(`title from ${Math.round(fb.top - tb.top)} px above the figure's top`);
   }
   if (tb.bottom > plotTop + 1) {
     problems.push(`title down to ${Math.round(tb.bottom - plotTop)} px into the plot area`);

@@ -143,10 +143,16 @@ def _plotted(page, fid: str) -> dict:
     )
 
 
+def _words(title: str | None) -> list[str] | None:
+    """A figure title's words, whatever lines it is drawn in."""
+    return None if title is None else title.replace("<br>", " ").split()
+
+
 def _compare(plotted: dict, expected: dict, exact: bool) -> float:
     """Assert the plotted numbers equal CPython's; return the largest
     relative difference."""
-    assert plotted["title"] == expected.get("title")
+    # live.js breaks a title too wide for its figure into lines at spaces
+    assert _words(plotted["title"]) == _words(expected.get("title"))
     assert len(plotted["traces"]) == len(expected["traces"])
     worst = 0.0
     for got, want in zip(plotted["traces"], expected["traces"]):

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from figures.live import Live, Range, Select
+from figures.live.page import legend_below
 from models.sim import BUTTERFIELD_CLIENT, BUTTERFIELD_SERVER
 from models.sim.explain import LIMITS
 from models.sim.predict import bound_iops, predict
@@ -202,14 +203,17 @@ def your_numbers(
     return {"traces": traces, "title": _title(p)}
 
 
-_LAYOUT = {
-    "xaxis": {"title": {"text": "queue depth QD"}, "type": "log"},
-    "yaxis": {"title": {"text": "operations per second"}, "type": "log"},
-    "legend": {"orientation": "h", "y": -0.25, "font": {"size": 11}},
-    "title": {"font": {"size": 12}},
-    "margin": {"t": 75, "r": 10, "b": 110, "l": 60},
-    "height": 520,
-}
+#: The legend under the x axis as in every live figure (``legend_below``: its height reserved in
+#: the bottom margin, so a title drawn in more lines on a phone cannot push the plot onto it).
+_LAYOUT = legend_below(
+    {
+        "xaxis": {"title": {"text": "queue depth QD"}, "type": "log"},
+        "yaxis": {"title": {"text": "operations per second"}, "type": "log"},
+        "title": {"font": {"size": 12}},
+        "margin": {"t": 75, "r": 10, "b": 45, "l": 60},
+        "height": 520,
+    }
+)
 
 #: The diagnose page's predictor.  Only the operation and the socket modes are precomputed (at
 #: the other controls' first view): the book cannot hold the product of ten controls' grids.

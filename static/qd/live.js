@@ -404,24 +404,43 @@
 
   // A title wider than the figure (a phone's 390 px) would run off both of
   // its sides: it is drawn again in as many lines as it needs, measured as
-  // drawn, and pushes the plot down (Plotly's title.automargin) instead.
-  // At most three more draws; a width where it fits draws once.
+  // drawn.  The top margin grows by the lines added (1.3 times the title's
+  // font size each; Plotly's default margin is 100 px) and the title hangs
+  // from the figure's top edge, so the plot area (and an x axis drawn above
+  // it) moves down clear of it; Plotly places a title of several lines
+  // anchored at its top a few px too high, so that is measured and added
+  // too.  At most four more draws; a width where it fits draws once.
   Figure.prototype.fitTitle = function (frame, layout, tries) {
     var self = this;
     var drawn = this.plot.querySelector(".gtitle");
     var room = this.plot.clientWidth - 16;  // px, 8 px clear of each side
-    if (!frame.title || !drawn || tries >= 3 || room <= 0) {
+    if (!frame.title || !drawn || tries >= 4 || room <= 0) {
       return null;
     }
-    var width = drawn.getBoundingClientRect().width;  // px
-    if (width <= room) {
+    var box = drawn.getBoundingClientRect();
+    var above = this.plot.getBoundingClientRect().top + 2 - box.top;  // px
+    var title = layout.title;
+    if (box.width > room) {
+      var chars = Math.max(
+        8, Math.floor(longestLine(title.text) * room / box.width) - 1);
+      var wrapped = wrapTitle(frame.title, chars);
+      var added = wrapped.split("<br>").length -
+        frame.title.split("<br>").length;
+      var size = this.plot._fullLayout.title.font.size;  // px
+      var margin = Object.assign({t: 100}, this.spec.layout.margin);
+      layout.margin = Object.assign(
+        {}, margin, {t: margin.t + Math.ceil(added * 1.3 * size)});
+      layout.title = Object.assign({}, title, {
+        text: wrapped, y: 1, yref: "container", yanchor: "top", pad: {t: 6}});
+    } else if (title.yanchor === "top" && above > 0) {
+      var down = Math.ceil(above);  // px
+      layout.margin = Object.assign({}, layout.margin,
+                                    {t: layout.margin.t + down});
+      layout.title = Object.assign({}, title,
+                                   {pad: {t: title.pad.t + down}});
+    } else {
       return null;
     }
-    var text = layout.title.text;
-    var chars = Math.max(8, Math.floor(longestLine(text) * room / width) - 1);
-    layout.title = Object.assign({}, layout.title,
-                                 {text: wrapTitle(frame.title, chars),
-                                  automargin: true, yref: "paper"});
     return window.Plotly.react(this.plot, frame.traces, layout, PLOT_CONFIG)
       .then(function () {
         return self.fitTitle(frame, layout, tries + 1);
