@@ -12,6 +12,7 @@ import pytest
 
 from models.kernel import calibrate
 from models.measure import costs, profile, wakeups
+from models.measure import tbftimer as TB
 from models.measure.__main__ import main as measure_main
 from models.measure.build import BuildError, qdcosts_binary
 from models.sim import hostprofile
@@ -429,6 +430,69 @@ def test_the_pacing_timer_costs_are_kept_as_measured():
     assert moved["timer_arm_cpu_s"] == pytest.approx(0.3e-6) and "timer_fire_cpu_s" not in moved
 
 
+def test_the_tbf_watchdog_s_lateness_is_kept_as_measured():
+    fake = _fake_costs()
+    fake["costs"]["tbf_watchdog"] = {"late_us": 22.5, "frames": 600, "bursts": 16}
+    d = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    assert hostprofile.validate(d).side("server")["tbf_late_s"] == pytest.approx(22.5e-6)
+    assert d["provenance"]["tbf_late_s"].startswith("measured: the median lateness of a tbf")
+    assert d["measured"]["tbf_watchdog"]["frames"] == 600  # the record goes with the profile
+    # not measured: the field stays out and the wake-up proxy stands in (WatchdogWake)
+    plain = profile.build_profile(_fake_costs(), _rows(_fake_truth()), _fake_median, 60)
+    assert "tbf_late_s" not in plain["host"]
+    # carried over: this machine's lateness, or none
+    other = _fake_costs()
+    other["costs"]["tbf_watchdog"] = {"late_us": 35.0}
+    assert profile.carry_over(d, other)["host"]["tbf_late_s"] == pytest.approx(35e-6)
+    assert "tbf_late_s" not in profile.carry_over(d, _fake_costs())["host"]
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_calibrate_measures_the_tbf_watchdog_once_or_says_why_not(
+    tmp_path, monkeypatch, capsys, measured
+):
+    """calibrate runs the watchdog's measurement once, before its tries, and every try's
+    profile takes it; a measurement that cannot be made is a warning naming why, and the
+    profile leaves the field out (the microbenchmarks, the sweep and the fit faked)."""
+    from models.measure import costs as C
+
+    calls = []
+
+    def fake_watchdog(quick=False):
+        calls.append(quick)
+        if not measured:
+            raise ValueError("only 3 of the tbf watchdog's 16 bursts stayed in step")
+        return {
+            **{"late_us": 21.0, "late_p10_us": 19.0, "late_p90_us": 26.0},
+            **{"frames": 700, "bursts": 16, "bursts_out": 1},
+        }
+
+    seen = []
+
+    def fake_build(costs, rows, max_evaluations=300, **kw):
+        seen.append(dict(costs["costs"]))
+        return real_build(costs, _rows(_fake_truth()), _fake_median, 40)
+
+    real_build = profile.build_profile
+    monkeypatch.setattr(C, "run_costs", lambda quick=False: _fake_costs())
+    monkeypatch.setattr(C, "format_costs", lambda res: "fake costs")
+    monkeypatch.setattr(profile, "calibration_sweep", lambda quick=False: ([], []))
+    monkeypatch.setattr(profile, "build_profile", fake_build)
+    monkeypatch.setattr(TB, "calibration", fake_watchdog)
+    out = tmp_path / "p.json"
+    assert measure_main(["calibrate", "--out", str(out), "--tries", "2", "--quick"]) == 0
+    kept = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    assert calls == [True] and len(seen) == 2
+    if measured:
+        assert all(c["tbf_watchdog"]["late_us"] == 21.0 for c in seen)
+        assert kept["host"]["tbf_late_s"] == pytest.approx(21e-6)
+        assert "tbf watchdog: 700 frames waited, late 21.0 us median" in err
+    else:
+        assert not any("tbf_watchdog" in c for c in seen) and "tbf_late_s" not in kept["host"]
+        assert "warning: tbf watchdog not measured (only 3 of the tbf watchdog's 16" in err
+
+
 def test_carry_over_moves_a_measured_ack_cost_and_keeps_a_fitted_one():
     old = _fake_costs()
     base = profile.build_profile(old, _rows(_fake_truth()), _fake_median, max_evaluations=60)
@@ -545,6 +609,11 @@ def test_calibrate_tries_keeps_the_lowest_fit_loss(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(C, "format_costs", lambda res: "fake costs")
     monkeypatch.setattr(profile, "calibration_sweep", lambda quick=False: ([], ["repeat"]))
     monkeypatch.setattr(profile, "build_profile", fake_build)
+
+    def no_watchdog(quick=False):  # no kernel runs here
+        raise ValueError("not measured in this test")
+
+    monkeypatch.setattr(TB, "calibration", no_watchdog)
     out = tmp_path / "p.json"
     assert measure_main(["calibrate", "--out", str(out), "--tries", "3"]) == 0
     kept = json.loads(out.read_text())

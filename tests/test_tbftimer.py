@@ -6,6 +6,7 @@ states."""
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 
@@ -181,3 +182,44 @@ def test_the_findings_chapter_9_quotes_come_from_the_table():
     assert f["fast_idle"] == pytest.approx(t.loc[(fast, "idle"), "late_us"])
     assert f["out"] == int(t["bursts_out"].sum()) and f["bursts"] > f["out"]
     assert f["proxy"] > f["late"] and f["slow_wait"] > f["fast_wait"]
+
+
+def _fake_run(late_us: dict, out_of_step: int = 0):
+    """A stand-in for TB.measure: each burst's departures made by a bucket whose watchdog is
+    ``late_us[state]`` late, replayed as measure() replays them; the first ``out_of_step``
+    bursts of each state have every frame after the bucket's two moved 30 us early (the first
+    frames' receive times lagged their dequeue)."""
+
+    def run(rate, frame_bytes, frames, bursts, spin):
+        late = late_us["spin" if spin else "idle"]
+        bucket = framing.tbf_burst_bytes(1500)
+        made = []
+        for b in range(bursts):
+            t = departures(frames, rate, [late * 1e3], bucket)
+            if b < out_of_step:
+                t = t[:2] + [x - 30e3 for x in t[2:]]
+            waited = TB.watchdog_lateness(t, frame_bytes, rate, bucket)
+            made.append({"burst": b, "received": frames, "complete": True, "frames": waited})
+        return {"bursts": made}
+
+    return run
+
+
+def test_calibrate_pools_both_cpu_states_over_the_bursts_in_step():
+    got = TB.calibration(run=_fake_run({"idle": 20.0, "spin": 24.0}, out_of_step=2))
+    assert got["idle_late_us"] == pytest.approx(20.0) and got["spin_late_us"] == pytest.approx(24)
+    assert 20.0 <= got["late_us"] <= 24.0 and got["late_p10_us"] <= got["late_p90_us"]
+    assert got["bursts"] == 2 * TB.CAL_BURSTS and got["bursts_out"] == 4
+    assert got["rate_bits_per_s"] == TB.CAL_RATE_BITS_PER_S
+    # the wrong model: with the bursts out of step kept, the lateness comes out early
+    run = _fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=2)
+    res = run(TB.CAL_RATE_BITS_PER_S, FRAME, TB.CAL_FRAMES, TB.CAL_BURSTS, False)
+    every = [f["late_ns"] / 1e3 for b in res["bursts"] for f in b["frames"]]
+    kept, out = TB.in_step_lateness_us(res)
+    assert out == 2 and statistics.median(kept) == pytest.approx(20.0)
+    assert min(every) < 20.0 - TB.EARLY_US and len(every) > len(kept)
+
+
+def test_calibrate_refuses_a_measurement_mostly_out_of_step():
+    with pytest.raises(ValueError, match=r"only 4 of the tbf watchdog's 16 bursts stayed in step"):
+        TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=6))

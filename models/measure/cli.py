@@ -376,7 +376,8 @@ def parser() -> argparse.ArgumentParser:
     )
     cal = sub.add_parser(
         "calibrate",
-        help="costs + a short loopback sweep (8 runs) + a fit of what cannot be measured: "
+        help="costs + a tbf watchdog's lateness on a veth pair + a short loopback sweep (8 "
+        "runs) + a fit of what cannot be measured: "
         "writes this machine's host profile for python -m models.sim --host FILE",
     )
     cal.add_argument(

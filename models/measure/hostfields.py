@@ -27,6 +27,9 @@ __all__ = [
     "TIMER_FIELDS",
     "timer_costs",
     "handoff_byte",
+    "TBF_RECORD",
+    "TBF_LATE_HOW",
+    "tbf_late",
     "machine_record",
     "carry_over",
 ]
@@ -100,6 +103,30 @@ def handoff_byte(costs: Mapping[str, Any]) -> dict[str, float]:
     return {}
 
 
+#: Where ``calibrate`` keeps its measurement of the tbf watchdog among the benchmarks' ``costs``
+#: (:func:`models.measure.tbftimer.calibration`).
+TBF_RECORD = "tbf_watchdog"
+#: A profile's provenance of ``tbf_late_s``.
+TBF_LATE_HOW = (
+    "measured: the median lateness of a tbf rate limit's watchdog timer, frames waiting for "
+    "tokens on a veth pair at 300 Mb/s, the sending CPU idle and busy (tbf_watchdog)"
+)
+
+
+def tbf_late(costs: Mapping[str, Any]) -> dict[str, float]:
+    """The tbf watchdog's measured lateness from the benchmarks' ``costs`` (its
+    :data:`TBF_RECORD`, which ``calibrate`` adds), as the host field ``tbf_late_s`` in seconds;
+    left out when it was not measured (the simulator's wake-up proxy stands in then).
+
+    >>> tbf_late({"tbf_watchdog": {"late_us": 22.4}}), tbf_late({})
+    ({'tbf_late_s': 2.24e-05}, {})
+    """
+    us = float((costs.get(TBF_RECORD) or {}).get("late_us") or 0.0)
+    if us > 0 and math.isfinite(us):
+        return {"tbf_late_s": round(us * 1e-6, 12)}  # us -> s
+    return {}
+
+
 def machine_record(settings: Mapping[str, Any]) -> dict[str, Any]:
     """A profile's ``machine`` from the microbenchmarks' ``settings``."""
     k = settings["kernel"]
@@ -123,7 +150,8 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
     ``measured`` record), so a measured cost becomes this machine's and a cost that is measured plus
     fitted keeps its fitted part; the fitted costs, and any cost the profile leaves out, stay as
     they are.  The pacing timer's costs (:func:`timer_costs`), measured alone, are this
-    machine's (or left out if it gave none).  The machine and the settings are the new
+    machine's (or left out if it gave none), and so is the tbf watchdog's lateness
+    (:func:`tbf_late`).  The machine and the settings are the new
     machine's; ``notes`` says where the rest came from.
 
     >>> old = {"wake": {"pipe_cross": {"median_us": 40.0}},
@@ -179,13 +207,17 @@ def carry_over(profile: Any, costs_result: Mapping[str, Any]) -> dict[str, Any]:
             f"moved by {shift * 1e6:+.3f} us to this machine's microbenchmarks; was "
             + provenance.get(field, "not set")
         )
-    timers = timer_costs(c)  # measured alone, never fitted: this machine's, or none
-    for field in TIMER_FIELDS:
+    # measured alone, never fitted: this machine's, or none
+    alone = {
+        **{f: (v, "timer_arm, timer_fire") for f, v in timer_costs(c).items()},
+        **{f: (v, TBF_RECORD) for f, v in tbf_late(c).items()},
+    }
+    for field in (*TIMER_FIELDS, "tbf_late_s"):
         host.pop(field, None)
         provenance.pop(field, None)
-        if field in timers:
-            host[field] = timers[field]
-            provenance[field] = "measured on this machine (timer_arm, timer_fire)"
+        if field in alone:
+            host[field], source = alone[field]
+            provenance[field] = f"measured on this machine ({source})"
     d = {
         "schema": hostprofile.SCHEMA,
         "version": hostprofile.VERSION,

@@ -47,12 +47,14 @@ from .calruns import (
     sweep_rows,
 )
 from .hostfields import (
+    TBF_LATE_HOW,
     TIMER_BENCHMARKS,
     TIMER_FIELDS,
     carry_over,
     handoff_byte,
     machine_record,
     measured_costs,
+    tbf_late,
     timer_costs,
 )
 from .wakeups import (
@@ -366,6 +368,7 @@ def build_profile(
         fields["waker_curve_s"] = [list(p) for p in waker]
     fields.update(timers)
     fields.update(cross)
+    fields.update(tbf_late(c))  # no tbf in the fit's loopback runs: it only joins the profile
     fields.update(flags)
     fields.update(given_host)
     how = {
@@ -410,6 +413,7 @@ def build_profile(
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
         "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
         "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
+        "tbf_late_s": TBF_LATE_HOW,
         "send_cpu_first": "set: the fit's simulations and the profile's send a thread's "
         "segment after its send()'s CPU up to it",
     }

@@ -53,6 +53,10 @@ __all__ = [
     "IDLE_S",
     "watchdog_lateness",
     "measure",
+    "EARLY_US",
+    "CAL_RATE_BITS_PER_S",
+    "in_step_lateness_us",
+    "calibration",
 ]
 
 #: The UDP port the receiver listens on (inside its own namespace).
@@ -66,6 +70,21 @@ FRAME_BYTES_RANGE = (64, ETHERNET_MTU + framing.ETH_HEADER_BYTES)
 UDP_IP_BYTES = 20 + 8 + framing.ETH_HEADER_BYTES
 #: Pause before each burst, seconds: the bucket refills and the sender's CPU goes idle.
 IDLE_S = 0.02
+#: How early a frame may seem to leave before a burst's replay is called out of step,
+#: microseconds: a timer never fires early, so more than the receive timestamps' jitter (about a
+#: microsecond) before the tokens means the replayed bucket has lost step with the qdisc's.
+EARLY_US = 1.0
+#: ``calibrate``'s rate, bits per second: the fastest of the bundled sweep
+#: (``tools/tbf_timer_sweep.py``), whose waits for tokens are nearest a 1 Gb/s link's; faster
+#: rates cannot be measured this way (the sender cannot fill the queue faster than it drains).
+CAL_RATE_BITS_PER_S = 300e6
+#: ``calibrate``'s frames per burst and bursts per CPU state (and with ``--quick``).
+CAL_FRAMES, CAL_BURSTS, CAL_QUICK_BURSTS = 60, 8, 3
+#: The share of ``calibrate``'s bursts that must stay in step for its median to be taken: on an
+#: idle machine most do (the bundled sweep, ``data/kernel6_tbf_timer``: 27 of 32 at 300 Mb/s);
+#: with another program busy on either CPU most lose step (15 of 16 with a simulation running on
+#: one of two CPUs, 2026-12-03), and what is left is not the idle machine's timer.
+CAL_MIN_IN_STEP = 0.5
 #: SO_TIMESTAMPNS / SCM_TIMESTAMPNS on Linux (the socket module does not name them).
 _SO_TIMESTAMPNS = 35
 
@@ -314,6 +333,80 @@ def measure(
         "cpu": cpu,
         "bursts": results,
     }
+
+
+def in_step_lateness_us(result: dict[str, Any]) -> tuple[list[float], int]:
+    """The lateness (microseconds) of every frame that waited in the bursts of one
+    :func:`measure` ``result`` whose replay stayed in step (no frame more than :data:`EARLY_US`
+    early), and how many bursts were left out (incomplete, or out of step: a frame's receive time
+    lagging its dequeue moves every later frame of the burst by the same amount).
+
+    >>> burst = lambda lates: {"complete": True, "frames": [{"late_ns": x} for x in lates]}
+    >>> in_step_lateness_us({"bursts": [burst([20e3, 24e3]), burst([-5e3, 60e3]), burst([])]})
+    ([20.0, 24.0], 2)
+    """
+    kept: list[float] = []
+    out = 0
+    for b in result["bursts"]:
+        lates = [f["late_ns"] / 1e3 for f in b["frames"]]  # ns -> us
+        if not (b["complete"] and lates) or min(lates) < -EARLY_US:
+            out += 1
+            continue
+        kept += lates
+    return kept, out
+
+
+def calibration(quick: bool = False, run: Any = None) -> dict[str, Any]:
+    """What ``python -m models.measure calibrate`` records of the watchdog (root, two CPUs): the
+    bursts of :func:`measure` at :data:`CAL_RATE_BITS_PER_S`, full frames at MTU 1500, the field
+    sweep's two-frame bucket, once with the sending CPU idle and once kept busy, pooled as
+    :func:`models.validation.tbf_timer.measured_late_s` pools the bundled sweep: ``late_us`` (the
+    median lateness, what a host profile's ``tbf_late_s`` takes), its 10th and 90th percentiles,
+    each state's median, and the frames and bursts behind them.  ``run`` stands in for
+    :func:`measure` (tests).
+
+    Raises
+    ------
+    ValueError
+        Fewer than :data:`CAL_MIN_IN_STEP` of the bursts stayed in step.
+    """
+    from models.measure.stats import median, percentile
+
+    run = measure if run is None else run
+    frame_bytes = FRAME_BYTES_RANGE[1]  # a full frame at MTU 1500
+    bursts = CAL_QUICK_BURSTS if quick else CAL_BURSTS
+    every: list[float] = []
+    out: dict[str, Any] = {"rate_bits_per_s": CAL_RATE_BITS_PER_S, "frame_bytes": frame_bytes}
+    left = 0
+    for state in ("idle", "spin"):
+        res = run(
+            CAL_RATE_BITS_PER_S,
+            frame_bytes,
+            frames=CAL_FRAMES,
+            bursts=bursts,
+            spin=state == "spin",
+        )
+        lates, n_out = in_step_lateness_us(res)
+        left += n_out
+        every += lates
+        out[f"{state}_late_us"] = median(lates)
+    kept = 2 * bursts - left
+    if kept < CAL_MIN_IN_STEP * 2 * bursts or not every:
+        raise ValueError(
+            f"only {kept} of the tbf watchdog's {2 * bursts} bursts stayed in step (at least "
+            f"{CAL_MIN_IN_STEP:.0%} needed): other load on the CPUs? Measure again when idle"
+        )
+    out.update(
+        {
+            "bursts": 2 * bursts,
+            "bursts_out": left,
+            "frames": len(every),
+            "late_us": median(every),
+            "late_p10_us": percentile(every, 10),
+            "late_p90_us": percentile(every, 90),
+        }
+    )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from models.measure import tbftimer
+
 if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
@@ -40,10 +42,9 @@ __all__ = [
 TABLE = "kernel6_tbf_timer"
 #: The columns that name one burst.
 BURST_KEY = ["sweep", "rate_bits_per_s", "cpu_state", "repeat", "burst"]
-#: How early a frame may seem to leave before the replay is called out of step, microseconds:
-#: a timer never fires early, so more than the receive timestamps' jitter (about a
-#: microsecond) before the tokens means the replayed bucket has lost step with the qdisc's.
-EARLY_US = 1.0
+#: How early a frame may seem to leave before the replay is called out of step, microseconds
+#: (the measurement's own rule, which ``calibrate`` applies too).
+EARLY_US = tbftimer.EARLY_US
 
 
 def _load(df: pd.DataFrame | None) -> pd.DataFrame:
