@@ -220,3 +220,66 @@ def test_models_on_sweep_runs_each_model_by_name_in_order(monkeypatch):
         "Flory's thresholds"
     ]
     assert lists["a"][-1].value == "1 of 2"
+
+
+@pytest.fixture(scope="module")
+def lateness(ev):
+    return F6.lateness_table(ev)
+
+
+def test_the_lateness_table_runs_from_on_time_to_the_stand_in(lateness):
+    from models.validation import tbf_timer as TT
+
+    assert list(lateness.late_us) == sorted(lateness.late_us)
+    assert lateness.late_us.iloc[0] == 0 and lateness.which.iloc[0] == "on time"
+    stand_in = hostprofile.shipped(F6.PROFILE_WAKER).host["wake_s"] * 1e6  # s -> us
+    assert lateness.late_us.iloc[-1] == pytest.approx(stand_in)
+    measured = lateness[lateness.which == "measured, second machine"].late_us
+    assert measured.tolist() == [pytest.approx(TT.measured_late_s() * 1e6)]  # read from data/
+    assert {*F6.LATE_US} <= {*lateness.late_us.round(6)}
+
+
+def test_the_lateness_claims_hold(lateness):
+    found = F6.lateness_findings(lateness)
+    assert all(found.values()), found
+
+
+def _moved(table, which_row: int, from_row: int):
+    """``table`` with row ``from_row``'s results in row ``which_row``'s place."""
+    t = table.copy()
+    cols = ["extra_stalls", "within_pct"]
+    t.loc[t.index[which_row], cols] = table.loc[table.index[from_row], cols].to_numpy()
+    return t
+
+
+def test_the_stand_in_s_results_at_the_measured_lateness_fail_its_claim(lateness):
+    at = int((lateness.which == "measured, second machine").to_numpy().argmax())
+    found = F6.lateness_findings(_moved(lateness, at, -1))
+    assert not found["late as measured on the second machine, most limited rates come right"]
+
+
+def test_rates_right_above_the_measured_lateness_fail_the_later_claim(lateness):
+    at = int((lateness.which == "measured, second machine").to_numpy().argmax())
+    t = lateness
+    for k in range(at + 1, len(t) - 1):  # every value tried between it and the stand-in
+        t = _moved(t, k, at)
+    assert not F6.lateness_findings(t)["later still, most go wrong again"]
+
+
+def test_an_extra_stall_below_the_measured_lateness_fails_the_none_below_claim(lateness):
+    t = lateness.copy()
+    t.loc[t.index[1], "extra_stalls"] = 1
+    assert not F6.lateness_findings(t)["no extra stall below the measured lateness"]
+
+
+def test_the_late_rows_change_only_the_watchdog_s_lateness():
+    timed = F6.on_time()
+    row = timed.iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(F6.PROFILE_WAKER))
+    a = F6.softirq_scenario("iscsi_loop", row, host, 250)
+    b = F6.late_scenario(17e-6, "iscsi_loop", row, host, 250)
+    assert b.server.tbf_late_s == b.client.tbf_late_s == 17e-6 and a.link.watchdog_wake
+    zero = {"tbf_late_s": a.server.tbf_late_s}
+    assert b.replace(client=zero, server=zero) == a
+    with pytest.raises(ValueError, match=r"late_s must be in \(0, 1e-3\] seconds, got 0"):
+        F6.at_lateness(0)

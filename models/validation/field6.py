@@ -57,6 +57,11 @@ __all__ = [
     "evaluate",
     "findings",
     "numbers",
+    "late_scenario",
+    "at_lateness",
+    "LATE_US",
+    "lateness_table",
+    "lateness_findings",
 ]
 
 #: The sixth machine's field sweep pinned apart (``--prefix``) and its tables, named in full so
@@ -175,6 +180,88 @@ def on_time() -> Any:
     run = load_kernel_run(prefix=PREFIX)
     profile = hostprofile.shipped(PROFILE_WAKER)
     return FID.simulate_loop(run, profile, scenario=on_time_scenario, rows=FID.link_limited)
+
+
+def late_scenario(late_s: float, table: str, row: dict[str, Any], host: Any, hz: int) -> Any:
+    """:func:`softirq_scenario` with the watchdog late by ``late_s`` seconds on both ends
+    (``Host.tbf_late_s``, what ``calibrate`` now measures) in place of the wake-up that stands in
+    for it (a module-level function: bound with :func:`functools.partial`, it pickles)."""
+    late = {"tbf_late_s": late_s}
+    return softirq_scenario(table, row, host, hz).replace(client=late, server=late)
+
+
+@functools.lru_cache(maxsize=4)
+def at_lateness(late_s: float) -> Any:
+    """The sweep's link-limited rows as :data:`RECIPE` simulates them with the watchdog late by
+    ``late_s`` seconds (:func:`late_scenario`; simulated once per process and value)."""
+    from models.kernel import load_kernel_run
+    from models.sim import hostprofile
+
+    if not 0 < late_s <= 1e-3:  # 0 would mean "not measured": the stand-in, not a lateness
+        raise ValueError(f"late_s must be in (0, 1e-3] seconds, got {late_s!r}")
+    run = load_kernel_run(prefix=PREFIX)
+    profile = hostprofile.shipped(PROFILE_WAKER)
+    make = functools.partial(late_scenario, late_s)
+    return FID.simulate_loop(run, profile, scenario=make, rows=FID.link_limited)
+
+
+#: Watchdog latenesses simulated besides the one measured on the second machine (the bundled
+#: ``kernel6_tbf_timer``), the stand-in and none, microseconds: one below, one above.
+LATE_US = (10.0, 30.0)
+
+
+def lateness_table(ev: Field6Evaluation, timed: Any = None, late: Any = None) -> Any:
+    """The link-limited rows of :data:`RECIPE` against the watchdog's lateness: per lateness
+    (microseconds, ascending; on time first, the stand-in last), the extra stalls behind the
+    limit with large responses (test rows, :func:`_watchdog_extra`) and the share of rates within
+    the field's tolerance (:func:`_limited_within`, percent).  ``timed`` stands for
+    :func:`on_time` and ``late`` for ``{seconds: table}`` of :func:`at_lateness` (defaults: they,
+    at :data:`LATE_US` and the second machine's measured lateness)."""
+    import pandas as pd
+
+    from models.sim import hostprofile
+    from models.validation import tbf_timer as TT
+
+    timed = on_time() if timed is None else timed
+    measured = TT.measured_late_s()
+    if late is None:
+        late = {s: at_lateness(s) for s in sorted([measured, *(u * 1e-6 for u in LATE_US)])}
+    stand_in = hostprofile.shipped(PROFILE_WAKER).host["wake_s"]
+    tables = [
+        (0.0, "on time", timed),
+        *((s, "measured, second machine" if s == measured else "", t) for s, t in late.items()),
+        (stand_in, "the wake-up standing in", _limited(ev.tables[RECIPE])),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "late_us": s * 1e6,  # s -> us
+                "which": name,
+                "extra_stalls": len(_watchdog_extra(t)),
+                "within_pct": _limited_within(t),
+            }
+            for s, name, t in tables
+        ]
+    )
+
+
+def lateness_findings(table: Any) -> dict[str, bool]:
+    """What chapter 9d says of :func:`lateness_table`'s ``table``."""
+    measured = table[table.which == "measured, second machine"].iloc[0]
+    stand_in = table.iloc[-1]
+    above = table[(table.late_us > measured.late_us) & (table.late_us < stand_in.late_us)]
+    share = FID.IOPS_SHARE * 100
+    return {
+        "late as measured on the second machine, most limited rates come right": bool(
+            measured.within_pct >= share and 2 * measured.extra_stalls < stand_in.extra_stalls
+        ),
+        "later still, most go wrong again": bool(
+            len(above) and (above.within_pct < share / 2).any()
+        ),
+        "no extra stall below the measured lateness": bool(
+            (table[table.late_us < measured.late_us].extra_stalls == 0).all()
+        ),
+    }
 
 
 #: Smallest response (bytes) of the link-limited rows whose extra stalls the watchdog's lateness
