@@ -283,3 +283,41 @@ def test_the_late_rows_change_only_the_watchdog_s_lateness():
     assert b.replace(client=zero, server=zero) == a
     with pytest.raises(ValueError, match=r"late_s must be in \(0, 1e-3\] seconds, got 0"):
         F6.at_lateness(0)
+
+
+@pytest.fixture(scope="module")
+def contrast():
+    return F6.bucket_contrast()
+
+
+def test_the_bucket_claims_hold(contrast):
+    found = F6.bucket_findings(contrast)
+    assert all(found.values()), found
+
+
+def test_a_deep_bucket_that_still_loses_rate_fails_its_claim(contrast):
+    wrong = contrast.copy()
+    wrong["four frames"] = wrong["two frames"]  # as if depth made no difference
+    found = F6.bucket_findings(wrong)
+    assert not found["with four it costs under a twentieth"]
+    flat = contrast.copy()
+    flat["two frames"] = flat["four frames"]  # as if the lateness cost nothing
+    assert not F6.bucket_findings(flat)[
+        "with two frames the later watchdog costs over a fifth of the rate"
+    ]
+
+
+def test_latenesses_on_one_side_of_a_frame_s_time_fail_the_either_side_claim(contrast):
+    both_late = contrast.set_axis([20.0, 30.0])
+    assert not F6.bucket_findings(both_late)["the latenesses lie either side of one frame's time"]
+
+
+def test_the_contrast_row_is_one_link_limited_run_without_a_stall():
+    from models.kernel import load_kernel_run
+    from models.kernel.runs import STALL_SHARE_PCT
+
+    t = load_kernel_run(prefix=F6.PREFIX).table("iscsi_loop")
+    pick = t[FID.link_limited(t)]
+    for k, v in F6.BUCKET_ROW.items():
+        pick = pick[pick[k] == v]
+    assert len(pick) == 1 and float(pick.iloc[0].stalled_pct) < STALL_SHARE_PCT

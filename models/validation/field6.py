@@ -62,6 +62,10 @@ __all__ = [
     "LATE_US",
     "lateness_table",
     "lateness_findings",
+    "bucket_findings",
+    "BUCKET_ROW",
+    "bucket_contrast",
+    "frame_time_us",
 ]
 
 #: The sixth machine's field sweep pinned apart (``--prefix``) and its tables, named in full so
@@ -262,6 +266,79 @@ def lateness_findings(table: Any) -> dict[str, bool]:
             (table[table.late_us < measured.late_us].extra_stalls == 0).all()
         ),
     }
+
+
+def bucket_findings(contrast: Any) -> dict[str, bool]:
+    """What chapter 9d says of :func:`bucket_contrast`'s table (two latenesses, the first below
+    one frame's time at 1 Gb/s and the last above it)."""
+    early, late = contrast.iloc[0], contrast.iloc[-1]
+    frame = frame_time_us()
+    return {
+        "the latenesses lie either side of one frame's time": bool(
+            contrast.index[0] < frame < contrast.index[-1]
+        ),
+        "with two frames the later watchdog costs over a fifth of the rate": bool(
+            late["two frames"] < 0.8 * early["two frames"]
+        ),
+        "with four it costs under a twentieth": bool(
+            abs(late["four frames"] / early["four frames"] - 1) < 0.05
+        ),
+    }
+
+
+#: The link-limited row whose rate :func:`bucket_contrast` follows: 2 KiB responses at QD 8,
+#: ``TCP_NODELAY`` at both ends, bbr, behind the 1 Gb/s limit at MTU 1500.
+BUCKET_ROW = {
+    "link": "veth-1500-1g",
+    "cc": "bbr",
+    "client_sock_mode": "nodelay",
+    "sock_mode": "nodelay",
+    "iosize_bytes": 2048,
+    "qd": 8,
+}
+
+
+def frame_time_us(rate_bits_per_s: float = 1e9, mtu: int = 1500) -> float:
+    """How long a full frame's tokens take to arrive at ``rate_bits_per_s``, microseconds (the
+    ``tbf`` bucket holds :data:`models.framing.TBF_BURST_FRAMES` of them).
+
+    >>> round(frame_time_us(), 3)
+    12.112
+    """
+    from models import framing
+
+    frame = framing.tbf_burst_bytes(mtu, 1)  # one full frame, bytes
+    return frame * 8 / rate_bits_per_s * 1e6  # bytes -> bits, s -> us
+
+
+def bucket_contrast(late_us: tuple[float, ...] = (10.0, 30.0)) -> Any:
+    """:data:`BUCKET_ROW` as :data:`RECIPE` simulates it with the watchdog late by each of
+    ``late_us`` (microseconds), with the row's two-frame bucket and with one twice as deep:
+    simulated over kernel rate, one row per lateness, a column per bucket."""
+    import pandas as pd
+
+    from models.kernel import load_kernel_run, simulate_summary
+    from models.sim import hostprofile
+
+    run = load_kernel_run(prefix=PREFIX)
+    t = run.table("iscsi_loop")
+    pick = t[FID.link_limited(t)]
+    for k, v in BUCKET_ROW.items():
+        pick = pick[pick[k] == v]
+    row = pick.iloc[0].to_dict()
+    host = FID.ProfileHost(hostprofile.shipped(PROFILE_WAKER))
+    out = []
+    for us in late_us:
+        sc = late_scenario(us * 1e-6, "iscsi_loop", row, host, run.hz)
+        deep = sc.replace(link={"bucket_bytes": 2 * sc.link.bucket_bytes})
+        out.append(
+            {
+                "late_us": us,
+                "two frames": simulate_summary(sc).iops / row["iops"],
+                "four frames": simulate_summary(deep).iops / row["iops"],
+            }
+        )
+    return pd.DataFrame(out).set_index("late_us")
 
 
 #: Smallest response (bytes) of the link-limited rows whose extra stalls the watchdog's lateness
