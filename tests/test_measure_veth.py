@@ -148,3 +148,22 @@ def _descendants(pid: int) -> list[int]:
         out += kids
         todo += kids
     return out
+
+
+def test_calibrate_s_tbf_watchdog_measurement_runs_and_leaves_nothing(can_netns: None) -> None:
+    """calibrate's watchdog measurement end to end (a veth pair with tbf, both programs, the
+    replay): a lateness in the plausible range, or, with the CPUs busy (the test suite's other
+    worker), the refusal that names the bursts out of step; never a traceback or a leftover."""
+    from models.measure import tbftimer
+    from models.sim.hostranges import COST_RANGES
+
+    lo, hi = COST_RANGES["tbf_late_s"].lo_s, COST_RANGES["tbf_late_s"].hi_s
+    try:
+        got = tbftimer.calibration(quick=True)
+    except ValueError as e:
+        assert "bursts stayed in step" in str(e), e
+    else:
+        assert lo < got["late_us"] * 1e-6 < hi  # us -> s
+        assert got["bursts"] == 2 * tbftimer.CAL_QUICK_BURSTS and got["frames"] > 0
+        assert got["late_p10_us"] <= got["late_us"] <= got["late_p90_us"]
+    assert _mine(os.getpid()) == [] and _links(os.getpid()) == []

@@ -105,7 +105,7 @@ COST_RANGES: dict[str, Range] = {
         1e-3,
         "an hrtimer's interrupt and the transmit soft interrupt after it: microseconds on "
         "hardware, tens of microseconds when the timer's interrupt comes through a hypervisor "
-        "(tools/tbf_timer_sweep.py measures it)",
+        "(python -m models.measure calibrate measures it; tools/tbf_timer_sweep.py sweeps it)",
     ),
     "handoff_cpu_s": Range(
         0.0,
