@@ -461,10 +461,10 @@ def test_calibrate_measures_the_tbf_watchdog_once_or_says_why_not(
     def fake_watchdog(quick=False):
         calls.append(quick)
         if not measured:
-            raise ValueError("only 3 of the tbf watchdog's 16 bursts stayed in step")
+            raise ValueError("only 3 (idle) and 2 (busy) of the tbf watchdog's 24 bursts")
         return {
             **{"late_us": 21.0, "late_p10_us": 19.0, "late_p90_us": 26.0},
-            **{"frames": 700, "bursts": 16, "bursts_out": 1},
+            **{"frames": 700, "bursts": 16, "bursts_out": 1, "rounds": 1},
         }
 
     seen = []
@@ -490,7 +490,7 @@ def test_calibrate_measures_the_tbf_watchdog_once_or_says_why_not(
         assert "tbf watchdog: 700 frames waited, late 21.0 us median" in err
     else:
         assert not any("tbf_watchdog" in c for c in seen) and "tbf_late_s" not in kept["host"]
-        assert "warning: tbf watchdog not measured (only 3 of the tbf watchdog's 16" in err
+        assert "warning: tbf watchdog not measured (only 3 (idle) and 2 (busy)" in err
 
 
 def test_carry_over_moves_a_measured_ack_cost_and_keeps_a_fitted_one():

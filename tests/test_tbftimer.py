@@ -209,7 +209,7 @@ def test_calibrate_pools_both_cpu_states_over_the_bursts_in_step():
     got = TB.calibration(run=_fake_run({"idle": 20.0, "spin": 24.0}, out_of_step=2))
     assert got["idle_late_us"] == pytest.approx(20.0) and got["spin_late_us"] == pytest.approx(24)
     assert 20.0 <= got["late_us"] <= 24.0 and got["late_p10_us"] <= got["late_p90_us"]
-    assert got["bursts"] == 2 * TB.CAL_BURSTS and got["bursts_out"] == 4
+    assert got["rounds"] == 1 and got["bursts"] == 2 * TB.CAL_BURSTS and got["bursts_out"] == 4
     assert got["rate_bits_per_s"] == TB.CAL_RATE_BITS_PER_S
     # the wrong model: with the bursts out of step kept, the lateness comes out early
     run = _fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=2)
@@ -220,6 +220,17 @@ def test_calibrate_pools_both_cpu_states_over_the_bursts_in_step():
     assert min(every) < 20.0 - TB.EARLY_US and len(every) > len(kept)
 
 
+def test_calibrate_measures_again_until_each_state_has_enough_bursts_in_step():
+    # 4 of 8 bursts in step per round: two rounds give each state 8 >= CAL_MIN_KEPT
+    got = TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=4))
+    assert got["rounds"] == 2 and got["bursts"] == 32 and got["bursts_out"] == 16
+    assert got["late_us"] == pytest.approx(20.0)
+
+
 def test_calibrate_refuses_a_measurement_mostly_out_of_step():
-    with pytest.raises(ValueError, match=r"only 4 of the tbf watchdog's 16 bursts stayed in step"):
-        TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=6))
+    with pytest.raises(
+        ValueError,
+        match=r"only 3 \(idle\) and 3 \(busy\) of the tbf watchdog's "
+        r"24 bursts per state stayed in step in 3 rounds \(at least 6 each",
+    ):
+        TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=7))

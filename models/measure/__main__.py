@@ -247,7 +247,7 @@ def _tbf_watchdog(quick: bool) -> dict | None:
     print(
         f"tbf watchdog: {got['frames']} frames waited, late {late:.1f} us median "
         f"(10th-90th percentile {lo:.1f}-{hi:.1f} us), {got['bursts_out']} of "
-        f"{got['bursts']} bursts left out",
+        f"{got['bursts']} bursts left out ({got['rounds']} rounds)",
         file=sys.stderr,
     )
     return got
