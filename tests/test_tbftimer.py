@@ -220,10 +220,10 @@ def test_calibrate_pools_both_cpu_states_over_the_bursts_in_step():
     assert min(every) < 20.0 - TB.EARLY_US and len(every) > len(kept)
 
 
-def test_calibrate_measures_again_until_each_state_has_enough_bursts_in_step():
-    # 4 of 8 bursts in step per round: two rounds give each state 8 >= CAL_MIN_KEPT
-    got = TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=4))
-    assert got["rounds"] == 2 and got["bursts"] == 32 and got["bursts_out"] == 16
+def test_calibrate_measures_again_until_enough_bursts_stayed_in_step():
+    # 2 of 8 bursts in step per state and round: two rounds give 8 >= CAL_MIN_KEPT in all
+    got = TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=6))
+    assert got["rounds"] == 2 and got["bursts"] == 32 and got["bursts_out"] == 24
     assert got["late_us"] == pytest.approx(20.0)
 
 
@@ -231,6 +231,6 @@ def test_calibrate_refuses_a_measurement_mostly_out_of_step():
     with pytest.raises(
         ValueError,
         match=r"only 3 \(idle\) and 3 \(busy\) of the tbf watchdog's "
-        r"24 bursts per state stayed in step in 3 rounds \(at least 6 each",
+        r"24 bursts per state stayed in step in 3 rounds \(at least 8 in all",
     ):
         TB.calibration(run=_fake_run({"idle": 20.0, "spin": 20.0}, out_of_step=7))

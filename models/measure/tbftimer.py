@@ -82,12 +82,14 @@ EARLY_US = 1.0
 CAL_RATE_BITS_PER_S = 300e6
 #: ``calibrate``'s frames per burst and bursts per CPU state (and with ``--quick``).
 CAL_FRAMES, CAL_BURSTS, CAL_QUICK_BURSTS = 60, 8, 3
-#: ``calibrate``'s bursts in step wanted per CPU state (fewer with ``--quick``'s bursts), and
-#: the most rounds it runs to get them.  A burst whose replay lost step is left out, not
-#: counted as a lateness: on the second machine, idle, 5 of 32 at 300 Mb/s
-#: (``data/kernel6_tbf_timer``); here (2026-12-03, load 0.3) 7-10 of 16, their kept frames
-#: 21-22 us late at the median, the lost ones after a single late release of 40-65 us.
-CAL_MIN_KEPT, CAL_ROUNDS = 6, 3
+#: ``calibrate``'s bursts in step wanted, both CPU states together (fewer with ``--quick``'s
+#: bursts), and the most rounds it runs to get them.  A burst whose replay lost step is left
+#: out, not counted as a lateness: on the second machine, idle, 5 of 32 at 300 Mb/s
+#: (``data/kernel6_tbf_timer``); here (2026-12-03) 7-10 of 16 at a load of 0.3-0.7, and in one
+#: calibration with a benchmark running on one CPU 23 of 24 with the sending CPU idle against 17
+#: of 24 busy, the kept frames 21-23 us late at the median in either state.  Both states are
+#: pooled, as the bundled sweep's value is.
+CAL_MIN_KEPT, CAL_ROUNDS = 8, 3
 #: SO_TIMESTAMPNS / SCM_TIMESTAMPNS on Linux (the socket module does not name them).
 _SO_TIMESTAMPNS = 35
 
@@ -365,27 +367,27 @@ def calibration(quick: bool = False, run: Any = None) -> dict[str, Any]:
     sweep's two-frame bucket, with the sending CPU idle and kept busy in turn, pooled as
     :func:`models.validation.tbf_timer.measured_late_s` pools the bundled sweep: ``late_us`` (the
     median lateness, what a host profile's ``tbf_late_s`` takes), its 10th and 90th percentiles,
-    each state's median, and the frames, bursts and rounds behind them.  Rounds of
-    :data:`CAL_BURSTS` bursts per state (:data:`CAL_QUICK_BURSTS` with ``quick``) go on until each
-    state has :data:`CAL_MIN_KEPT` bursts in step (:func:`in_step_lateness_us`), at most
-    :data:`CAL_ROUNDS` of them.  ``run`` stands in for :func:`measure` (tests).
+    each state's median (``None`` for a state with no burst in step), and the frames, bursts and
+    rounds behind them.  Rounds of :data:`CAL_BURSTS` bursts per state (:data:`CAL_QUICK_BURSTS`
+    with ``quick``) go on until :data:`CAL_MIN_KEPT` bursts of the two states together stayed in
+    step (:func:`in_step_lateness_us`), at most :data:`CAL_ROUNDS` of them.  ``run`` stands in
+    for :func:`measure` (tests).
 
     Raises
     ------
     ValueError
-        A state still short of :data:`CAL_MIN_KEPT` bursts in step after :data:`CAL_ROUNDS`
-        rounds.
+        Fewer than :data:`CAL_MIN_KEPT` bursts in step after :data:`CAL_ROUNDS` rounds.
     """
     from models.measure.stats import median, percentile
 
     run = measure if run is None else run
     frame_bytes = FRAME_BYTES_RANGE[1]  # a full frame at MTU 1500
     bursts = CAL_QUICK_BURSTS if quick else CAL_BURSTS
-    need = min(CAL_MIN_KEPT, bursts)
+    need = min(CAL_MIN_KEPT, 2 * bursts)
     lates: dict[str, list[float]] = {"idle": [], "spin": []}
     kept = {"idle": 0, "spin": 0}
     rounds = 0
-    while rounds < CAL_ROUNDS and min(kept.values()) < need:
+    while rounds < CAL_ROUNDS and sum(kept.values()) < need:
         rounds += 1
         for state in lates:
             res = run(
@@ -398,18 +400,18 @@ def calibration(quick: bool = False, run: Any = None) -> dict[str, Any]:
             got, n_out = in_step_lateness_us(res)
             lates[state] += got
             kept[state] += len(res["bursts"]) - n_out
-    if min(kept.values()) < need:
+    if sum(kept.values()) < need:
         raise ValueError(
             f"only {kept['idle']} (idle) and {kept['spin']} (busy) of the tbf watchdog's "
             f"{rounds * bursts} bursts per state stayed in step in {rounds} rounds (at least "
-            f"{need} each needed): other load on the CPUs? Measure again when idle"
+            f"{need} in all needed): other load on the CPUs? Measure again when idle"
         )
     every = lates["idle"] + lates["spin"]
     return {
         "rate_bits_per_s": CAL_RATE_BITS_PER_S,
         "frame_bytes": frame_bytes,
-        "idle_late_us": median(lates["idle"]),
-        "spin_late_us": median(lates["spin"]),
+        # None for a state with no burst in step (JSON has no NaN)
+        **{f"{k}_late_us": median(v) if v else None for k, v in lates.items()},
         "rounds": rounds,
         "bursts": 2 * rounds * bursts,
         "bursts_out": 2 * rounds * bursts - sum(kept.values()),
