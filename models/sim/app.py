@@ -37,6 +37,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from models.sim.cpu import OwnCpu
+from models.sim.own_code import OwnCode
 from models.sim.owner import SocketOwner
 from models.sim.preemption import PreemptionPoints
 from models.sim.softirq_first import SoftIrqFirst
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["AppThread"]
 
 
-class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
+class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -98,6 +99,10 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         The setup's messages, before the loop (op -1).
     """
 
+    # the events' methods: each thread class runs its own copy (models.sim.own_code: speed)
+    own_code = ("on_data", "_wake", "_step", "_done", "_written", "_next_call", "finish")
+    own_code += ("send_messages", "_calls")
+
     def __init__(
         self,
         loop,
@@ -136,31 +141,26 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         self.writes: deque = deque()  # calls of the message being written
         self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
-        self.wake_extra = wake_extra
-        self.wake_late = wake_late
+        self.wake_extra, self.wake_late = wake_extra, wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
         self.wake_curve = wake_curve
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
         self.read_cpu = 0  # fs of copying read but not yet paid
-        self.cork = host.cork
-        self.flush_on_idle = host.flush_on_idle
-        self.quickack = host.quickack
+        self.cork, self.flush_on_idle, self.quickack = host.cork, host.flush_on_idle, host.quickack
         self.own_socket = host.own_socket  # its calls own the socket (models.sim.owner)
         self.factor = factor
         self.peer: AppThread = None  # type: ignore[assignment]
         # (end sequence, op, message, processing fs) of incoming messages
         self.expect: deque = deque()
         self.got: dict = {}  # op -> bit mask of its messages read, ops under way
-        self.busy = False
-        self.waking = False
+        self.busy = self.waking = False
         self.wake_paid = False  # a send() of the peer has paid for waking us (WakerCost)
         self.woken_horizon = 0  # fs: the idle up to which the peer's WakerCost depends on it
         self.busy_start = 0
         self.count = 0  # messages handled in this busy period
         self.busy_counts: dict = {}
-        self.empty_wakeups = 0
-        self.wakeups = 0
+        self.empty_wakeups = self.wakeups = 0
         self.busy_fs = 0  # fs busy (processing and between)
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
