@@ -188,14 +188,11 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
         """Data arrived in the socket (the endpoint calls this)."""
         if not self.busy and not self.waking:
             self.waking = True
-            delay = wake_latency(
-                now - self.idle_since,
-                self.wake,
-                self.wake_fast,
-                self.wake_fast_idle,
-                self.wake_curve,
-                self.wake_late,
-            )
+            if not (self.wake_curve or self.wake_fast_idle):
+                delay = self.wake  # (wake_latency's answer: no curve, no fast step, no draw)
+            else:
+                args = self.wake, self.wake_fast, self.wake_fast_idle, self.wake_curve
+                delay = wake_latency(now - self.idle_since, *args, self.wake_late)
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             if self.preemptible and self.cpu.holders:  # (in the holder's soft interrupt)
