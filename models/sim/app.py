@@ -99,7 +99,7 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
         The setup's messages, before the loop (op -1).
     """
 
-    # the events' methods: each thread class runs its own copy (models.sim.own_code: speed)
+    # the events' methods: each thread's class runs its own copy (models.sim.own_code: speed)
     own_code = ("on_data", "_wake", "_step", "_done", "_written", "_next_call", "finish")
     own_code += ("send_messages", "_calls")
 
@@ -124,6 +124,7 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
         wake_curve: tuple = (),
         read_byte: int = 0,
     ) -> None:
+        self._own_code()  # (first: the bound methods below are its class's copies)
         self.loop = loop
         self.heap, self.ticket = loop.heap, loop.ticket  # the loop's fast path
         self.exchange = exchange
