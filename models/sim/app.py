@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from heapq import heappush
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from models.sim.app_view import AppThreadView
 from models.sim.cpu import OwnCpu
 from models.sim.own_code import OwnCode
 from models.sim.owner import SocketOwner
@@ -44,15 +45,12 @@ from models.sim.softirq_first import SoftIrqFirst
 from models.sim.wakeups import wake_latency
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
-
     from models.sim.exchange import Exchange
-    from models.sim.fastforward import Shift, View
 
 __all__ = ["AppThread"]
 
 
-class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
+class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadView):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -100,8 +98,80 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
     """
 
     # the events' methods: each thread's class runs its own copy (models.sim.own_code: speed)
-    own_code = ("on_data", "_wake", "_step", "_done", "_written", "_next_call", "finish")
-    own_code += ("send_messages", "_calls")
+    own_code = (
+        "on_data",
+        "_wake",
+        "_step",
+        "_done",
+        "_written",
+        "_next_call",
+        "finish",
+        "send_messages",
+        "_calls",
+    )
+    # its fields as slots: CPython reads them in one step (a dict of them had more keys than
+    # the shared-key form holds, so every access went through a dict lookup)
+    __slots__ = (
+        "loop",
+        "heap",
+        "ticket",
+        "exchange",
+        "setup",
+        "ep",
+        "side",
+        "tx",
+        "rcv",
+        "stock_ack",
+        "cpu",
+        "own_cpu",
+        "hold_cpu",
+        "proc",
+        "wake",
+        "tx_cpu",
+        "writes",
+        "unwritten",
+        "wake_cpu",
+        "wake_extra",
+        "wake_late",
+        "wake_fast",
+        "wake_fast_idle",
+        "wake_curve",
+        "idle_since",
+        "read_byte",
+        "read_cpu",
+        "cork",
+        "flush_on_idle",
+        "quickack",
+        "own_socket",
+        "factor",
+        "peer",
+        "expect",
+        "got",
+        "busy",
+        "waking",
+        "wake_paid",
+        "woken_horizon",
+        "busy_start",
+        "count",
+        "busy_counts",
+        "empty_wakeups",
+        "wakeups",
+        "busy_fs",
+        "cpu_fs",
+        "thread_segments",
+        "served",
+        "plain_complete",
+        "reply_proc",
+        "done",
+        "wake_up",
+        "next_call",
+        "step",
+        "call_end",
+        "preemptible",
+        "parked",
+        "plans",
+        "setup_plans",
+    )
 
     def __init__(
         self,
@@ -392,107 +462,3 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst):
                 self.unwritten -= a
                 sent += tx.write(now, a, b)
         return sent
-
-    # -- the fast-forward's view (models.sim.fastforward) -------------------
-
-    #: The loop's heap and order numbers, which the thread holds for its
-    #: fast path; they are the loop's state (its pending events), not the
-    #: thread's.
-    cycle_transient = ("heap", "ticket")
-
-    @property
-    def cycle_stream(self) -> int:
-        """The messages it reads come from the peer's stream."""
-        return 1 - self.ep.side
-
-    def cycle_parts(self) -> dict:
-        return {"cpu": self.cpu}
-
-    def cycle_counters(self) -> dict:
-        return {
-            "busy_counts": self.busy_counts,
-            "empty_wakeups": self.empty_wakeups,
-            "wakeups": self.wakeups,
-            "busy_fs": self.busy_fs,
-            "cpu_fs": self.cpu_fs,
-            "thread_segments": self.thread_segments,
-            "count": self.count,
-            "served": self.served,
-        }
-
-    @staticmethod
-    def _item_state(item: tuple, view: View) -> tuple:
-        end, op, msg, proc = item
-        return view.seq(end), view.op(op) if op >= 0 else op, msg, proc
-
-    @staticmethod
-    def _item_moved(item: tuple, shift: Shift) -> tuple:
-        end, op, msg, proc = item
-        return end + shift.seq(), op + shift.ops if op >= 0 else op, msg, proc
-
-    def cycle_state(self, view: View) -> Hashable:
-        return (
-            self.busy,
-            self.waking,
-            tuple(self._item_state(i, view) for i in self.expect),
-            tuple(self.writes),
-            self.unwritten,
-            tuple(sorted((view.op(op) if op >= 0 else op, m) for op, m in self.got.items())),
-            self._idle_state(view),
-            self.read_cpu,
-            self.wake_paid,
-            self._parked_state(view),
-        )
-
-    def _idle_state(self, view: View) -> int | None:
-        """How long ago an idle thread went idle, as far as it can still
-        matter (a wake-up's latency depends on it only up to
-        ``wake_fast_idle``, or up to a curve's last point)."""
-        horizon = self.wake_curve[-1][0] if self.wake_curve else self.wake_fast_idle
-        horizon = max(horizon, self.woken_horizon)
-        if not horizon or self.busy or self.waking:
-            return None
-        return max(view.time(self.idle_since), -horizon)
-
-    def cycle_signature(self, view: View) -> Hashable:
-        return self.busy, self.waking, len(self.expect)
-
-    def cycle_event(self, name: str, time: int, item: Any, view: View) -> Hashable:
-        """A wake-up or a step (no argument), or the end of processing
-        the message ``item``."""
-        if item is None:
-            return (view.time(time),)
-        return view.time(time), self._item_state(item, view)
-
-    def cycle_shift_event(self, name: str, time: int, item: Any, shift: Shift) -> tuple:
-        return time + shift.dt, None if item is None else self._item_moved(item, shift)
-
-    def cycle_shift(self, shift: Shift) -> None:
-        """Counters, and the messages it expects.  The messages of the
-        busy period under way: if the thread went idle within the cycle,
-        the period began within it too (it moves with the cycle); if it
-        never did, one period spans every cycle and grows by the same
-        amount in each."""
-        shift.grow(
-            self,
-            "busy_counts",
-            "empty_wakeups",
-            "wakeups",
-            "busy_fs",
-            "cpu_fs",
-            "thread_segments",
-            "served",
-        )
-        a, b = shift.before, shift.after
-        ended_a = sum(a["busy_counts"].values()) + a["empty_wakeups"]
-        ended_b = sum(b["busy_counts"].values()) + b["empty_wakeups"]
-        if ended_a != ended_b:  # its busy periods repeat
-            self.busy_start += shift.dt
-            self.idle_since += shift.dt
-        else:  # one period, still growing
-            self.count = shift.grown("count")
-        self.expect = deque(self._item_moved(i, shift) for i in self.expect)
-        if self.parked is not None and self.parked[1] is not None:
-            self.parked = self.parked[0], self._item_moved(self.parked[1], shift)
-        d = shift.ops
-        self.got = {op + d if op >= 0 else op: m for op, m in self.got.items()}
