@@ -34,24 +34,23 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from heapq import heappush
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from models.sim.app_view import AppThreadView
 from models.sim.cpu import OwnCpu
+from models.sim.own_code import OwnCode
 from models.sim.owner import SocketOwner
 from models.sim.preemption import PreemptionPoints
 from models.sim.softirq_first import SoftIrqFirst
 from models.sim.wakeups import wake_latency
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
-
     from models.sim.exchange import Exchange
-    from models.sim.fastforward import Shift, View
 
 __all__ = ["AppThread"]
 
 
-class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
+class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadView):
     """What both threads share.
 
     With a transmit cost (``tx_cpu``) the ``send()`` calls of a message
@@ -98,6 +97,82 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         The setup's messages, before the loop (op -1).
     """
 
+    # the events' methods: each thread's class runs its own copy (models.sim.own_code: speed)
+    own_code = (
+        "on_data",
+        "_wake",
+        "_step",
+        "_done",
+        "_written",
+        "_next_call",
+        "finish",
+        "send_messages",
+        "_calls",
+    )
+    # its fields as slots: CPython reads them in one step (a dict of them had more keys than
+    # the shared-key form holds, so every access went through a dict lookup)
+    __slots__ = (
+        "loop",
+        "heap",
+        "ticket",
+        "exchange",
+        "setup",
+        "ep",
+        "side",
+        "tx",
+        "rcv",
+        "stock_ack",
+        "cpu",
+        "own_cpu",
+        "hold_cpu",
+        "proc",
+        "wake",
+        "tx_cpu",
+        "writes",
+        "unwritten",
+        "wake_cpu",
+        "wake_extra",
+        "wake_late",
+        "wake_fast",
+        "wake_fast_idle",
+        "wake_curve",
+        "idle_since",
+        "read_byte",
+        "read_cpu",
+        "cork",
+        "flush_on_idle",
+        "quickack",
+        "own_socket",
+        "factor",
+        "peer",
+        "expect",
+        "got",
+        "busy",
+        "waking",
+        "wake_paid",
+        "woken_horizon",
+        "busy_start",
+        "count",
+        "busy_counts",
+        "empty_wakeups",
+        "wakeups",
+        "busy_fs",
+        "cpu_fs",
+        "thread_segments",
+        "served",
+        "plain_complete",
+        "reply_proc",
+        "done",
+        "wake_up",
+        "next_call",
+        "step",
+        "call_end",
+        "preemptible",
+        "parked",
+        "plans",
+        "setup_plans",
+    )
+
     def __init__(
         self,
         loop,
@@ -119,6 +194,7 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         wake_curve: tuple = (),
         read_byte: int = 0,
     ) -> None:
+        self._own_code()  # (first: the bound methods below are its class's copies)
         self.loop = loop
         self.heap, self.ticket = loop.heap, loop.ticket  # the loop's fast path
         self.exchange = exchange
@@ -136,31 +212,26 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         self.writes: deque = deque()  # calls of the message being written
         self.unwritten = 0  # bytes in them
         self.wake_cpu = wake_cpu
-        self.wake_extra = wake_extra
-        self.wake_late = wake_late
+        self.wake_extra, self.wake_late = wake_extra, wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
         self.wake_curve = wake_curve
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
         self.read_cpu = 0  # fs of copying read but not yet paid
-        self.cork = host.cork
-        self.flush_on_idle = host.flush_on_idle
-        self.quickack = host.quickack
+        self.cork, self.flush_on_idle, self.quickack = host.cork, host.flush_on_idle, host.quickack
         self.own_socket = host.own_socket  # its calls own the socket (models.sim.owner)
         self.factor = factor
         self.peer: AppThread = None  # type: ignore[assignment]
         # (end sequence, op, message, processing fs) of incoming messages
         self.expect: deque = deque()
         self.got: dict = {}  # op -> bit mask of its messages read, ops under way
-        self.busy = False
-        self.waking = False
+        self.busy = self.waking = False
         self.wake_paid = False  # a send() of the peer has paid for waking us (WakerCost)
         self.woken_horizon = 0  # fs: the idle up to which the peer's WakerCost depends on it
         self.busy_start = 0
         self.count = 0  # messages handled in this busy period
         self.busy_counts: dict = {}
-        self.empty_wakeups = 0
-        self.wakeups = 0
+        self.empty_wakeups = self.wakeups = 0
         self.busy_fs = 0  # fs busy (processing and between)
         self.cpu_fs = 0  # fs of processing and own-send CPU
         self.thread_segments = 0  # data segments sent by own send()s
@@ -188,14 +259,11 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
         """Data arrived in the socket (the endpoint calls this)."""
         if not self.busy and not self.waking:
             self.waking = True
-            delay = wake_latency(
-                now - self.idle_since,
-                self.wake,
-                self.wake_fast,
-                self.wake_fast_idle,
-                self.wake_curve,
-                self.wake_late,
-            )
+            if not (self.wake_curve or self.wake_fast_idle):
+                delay = self.wake  # (wake_latency's answer: no curve, no fast step, no draw)
+            else:
+                args = self.wake, self.wake_fast, self.wake_fast_idle, self.wake_curve
+                delay = wake_latency(now - self.idle_since, *args, self.wake_late)
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             if self.preemptible and self.cpu.holders:  # (in the holder's soft interrupt)
@@ -394,107 +462,3 @@ class AppThread(PreemptionPoints, SocketOwner, SoftIrqFirst):
                 self.unwritten -= a
                 sent += tx.write(now, a, b)
         return sent
-
-    # -- the fast-forward's view (models.sim.fastforward) -------------------
-
-    #: The loop's heap and order numbers, which the thread holds for its
-    #: fast path; they are the loop's state (its pending events), not the
-    #: thread's.
-    cycle_transient = ("heap", "ticket")
-
-    @property
-    def cycle_stream(self) -> int:
-        """The messages it reads come from the peer's stream."""
-        return 1 - self.ep.side
-
-    def cycle_parts(self) -> dict:
-        return {"cpu": self.cpu}
-
-    def cycle_counters(self) -> dict:
-        return {
-            "busy_counts": self.busy_counts,
-            "empty_wakeups": self.empty_wakeups,
-            "wakeups": self.wakeups,
-            "busy_fs": self.busy_fs,
-            "cpu_fs": self.cpu_fs,
-            "thread_segments": self.thread_segments,
-            "count": self.count,
-            "served": self.served,
-        }
-
-    @staticmethod
-    def _item_state(item: tuple, view: View) -> tuple:
-        end, op, msg, proc = item
-        return view.seq(end), view.op(op) if op >= 0 else op, msg, proc
-
-    @staticmethod
-    def _item_moved(item: tuple, shift: Shift) -> tuple:
-        end, op, msg, proc = item
-        return end + shift.seq(), op + shift.ops if op >= 0 else op, msg, proc
-
-    def cycle_state(self, view: View) -> Hashable:
-        return (
-            self.busy,
-            self.waking,
-            tuple(self._item_state(i, view) for i in self.expect),
-            tuple(self.writes),
-            self.unwritten,
-            tuple(sorted((view.op(op) if op >= 0 else op, m) for op, m in self.got.items())),
-            self._idle_state(view),
-            self.read_cpu,
-            self.wake_paid,
-            self._parked_state(view),
-        )
-
-    def _idle_state(self, view: View) -> int | None:
-        """How long ago an idle thread went idle, as far as it can still
-        matter (a wake-up's latency depends on it only up to
-        ``wake_fast_idle``, or up to a curve's last point)."""
-        horizon = self.wake_curve[-1][0] if self.wake_curve else self.wake_fast_idle
-        horizon = max(horizon, self.woken_horizon)
-        if not horizon or self.busy or self.waking:
-            return None
-        return max(view.time(self.idle_since), -horizon)
-
-    def cycle_signature(self, view: View) -> Hashable:
-        return self.busy, self.waking, len(self.expect)
-
-    def cycle_event(self, name: str, time: int, item: Any, view: View) -> Hashable:
-        """A wake-up or a step (no argument), or the end of processing
-        the message ``item``."""
-        if item is None:
-            return (view.time(time),)
-        return view.time(time), self._item_state(item, view)
-
-    def cycle_shift_event(self, name: str, time: int, item: Any, shift: Shift) -> tuple:
-        return time + shift.dt, None if item is None else self._item_moved(item, shift)
-
-    def cycle_shift(self, shift: Shift) -> None:
-        """Counters, and the messages it expects.  The messages of the
-        busy period under way: if the thread went idle within the cycle,
-        the period began within it too (it moves with the cycle); if it
-        never did, one period spans every cycle and grows by the same
-        amount in each."""
-        shift.grow(
-            self,
-            "busy_counts",
-            "empty_wakeups",
-            "wakeups",
-            "busy_fs",
-            "cpu_fs",
-            "thread_segments",
-            "served",
-        )
-        a, b = shift.before, shift.after
-        ended_a = sum(a["busy_counts"].values()) + a["empty_wakeups"]
-        ended_b = sum(b["busy_counts"].values()) + b["empty_wakeups"]
-        if ended_a != ended_b:  # its busy periods repeat
-            self.busy_start += shift.dt
-            self.idle_since += shift.dt
-        else:  # one period, still growing
-            self.count = shift.grown("count")
-        self.expect = deque(self._item_moved(i, shift) for i in self.expect)
-        if self.parked is not None and self.parked[1] is not None:
-            self.parked = self.parked[0], self._item_moved(self.parked[1], shift)
-        d = shift.ops
-        self.got = {op + d if op >= 0 else op: m for op, m in self.got.items()}

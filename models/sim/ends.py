@@ -26,6 +26,8 @@ class ServerThread(AppThread):
     """The server: each message from the client is answered, after
     ``proc``, by the messages it releases (a chain: the next leg)."""
 
+    __slots__ = ("client_proc", "next_op")
+
     def __init__(self, *args, client_proc: int, **kw) -> None:
         self.client_proc = client_proc  # (before AppThread's: peer_proc)
         super().__init__(*args, **kw)
@@ -57,6 +59,20 @@ class ServerThread(AppThread):
 
 class ClientThread(AppThread):
     """The initiator: keeps ``qd`` operations outstanding."""
+
+    __slots__ = (
+        "server_proc",
+        "setup_server_proc",
+        "qd",
+        "target",
+        "pause_every",
+        "pause_in",
+        "issued",
+        "completed",
+        "issue_time",
+        "done_time",
+        "rtts",
+    )
 
     def __init__(
         self,

@@ -40,6 +40,7 @@ Transmit CPU (:class:`TxCosts`) is counted and charged by
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 from typing import TYPE_CHECKING, NamedTuple
 
 from models.sim.events import Timer
@@ -47,6 +48,7 @@ from models.sim.rules.cc import NoWindow
 from models.sim.rules.cork import SKB_OVERHEAD_BYTES, Autocork, Cork
 from models.sim.sender_cpu import SendCpu
 from models.sim.sender_view import SenderView
+from models.sim.tbf import HELD
 
 if TYPE_CHECKING:
     from models.sim.fastforward import Shift
@@ -253,9 +255,15 @@ class Sender(SendCpu, SenderView):
             if defer:
                 cork = self.cork
                 cork.throttled = True
-                if cork.event is None:  # at the first TX completion
-                    first = ch.tx_backlog(now)[2]
-                    cork.event = self.loop.schedule(first, cork._tx_completion, self)
+                if cork.event is None:  # at the first TX completion: tx_backlog's, inline
+                    first = nic[0][0]  # (nic was pruned above: it completes after now)
+                    if first == HELD:  # (still in the qdisc: when its watchdog fires)
+                        fire = ch.qdisc.fire_at
+                        cork.event = self.loop.schedule(fire, cork._tx_completion, self)
+                    else:  # (after now: the loop's fast path, EventLoop)
+                        loop = self.loop
+                        event = cork.event = [first, next(loop.ticket), cork._tx_completion, self]
+                        heappush(loop.heap, event)
         if tail is not None:  # (tcp_push: PSH unless MSG_MORE)
             tail.end = end
             if not more:
