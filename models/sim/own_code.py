@@ -23,10 +23,12 @@ what the next instance's class copies.
 ...         return 2 * x
 >>> class Sub(Base):
 ...     pass
->>> Sub().twice(4), Sub.twice is Base.twice, Sub.twice.__code__ is Base.twice.__code__
-(8, False, False)
->>> Base.twice = lambda self, x: 3 * x  # replaced on the base: the next instance sees it
->>> Sub().twice(4)
+>>> Sub().twice(4), Sub.twice is Base.twice
+(8, False)
+>>> Sub.twice.__code__ is Base.twice.__code__
+False
+>>> Base.twice = lambda self, x: 3 * x  # replaced on the base:
+>>> Sub().twice(4)                      # the next instance sees it
 12
 """
 
