@@ -217,3 +217,46 @@ def test_a_curve_checked_once_is_still_checked_for_what_differs():
     with pytest.raises(ValueError, match="must list"):
         Spec("curve", "seconds", "", high=1e-5).check("c", good)
     assert spec.check("c", [[1e-3, 2e-5], [2e-3, 3e-5]]) == good  # lists: checked, not kept
+
+
+def _flag_docs() -> dict[str, str]:
+    """Each flag's paragraph in the module's docstring."""
+    import re
+
+    doc = hp.__doc__ or ""
+    return {
+        flag: re.search(rf"``{flag}``\n(.*?)(?=\n``|\n\n)", doc, re.S).group(1)
+        for flag in hp.FLAGS
+    }
+
+
+def _setters(flag: str) -> set[str]:
+    from models._paths import bundled_data_dir
+
+    return {
+        f.stem
+        for f in (bundled_data_dir() / "hosts").glob("*.json")
+        if json.loads(f.read_text())["host"].get(flag)
+    }
+
+
+@pytest.mark.parametrize("flag", hp.FLAGS)
+def test_what_the_docs_say_sets_a_flag_is_what_the_shipped_profiles_set(flag):
+    """A flag "set by no shipped profile" is set by none; one "set only by" a variant by it
+    alone; otherwise each setter the paragraph names by a name or a ``*`` pattern sets it,
+    and every setter is named (the docs once said no shipped profile set ``send_cpu_first``
+    while six did)."""
+    import re
+    from fnmatch import fnmatch
+
+    text = " ".join(_flag_docs()[flag].split())
+    setters = _setters(flag)
+    if "set by no shipped profile" in text:
+        assert not setters, f"{flag}: the docs say none sets it, but {sorted(setters)} do"
+        return
+    named = re.findall(r"``(kernel6[\w*]*|\*_\w+)``", text)
+    assert named, f"{flag}: the docs name no profile that sets it"
+    assert all(any(fnmatch(s, n) for n in named) for s in setters), (flag, named, setters)
+    assert all(any(fnmatch(s, n) for s in setters) for n in named), (flag, named, setters)
+    if "set only by" in text:
+        assert setters == set(named), (flag, named, setters)

@@ -83,7 +83,8 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     0: on loopback it cannot be told from ``gso_cpu_s``, and links with TSO/GSO offload
     (loopback, veth) segment nothing in software;
 ``send_cpu_first``
-    a flag, set by no shipped profile (``calibrate`` leaves it off): on, a segment leaves after
+    a flag (``calibrate`` leaves it off; the hand-made variants ``kernel6_machine4_sent_*``,
+    ``kernel6_machine5_sent_*`` and the ``*_waker`` profiles set it): on, a segment leaves after
     its ``send()``'s CPU up to it, as on loopback or veth, where the call hands the segment to the
     device and runs the receiving stack before it returns;
 ``xmit_clock_in_call``
@@ -91,9 +92,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     a ``send()`` reads the clock after the call's CPU so far, as the kernel refreshes it after
     the copy, for bbr's pacing check and the departure time it stamps;
 ``own_socket``
-    a flag, set by no shipped profile: on, a segment that reaches a host while its thread is
-    inside a ``send()`` that costs CPU waits in the socket's backlog until the call ends (Linux
-    lets one context at a time work on a socket: ``tcp_add_backlog``, ``release_sock``);
+    a flag, set only by the variant ``kernel6_machine4_sent_owned``: on, a segment that reaches
+    a host while its thread is inside a ``send()`` that costs CPU waits in the socket's backlog
+    until the call ends (Linux lets one context at a time work on a socket: ``tcp_add_backlog``,
+    ``release_sock``);
 ``softirq_first``
     a flag, set by no shipped profile: on, with both ends on one machine and a CPU each, a
     thread's next step waits for the soft-interrupt work queued on its CPU meanwhile, which
