@@ -227,3 +227,43 @@ def test_each_socket_takes_its_own_congestion_control(loopback: Link) -> None:
         loopback,
     )
     assert (r.server["cc"], r.client["cc"]) == ("bbr", "reno")
+
+
+def test_a_flory_row_takes_its_rates_from_a_run_without_the_capture(
+    loopback: Link, tmp_path: Path
+) -> None:
+    """The capture slows Flory's exchange (models.validation.capture_cost): the sweep runs a
+    captured Flory point twice, captured for the spread columns, then without the capture for
+    every other column; the raw record keeps both runs."""
+    from models.measure.capture import tcpdump_path
+    from models.measure.sweep import PlannedRun, run_sweep
+
+    if tcpdump_path() is None or os.geteuid() != 0:
+        pytest.skip("capturing needs tcpdump and root")
+    spec = RunSpec("flory", "nodelay", 1, 1448, duration_s=0.2, warmup_s=0.05, capture=True)
+    written = run_sweep(
+        [PlannedRun(LinkSpec("loopback"), spec, "flory")],
+        tmp_path,
+        prefix="cap6",
+        raw=True,
+        command_line="pytest",
+        progress=lambda m: None,
+    )
+    raw = [json.loads(line) for line in (tmp_path / "cap6_raw.jsonl").read_text().splitlines()]
+    assert [r["capture_tool"] for r in raw] == ["tcpdump", "none"]
+    data = pytest.importorskip("models.data")
+    row = data.load("cap6_flory", tmp_path).iloc[0]
+    assert written["flory"].name == "cap6_flory.csv"
+    assert row["iops"] == pytest.approx(raw[1]["client"]["iops"], rel=1e-4)  # uncaptured
+    assert row["iops"] != pytest.approx(raw[0]["client"]["iops"], rel=1e-4)
+    assert row["capture_tool"] == "tcpdump" and row["response_spread_p50_us"] >= 0
+
+
+def test_spread_from_belongs_to_the_flory_table_alone(loopback: Link) -> None:
+    from models.measure.tables import rows_for
+
+    res = run_one(
+        RunSpec("iscsi", "nodelay", 1, 512, count=5, warmup_s=0, capture=False), loopback
+    )
+    with pytest.raises(ValueError, match="spread_from is for the flory table only"):
+        rows_for("iscsi_loop", res, loopback, spread_from=res)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import build, sysinfo
+from . import build, capture, sysinfo
 from .netns import Link, LinkSpec
 from .plan import (
     BOOK_MODES,
@@ -77,6 +77,10 @@ def _metadata(command_line: str) -> dict[str, Any]:
             "sysctls are never changed.",
             "iSCSI-loop runs are not captured (tcpdump costs throughput); segment counts come "
             "from TCP_INFO.",
+            "Each Flory row's rates come from a run without a capture; where tcpdump may "
+            "capture, a second run of the same exchange, captured, gives the row's "
+            "capture_tool, response_spread_p50_us and responses_split_pct (since 2026-12-03: "
+            "before, one captured run gave every column, and the capture slowed it).",
             "IOPS of CPU-bound runs depend on the host load (load_1min column); stall periods "
             "do not.",
             f"A run during which other processes used more than {OTHER_CPU_MAX_PCT:g} % of all "
@@ -84,6 +88,20 @@ def _metadata(command_line: str) -> dict[str, Any]:
             "once; other_cpu_pct summarises every kept run and lists those still over.",
         ],
     }
+
+
+def _may_capture(asked: bool | None, pcap_dir: Path | None) -> bool:
+    """Whether a Flory run is captured: asked for (``True``, or a folder to keep captures in),
+    or left to the harness (``None``) where tcpdump is installed and may capture (root).
+
+    >>> _may_capture(False, None), _may_capture(True, None)
+    (False, True)
+    """
+    if asked is False and pcap_dir is None:
+        return False
+    if asked or pcap_dir is not None:
+        return True
+    return capture.tcpdump_path() is not None and os.geteuid() == 0
 
 
 def _run_with_retry(
@@ -196,12 +214,23 @@ def run_sweep(
                 meta["links"][spec.label] = link.describe()
                 for pr in runs:
                     done += 1
-                    res = _run_undisturbed(pr, link, pcap_dir, say)
+                    spread = None
+                    if pr.table == "flory" and _may_capture(pr.spec.capture, pcap_dir):
+                        # the rates from a run without the capture, the spreads from one with it
+                        spread = _run_undisturbed(pr, link, pcap_dir, say)
+                        if raw_f is not None:
+                            raw_f.write(json.dumps(spread.to_dict()) + "\n")
+                        free = dataclasses.replace(
+                            pr, spec=dataclasses.replace(pr.spec, capture=False)
+                        )
+                        res = _run_undisturbed(free, link, None, say)
+                    else:
+                        res = _run_undisturbed(pr, link, pcap_dir, say)
                     kept.append((_run_label(pr), res.other_cpu_pct))
                     if raw_f is not None:
                         raw_f.write(json.dumps(res.to_dict()) + "\n")
                     if pr.table == "flory":
-                        tables["flory"] += rows_for("flory", res, link)
+                        tables["flory"] += rows_for("flory", res, link, spread)
                     else:
                         tables["iscsi_loop"] += rows_for("iscsi_loop", res, link)
                         if pr.spec.qd <= 5 and pr.spec.sock in BOOK_MODES:

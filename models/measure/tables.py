@@ -60,10 +60,13 @@ def _stalls(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _flory_row(res: RunResult, base: dict[str, Any]) -> dict[str, Any]:
+def _flory_row(
+    res: RunResult, base: dict[str, Any], spread_from: RunResult | None = None
+) -> dict[str, Any]:
     c, s = res.client, res.server
     ti_s = s.get("tcp_info") or {}
-    cap = res.capture_summary
+    seen = res if spread_from is None else spread_from  # the run the capture columns come from
+    cap = seen.capture_summary
     spread = split = None
     if cap is not None and cap.get("response_spread_us"):
         spreads = cap["response_spread_us"]
@@ -82,7 +85,7 @@ def _flory_row(res: RunResult, base: dict[str, Any]) -> dict[str, Any]:
         exchange_max_us=c["lat_max_us"],
         **_stalls(c),
         server_data_segments_per_exchange=ti_s.get("data_segs_out", 0) / max(s["ops"], 1),
-        capture_tool=res.capture_tool,
+        capture_tool=seen.capture_tool,
         response_spread_p50_us=spread,
         responses_split_pct=split,
         load_1min=res.load_before[0],
@@ -149,13 +152,22 @@ def _busy_rows(res: RunResult, base: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def rows_for(table: str, res: RunResult, link: Link) -> list[dict[str, Any]]:
-    """Rows of ``table`` (``flory``, ``iscsi_loop`` or ``busy_counts``) contributed by one run."""
+def rows_for(
+    table: str, res: RunResult, link: Link, spread_from: RunResult | None = None
+) -> list[dict[str, Any]]:
+    """Rows of ``table`` (``flory``, ``iscsi_loop`` or ``busy_counts``) contributed by one run.
+
+    ``spread_from`` (``flory`` only): a second run of the same exchange, captured, whose capture
+    gives the row's ``capture_tool``, ``response_spread_p50_us`` and ``responses_split_pct`` while
+    every other column comes from ``res`` (a run without the capture, whose rate the capture does
+    not slow: ``models.validation.capture_cost``)."""
     if table not in ("flory", "iscsi_loop", "busy_counts"):
         raise ValueError(f"table must be flory, iscsi_loop or busy_counts, got {table!r}")
+    if spread_from is not None and table != "flory":
+        raise ValueError(f"spread_from is for the flory table only, got table {table!r}")
     base = _link_cols(res, link)
     if table == "flory":
-        return [_flory_row(res, base)]
+        return [_flory_row(res, base, spread_from)]
     if table == "iscsi_loop":
         return [_iscsi_row(res, link, base)]
     return _busy_rows(res, base)
