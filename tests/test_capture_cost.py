@@ -44,6 +44,9 @@ def test_the_slowdown_findings_fail_where_the_capture_costs_nothing(runs):
     found = CC.findings(_no_capture_cost(runs))
     assert not found["the capture slows most points that do not stall"]
     assert not found["by more than 5 % at the median"]
+    assert not found["one step turns under the capture"]
+    with pytest.raises(ValueError, match="no step of Flory's turns under the capture"):
+        CC.numbers(_no_capture_cost(runs))
 
 
 def test_a_capture_that_moved_a_stall_or_a_step_fails_its_finding(runs):
@@ -56,7 +59,7 @@ def test_a_capture_that_moved_a_stall_or_a_step_fails_its_finding(runs):
     step.loc[hit, "iops"] *= 0.6
     found = CC.findings(step)
     assert not found["no step moves by more than the goal's quarter"]
-    assert not found["the kernel's repeat moves a step as far as the capture"]
+    assert not found["the kernel's repeat moves that step farther than the capture moves any"]
 
 
 def test_steps_and_rates_read_the_medians():
@@ -101,6 +104,9 @@ def test_a_miss_the_capture_could_explain_is_said_to_be_covered(runs):
     )
     got = CC.against_misses(model, runs)
     assert bool(got.loc["1448/1449", "covers"]) and not bool(got.loc["4344/4345", "covers"])
+    assert CC.worst_miss(got) == ("4344/4345", pytest.approx(2.0))
+    with pytest.raises(ValueError, match="missed no step"):
+        CC.worst_miss(got.iloc[:0])
 
 
 def test_the_tool_runs_each_point_both_ways_alternating():
