@@ -6,10 +6,11 @@ Until 2026-12-03 the Flory sweep (``python -m models.measure sweep --plan flory`
 run with tcpdump when it could, for its table's spread columns, and took the rates from the same
 captured run; the simulator, which has no capture in it, is held to those rates.  This tool runs
 Flory's exchange (QD 1, 8-byte request, 8-byte descriptor and the payload) at the payloads of
-Flory's thresholds (``models.validation.flory.FLORY_PAIRS``) behind a Nagle and a ``TCP_NODELAY`` server, the two ends a CPU apart as the sweep's runs were,
-each once with the capture and once without, interleaved within each repeat so that a drift of
-the machine touches both alike.  Writes ``PREFIX.csv`` (one row per run) and its sidecar
-``PREFIX.json`` with the machine's settings.  Needs root (namespaces, tcpdump) and two CPUs.
+Flory's thresholds (``models.validation.flory.FLORY_PAIRS``) behind a Nagle and a ``TCP_NODELAY``
+server, the two ends a CPU apart as the sweep's runs were, each once with the capture and once
+without, interleaved within each repeat so that a drift of the machine touches both alike.
+Writes ``PREFIX.csv`` (one row per run) and its sidecar ``PREFIX.json`` with the machine's
+settings.  Needs root (namespaces, tcpdump) and two CPUs.
 """
 
 from __future__ import annotations
