@@ -35,6 +35,44 @@ def test_send_model_recovers_a_known_split():
         costs.send_model([(1.0, 1.0, 100), (2.0, 2.0, 200), (3.0, 3.0, 300)])
 
 
+def _loop_raw(send_ns: float, recv_ns: float, sizes=(4096, 16384, 32768)) -> dict:
+    """The C program's loop_bytes object for a loop whose calls cost 0.5 us (send) and 0.3 us
+    (recv, 10 calls per 50 operations) plus ``send_ns`` and ``recv_ns`` per byte."""
+    return {
+        "qd": 8,
+        "chunk_ops": 50,
+        "sizes": [
+            {
+                "bytes": b,
+                "wall_us_per_op": 9.0,
+                "send_cpu_us": [50 * (0.5 + send_ns * 1e-3 * b)] * 3,
+                "send_calls": [50.0] * 3,
+                "server_thread_us": [400.0] * 3,
+                "server_segments": [100.0] * 3,
+                "recv_cpu_us": [50 * recv_ns * 1e-3 * b + 10 * 0.3] * 3,
+                "recv_calls": [10.0] * 3,
+                "client_thread_us": [300.0] * 3,
+            }
+            for b in sizes
+        ],
+    }
+
+
+def test_loop_bytes_recovers_the_costs_per_byte():
+    s = costs.loop_bytes(_loop_raw(0.2, 0.07), per_byte_ns=0.05, read_us=0.3)
+    assert s["send_per_byte_ns"] == pytest.approx(0.2)
+    assert s["recv_per_byte_ns"] == pytest.approx(0.07)  # the reads' calls taken out
+    assert s["send_extra_per_byte_ns"] == pytest.approx(0.15)
+    assert s["max_residual_us"] < 1e-9
+    # a wrong read cost leaves the calls in: the slope is still the bytes' (calls alike)
+    assert costs.loop_bytes(_loop_raw(0.2, 0.07), 0.05, 0.0)["recv_per_byte_ns"] == (
+        pytest.approx(0.07)
+    )
+    assert costs.loop_bytes({}, 0.05, 0.3) is None
+    with pytest.raises(ValueError, match="payload sizes must differ"):
+        costs.loop_bytes(_loop_raw(0.2, 0.07, sizes=(4096, 4096)), 0.05, 0.3)
+
+
 def test_percentile():
     assert costs.percentile([5.0], 90) == 5.0
     assert costs.percentile(list(map(float, range(11))), 90) == pytest.approx(9.0)
@@ -154,8 +192,21 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
         assert x["send_extra_per_byte_ns"] == pytest.approx(
             (x["send_cpu_us"] - alone) / 65536 * 1e3
         )
+        # the loop itself, QD 8 on two CPUs: each payload one segment beside its header's
+        lb = c["loop_bytes"]
+        assert [z["bytes"] for z in lb["sizes"]] == [4096, 16384, 32768] and lb["qd"] == 8
+        for z in lb["sizes"]:
+            assert z["chunks"] == costs.QUICK["repeats"]
+            assert 0.05 < z["send_cpu_us"] < 1000 and 0.05 < z["recv_cpu_us"] < 1000
+            assert 1 <= z["segments_per_op"] <= 3 and 0 < z["recv_calls"] <= 4
+            assert z["server_thread_us"] >= z["send_cpu_us"]
+        # copying costs something per byte, well under a nanosecond's tens
+        assert 0 < lb["send_per_byte_ns"] < 10 and 0 < lb["recv_per_byte_ns"] < 10
+        assert lb["send_extra_per_byte_ns"] == pytest.approx(
+            lb["send_per_byte_ns"] - c["send_model"]["per_byte_ns"]
+        )
     else:
-        assert "large_cross" not in c
+        assert "large_cross" not in c and "loop_bytes" not in c
     # a pure ACK: TCP_QUICKACK 2 after each read ACKs every 64-byte segment, 0 every second one
     a = c["ack"]
     assert a["repeats"] == costs.QUICK["repeats"] and a["repeats_used"] >= a["repeats"] // 2

@@ -40,6 +40,11 @@ loopback and without privileges:
 * the same 64 KiB transfer between two threads pinned to different CPUs (``large_cross``), as a
   client and server usually run: each side's thread CPU, and what writing for a reader on the
   other CPU adds per byte to the one-thread ``send()`` (recorded beside the profile's costs).
+* the **harness's loop itself** (``loop_bytes``): a server and a client thread pinned to two CPUs
+  over a loopback TCP socket, 8 requests outstanding, responses of 4, 16 and 32 KiB; the CPU of
+  the server's payload ``send()`` and of the client's ``recv()`` calls per operation, and from
+  them (:func:`loop_bytes`) the copies' cost per byte as the loop pays it, with many responses
+  in flight, where the benchmarks above move one transfer at a time, from caches that hold it;
 * the **cost of a timer's interrupt** on the CPU it fires on (``timer_fire``: the longest pause
   of a thread spinning on the clock while its timer fires, less the longest without a timer):
   what bbr's pacing timer costs when it fires (``Host.timer_fire_cpu_s``);
@@ -103,6 +108,7 @@ __all__ = [
     "summarise",
     "format_costs",
     "timer_seen_share",
+    "loop_bytes",
 ]
 
 #: Options of a full run: wake-up samples per method, repeats per send size, the waker's mean
@@ -292,6 +298,76 @@ def ack_cost(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _slope(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least-squares line through ``(x, y)``: ``(intercept, slope, largest misfit)``."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        raise ValueError("loop_bytes: its payload sizes must differ")
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    return a, b, max(abs(a + b * x - y) for x, y in zip(xs, ys))
+
+
+def loop_bytes(raw: dict[str, Any], per_byte_ns: float, read_us: float) -> dict[str, Any] | None:
+    """The loop benchmark's summary (the C program's ``loop_bytes`` object), or ``None`` when it
+    did not run (one CPU, or a program built before it): per payload size, the medians over its
+    chunks of the server's payload ``send()`` CPU, the client's ``recv()`` CPU and calls, each
+    thread's whole CPU and the server's data segments, per operation (microseconds); then the
+    costs per byte as the loop pays them, least squares over the sizes: ``send_per_byte_ns`` (the
+    payload ``send()``: each is one segment, so the slope is the bytes'), ``recv_per_byte_ns``
+    (the client's ``recv()`` CPU less its calls at ``read_us``, a small read's CPU), and
+    ``send_extra_per_byte_ns``, the first less ``per_byte_ns`` (the one-thread ``send()``'s): what
+    a byte costs the writer more in the loop, with its reader on the other CPU.
+
+    >>> sizes = [{"bytes": b, "wall_us_per_op": 9.0,
+    ...           "send_cpu_us": [50 * (0.5 + 1e-4 * b)] * 3, "send_calls": [50.0] * 3,
+    ...           "server_thread_us": [300.0] * 3, "server_segments": [100.0] * 3,
+    ...           "recv_cpu_us": [50 * (0.3 + 0.5e-4 * b) + 10 * 0.3] * 3,
+    ...           "recv_calls": [10.0] * 3, "client_thread_us": [250.0] * 3}
+    ...          for b in (4096, 16384, 32768)]
+    >>> s = loop_bytes({"qd": 8, "chunk_ops": 50, "sizes": sizes}, 0.02, 0.3)
+    >>> round(s["send_per_byte_ns"], 3), round(s["recv_per_byte_ns"], 3)
+    (0.1, 0.05)
+    >>> round(s["send_extra_per_byte_ns"], 3), s["sizes"][0]["segments_per_op"]
+    (0.08, 2.0)
+    >>> loop_bytes({"qd": 8, "chunk_ops": 50, "sizes": []}, 0.02, 0.3) is None
+    True
+    """
+    if not raw or not raw.get("sizes"):
+        return None
+    n = float(raw["chunk_ops"])
+    rows = []
+    for z in raw["sizes"]:
+        rows.append(
+            {
+                "bytes": z["bytes"],
+                "wall_us_per_op": z["wall_us_per_op"],
+                "send_cpu_us": _median(z["send_cpu_us"]) / n,
+                "recv_cpu_us": _median(z["recv_cpu_us"]) / n,
+                "recv_calls": _median(z["recv_calls"]) / n,
+                "server_thread_us": _median(z["server_thread_us"]) / n,
+                "client_thread_us": _median(z["client_thread_us"]) / n,
+                "segments_per_op": _median(z["server_segments"]) / n,
+                "chunks": len(z["send_cpu_us"]),
+            }
+        )
+    xs = [float(r["bytes"]) for r in rows]
+    _, send, send_miss = _slope(xs, [r["send_cpu_us"] for r in rows])
+    recv_ys = [r["recv_cpu_us"] - r["recv_calls"] * read_us for r in rows]
+    _, recv, recv_miss = _slope(xs, recv_ys)
+    return {
+        "qd": raw["qd"],
+        "chunk_ops": raw["chunk_ops"],
+        "sizes": rows,
+        "send_per_byte_ns": send * 1e3,  # us per byte -> ns per byte
+        "recv_per_byte_ns": recv * 1e3,
+        "send_extra_per_byte_ns": send * 1e3 - per_byte_ns,
+        "max_residual_us": max(send_miss, recv_miss),
+    }
+
+
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     """Robust statistics of the C program's raw samples (see the module docstring)."""
     wake = summarise_wake(raw["wake"])
@@ -378,6 +454,11 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
             if alone is not None
             else math.nan,
         }
+    loop = loop_bytes(
+        raw.get("loop_bytes") or {}, model["per_byte_ns"], recv["cpu_us_per_segment"]
+    )
+    if loop is not None:  # (none on one CPU)
+        out["loop_bytes"] = loop
     return out
 
 

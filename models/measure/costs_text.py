@@ -78,6 +78,19 @@ def format_costs(result: dict[str, Any]) -> str:
             f"recv() of {big['bytes']} B: CPU {big['cpu_us']:.2f} us in {big['segments']:g} "
             f"segments, {big['per_byte_ns']:.3f} ns per byte beyond small reads"
         )
+    if "loop_bytes" in c:
+        lb = c["loop_bytes"]
+        each = ", ".join(
+            f"{z['bytes'] // 1024} KiB: send() {z['send_cpu_us']:.2f}, recv() "
+            f"{z['recv_cpu_us']:.2f} us"
+            for z in lb["sizes"]
+        )
+        lines.append(
+            f"the loop, QD {lb['qd']}, two CPUs, CPU per operation: {each}; per byte "
+            f"{lb['send_per_byte_ns']:.3f} ns to send ({lb['send_extra_per_byte_ns']:+.3f} "
+            f"beside one thread's), {lb['recv_per_byte_ns']:.3f} ns to read "
+            f"(worst misfit {lb['max_residual_us']:.2f} us)"
+        )
     if "timer_arm" in c:
         t = c["timer_arm"]
         lines.append(

@@ -84,6 +84,16 @@
  *                          fills buffers the other CPU freed: the copies' cost per byte as a
  *                          request/response loop pays it, where send[] and recv_large (one
  *                          thread) find every byte in its own cache.  Empty with one CPU.
+ *   loop_bytes             the harness's loop itself (qdperf.c): a server thread and a client
+ *                          thread pinned to two CPUs over loopback TCP (TCP_NODELAY both), 8
+ *                          requests of 48 bytes outstanding, each answered by a 48-byte header
+ *                          and a payload of 4, 16 or 32 KiB in two send() calls; per chunk of 50
+ *                          operations (R chunks per size, after 200 left out), the thread CPU of
+ *                          the server's payload send() and of the client's recv() calls, the
+ *                          calls, each thread's whole CPU and the server's data segments.  The
+ *                          copies' cost per byte as the loop pays it, with many responses in
+ *                          flight, where send[], recv_large and large_cross time one transfer
+ *                          at a time.  Empty with one CPU.
  *   recv                   R repeats: 64 segments of 512 bytes are sent with TCP_NODELAY and
  *                          arrive; then they are read back with one recv() of 512 bytes each,
  *                          timed as above; per segment (tcpi_data_segs_in) and per call.
@@ -767,6 +777,169 @@ static void measure_cross(int snd, int rcv, int a, int b, int n, double *send_us
     free(rbuf);
 }
 
+/* ------------------------------------------------------------------ loop_bytes */
+
+/* The harness's request/response loop (qdperf.c) in two threads pinned to two CPUs over a
+ * loopback TCP connection, both ends TCP_NODELAY, LOOP_QD requests outstanding: a 48-byte
+ * request, answered by a 48-byte header and a payload of LOOP_SIZES[k] bytes in two send()
+ * calls.  The server's payload send() and every recv() of the client are timed in the thread's
+ * CPU clock and summed per chunk of LOOP_CHUNK operations, after LOOP_WARM operations left out.
+ * The payloads stay below the loopback's MSS (65483 bytes), one segment each: on the seventh
+ * machine the loop fell from 96,000 to 26,000 operations per second between 60,000- and
+ * 65,536-byte payloads (the second segment), the server's send() CPU from 8.7 to 37 us, which
+ * is not a cost per byte. */
+#define LOOP_QD 8
+#define LOOP_HDR 48
+#define LOOP_CHUNK 50
+#define LOOP_WARM 200
+static const int LOOP_SIZES[] = {4096, 16384, 32768};
+#define NLOOP ((int)(sizeof LOOP_SIZES / sizeof LOOP_SIZES[0]))
+
+struct loop {
+    int fd, cpu, size, chunks;
+    long total; /* operations, warm-up included */
+    double *cpu_us; /* per chunk: the timed calls' thread CPU, us, summed */
+    double *calls;  /* per chunk: the timed calls made */
+    double *thread_us; /* per chunk: the thread's whole CPU, us */
+    double *segs;   /* per chunk (server): data segments sent (tcpi_data_segs_out) */
+};
+
+static int loop_wait(int fd) {
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 1000);
+}
+
+static void loop_send_all(int fd, const char *buf, long len) {
+    while (len > 0) {
+        ssize_t n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            fail("send loop_bytes");
+        }
+        buf += n;
+        len -= n;
+    }
+}
+
+/* Chunk k of operation i, or -1 while warming up. */
+static int loop_chunk(long i, int chunks) {
+    long k = (i - LOOP_WARM) / LOOP_CHUNK;
+    return i < LOOP_WARM || k >= chunks ? -1 : (int)k;
+}
+
+static void *loop_server(void *arg) {
+    struct loop *x = arg;
+    if (pin_to(x->cpu) != 0) fail("pin loop_bytes");
+    char *payload = malloc((size_t)x->size), hdr[LOOP_HDR] = {0}, in[4096];
+    if (!payload) fail("malloc loop_bytes");
+    memset(payload, 'q', (size_t)x->size);
+    size_t have = 0;
+    long ops = 0;
+    unsigned seg0 = tcp_info_of(x->fd).tcpi_data_segs_out;
+    double th0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    while (ops < x->total) {
+        if (loop_wait(x->fd) <= 0) fail("poll loop_bytes server");
+        for (;;) {
+            ssize_t n = recv(x->fd, in + have, sizeof in - have, MSG_DONTWAIT);
+            if (n <= 0) break;
+            have += (size_t)n;
+            size_t off = 0;
+            while (have - off >= LOOP_HDR && ops < x->total) {
+                loop_send_all(x->fd, hdr, LOOP_HDR);
+                double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+                loop_send_all(x->fd, payload, x->size);
+                double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+                int k = loop_chunk(ops, x->chunks);
+                if (k >= 0) {
+                    x->cpu_us[k] += c1 - c0;
+                    x->calls[k] += 1;
+                }
+                off += LOOP_HDR;
+                ops++;
+                if ((ops - LOOP_WARM) % LOOP_CHUNK == 0 && ops >= LOOP_WARM) {
+                    /* a chunk ended (or the warm-up did): its thread CPU and segments */
+                    unsigned seg = tcp_info_of(x->fd).tcpi_data_segs_out;
+                    double th = clock_us(CLOCK_THREAD_CPUTIME_ID);
+                    int done = loop_chunk(ops - 1, x->chunks);
+                    if (done >= 0) {
+                        x->thread_us[done] = th - th0;
+                        x->segs[done] = (double)(seg - seg0);
+                    }
+                    th0 = th;
+                    seg0 = seg;
+                }
+            }
+            memmove(in, in + off, have - off);
+            have -= off;
+        }
+    }
+    free(payload);
+    return NULL;
+}
+
+static void loop_client(struct loop *x) {
+    size_t msg = (size_t)(LOOP_HDR + x->size), cap = msg * 4 > (1u << 20) ? msg * 4 : (1u << 20);
+    char *buf = malloc(cap), req[LOOP_HDR] = {0};
+    if (!buf) fail("malloc loop_bytes");
+    memset(buf, 1, cap); /* touched once, as an application's buffer is */
+    long issued = 0, done = 0;
+    for (; issued < LOOP_QD && issued < x->total; issued++) loop_send_all(x->fd, req, LOOP_HDR);
+    size_t have = 0;
+    double th0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    while (done < x->total) {
+        if (loop_wait(x->fd) <= 0) fail("poll loop_bytes client");
+        double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+        ssize_t n = recv(x->fd, buf + have, cap - have, 0);
+        double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+        if (n <= 0) fail("recv loop_bytes");
+        int k = loop_chunk(done, x->chunks);
+        if (k >= 0) {
+            x->cpu_us[k] += c1 - c0;
+            x->calls[k] += 1;
+        }
+        have += (size_t)n;
+        size_t off = 0;
+        while (have - off >= msg) {
+            off += msg;
+            done++;
+            if (issued < x->total) {
+                loop_send_all(x->fd, req, LOOP_HDR);
+                issued++;
+            }
+            if (done >= LOOP_WARM && (done - LOOP_WARM) % LOOP_CHUNK == 0) {
+                double th = clock_us(CLOCK_THREAD_CPUTIME_ID);
+                int ended = loop_chunk(done - 1, x->chunks);
+                if (ended >= 0) x->thread_us[ended] = th - th0;
+                th0 = th;
+            }
+        }
+        memmove(buf, buf + off, have - off);
+        have -= off;
+    }
+    free(buf);
+}
+
+/* loop_bytes for one payload size: the server on CPU a, the client (this thread) on CPU b;
+ * per chunk of LOOP_CHUNK operations, the server's payload send() CPU and calls (srv), the
+ * client's recv() CPU and calls (cli), each thread's whole CPU and the server's data segments. */
+static double measure_loop(int a, int b, int size, int chunks, struct loop *srv, struct loop *cli) {
+    int cfd, sfd;
+    connected_pair(&cfd, &sfd);
+    long total = LOOP_WARM + (long)chunks * LOOP_CHUNK;
+    srv->fd = sfd, srv->cpu = a, srv->size = size, srv->chunks = chunks, srv->total = total;
+    cli->fd = cfd, cli->cpu = b, cli->size = size, cli->chunks = chunks, cli->total = total;
+    pthread_t ts;
+    if (pthread_create(&ts, NULL, loop_server, srv) != 0) fail("pthread_create loop_bytes");
+    if (pin_to(b) != 0) fail("pin loop_bytes");
+    double w0 = clock_us(CLOCK_MONOTONIC);
+    loop_client(cli);
+    double wall = clock_us(CLOCK_MONOTONIC) - w0;
+    pthread_join(ts, NULL);
+    close(cfd);
+    close(sfd);
+    return wall / (double)total; /* us per operation, warm-up included */
+}
+
 /* ------------------------------------------------------------------ output */
 
 static void print_array(const char *name, const double *x, int n) {
@@ -1005,7 +1178,37 @@ int main(int argc, char **argv) {
     measure_timer_arm(repeats * 50);
     printf("}, \"timer_fire\": {");
     measure_timer_fire(repeats * 50);
-    printf("}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
+    printf("}, \"loop_bytes\": {\"qd\": %d, \"chunk_ops\": %d, \"warm_ops\": %d, \"sizes\": [",
+           LOOP_QD, LOOP_CHUNK, LOOP_WARM);
+    if (second >= 0) { /* two CPUs: the server on the first, the client on the second */
+        for (int k = 0; k < NLOOP; k++) {
+            double *v = calloc((size_t)repeats * 7, sizeof(double));
+            if (!v) fail("calloc loop_bytes");
+            struct loop srv = {.cpu_us = v, .calls = v + repeats, .thread_us = v + 2 * repeats,
+                               .segs = v + 3 * repeats};
+            struct loop cli = {.cpu_us = v + 4 * repeats, .calls = v + 5 * repeats,
+                               .thread_us = v + 6 * repeats};
+            double wall = measure_loop(first, second, LOOP_SIZES[k], repeats, &srv, &cli);
+            printf("%s{\"bytes\": %d, \"wall_us_per_op\": %.4f, ", k ? ", " : "", LOOP_SIZES[k],
+                   wall);
+            print_array("send_cpu_us", srv.cpu_us, repeats);
+            printf(", ");
+            print_array("send_calls", srv.calls, repeats);
+            printf(", ");
+            print_array("server_thread_us", srv.thread_us, repeats);
+            printf(", ");
+            print_array("server_segments", srv.segs, repeats);
+            printf(", ");
+            print_array("recv_cpu_us", cli.cpu_us, repeats);
+            printf(", ");
+            print_array("recv_calls", cli.calls, repeats);
+            printf(", ");
+            print_array("client_thread_us", cli.thread_us, repeats);
+            printf("}");
+            free(v);
+        }
+    }
+    printf("]}, \"elapsed_s\": {\"wake\": %.3f, \"total\": %.3f}}\n", t_wake * 1e-6,
            (clock_us(CLOCK_MONOTONIC) - t0) * 1e-6); /* us -> s */
     fflush(stdout);
     close(snd);
