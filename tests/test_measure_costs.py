@@ -481,6 +481,29 @@ def test_the_pacing_timer_costs_are_kept_as_measured():
     assert moved["timer_arm_cpu_s"] == pytest.approx(0.3e-6) and "timer_fire_cpu_s" not in moved
 
 
+def test_the_loop_s_costs_per_byte_take_the_place_of_one_transfer_s():
+    """With the loop benchmark, a send()'s extra per byte on two CPUs and a read's per byte are
+    the loop's; without it, large_cross's and recv_large's (wrong model: the one-transfer
+    benchmarks kept beside a measured loop)."""
+    fake = _fake_costs()
+    fake["costs"]["recv"]["large"] = {"per_byte_ns": 0.019}
+    fake["costs"]["large_cross"] = {"send_extra_per_byte_ns": 0.100}
+    one = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    fake["costs"]["loop_bytes"] = {"send_extra_per_byte_ns": 0.148, "recv_per_byte_ns": 0.075}
+    loop = profile.build_profile(fake, _rows(_fake_truth()), _fake_median, max_evaluations=60)
+    assert one["host"]["handoff_byte_cpu_s"] == pytest.approx(0.100e-9)
+    assert one["host"]["recv_byte_cpu_s"] == pytest.approx(0.019e-9)
+    assert "(large_cross)" in one["provenance"]["handoff_byte_cpu_s"]
+    assert loop["host"]["handoff_byte_cpu_s"] == pytest.approx(0.148e-9)
+    assert loop["host"]["recv_byte_cpu_s"] == pytest.approx(0.075e-9)
+    assert loop["provenance"]["handoff_byte_cpu_s"].endswith("(loop_bytes)")
+    assert loop["provenance"]["recv_byte_cpu_s"].endswith("(loop_bytes)")
+    assert loop["measured"]["loop_bytes"]["recv_per_byte_ns"] == 0.075  # the record kept
+    # a loop that found the writer no dearer leaves large_cross's extra in place
+    fake["costs"]["loop_bytes"]["send_extra_per_byte_ns"] = -0.01
+    assert profile.handoff_byte(fake["costs"]) == {"handoff_byte_cpu_s": 1e-10}
+
+
 def test_the_tbf_watchdog_s_lateness_is_kept_as_measured():
     fake = _fake_costs()
     fake["costs"]["tbf_watchdog"] = {"late_us": 22.5, "frames": 600, "bursts": 16}

@@ -372,7 +372,10 @@ def build_profile(
     fields.update(flags)
     fields.update(given_host)
     how = {
-        "handoff_byte_cpu_s": "measured: what a 64 KiB send() costs per byte more with its "
+        "handoff_byte_cpu_s": "measured: what a send() costs per byte more in the harness's "
+        "loop on two CPUs (QD 8, responses of 4-32 KiB) than in one thread (loop_bytes)"
+        if "loop_bytes" in c
+        else "measured: what a 64 KiB send() costs per byte more with its "
         "reader spinning on the other CPU than in one thread (large_cross)",
         "timer_arm_cpu_s": "measured: timerfd_settime() arming a timer that becomes the CPU's "
         "next event less one that does not (timer_arm)",
@@ -412,7 +415,10 @@ def build_profile(
         "gso_cpu_s": "measured: send() CPU per loopback segment (one super-packet, both stacks)",
         "softirq_s": "fixed: 0 on loopback (the sender's CPU runs the receiving stack)",
         "send_byte_cpu_s": "measured: send() CPU per byte, least squares over five sizes",
-        "recv_byte_cpu_s": "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
+        "recv_byte_cpu_s": "measured: recv() CPU per byte in the harness's loop on two CPUs "
+        "(QD 8, responses of 4-32 KiB), beyond its calls at a small read's cost (loop_bytes)"
+        if "loop_bytes" in c
+        else "measured: recv() CPU per byte of a 64 KiB read beyond small reads",
         "tbf_late_s": TBF_LATE_HOW,
         "send_cpu_first": "set: the fit's simulations and the profile's send a thread's "
         "segment after its send()'s CPU up to it",

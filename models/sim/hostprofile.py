@@ -63,8 +63,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     the per-call and per-byte parts of ``send()``'s CPU time (least squares over 48 B to
     64 KiB, and a 48 B ``MSG_MORE`` call that sends no segment);
 ``handoff_byte_cpu_s``
-    what the same 64 KiB ``send()`` costs per byte more with its reader spinning on the other
-    CPU than in one thread (``large_cross``; no wake-up in it): charged only where both ends
+    what a ``send()`` costs per byte more in the harness's own loop on two CPUs (``loop_bytes``:
+    QD 8, responses of 4-32 KiB, least squares over the sizes) than in one thread; profiles
+    calibrated before 2026-12-04 hold what the same 64 KiB ``send()`` costs more with its
+    reader spinning on the other CPU (``large_cross``, one transfer at a time; no wake-up in
+    it), as ``calibrate`` still does where the loop cannot run: charged only where both ends
     have a CPU each of one machine (since 2026-11-29; earlier profiles record the benchmark
     without the field);
 ``gso_cpu_s``
@@ -72,7 +75,10 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     stack's processing runs in the sender's soft interrupt, so this is a super-packet's cost
     end to end; ``calibrate`` adds the fitted per-segment cost to it;
 ``recv_byte_cpu_s``
-    what reading a 64 KiB ``send()`` costs beyond as many 512-byte segments' reads, per byte;
+    what reading costs per byte in the harness's loop on two CPUs beyond its calls
+    (``loop_bytes``); in profiles calibrated before 2026-12-04, and where the loop cannot run,
+    what reading a 64 KiB ``send()`` costs beyond as many 512-byte segments' reads in one thread
+    (``recv_large``), from a cache that holds the bytes;
 ``ack_cpu_s``
     a pure ACK's CPU, its sending and its processing by the peer: on loopback both run in the
     thread whose call made the ACK leave, so one thread times both (``ack``: batches with
