@@ -87,7 +87,7 @@
  *   loop_bytes             the harness's loop itself (qdperf.c): a server thread and a client
  *                          thread pinned to two CPUs over loopback TCP (TCP_NODELAY both), 8
  *                          requests of 48 bytes outstanding, each answered by a 48-byte header
- *                          and a payload of 4, 16 or 32 KiB in two send() calls; per chunk of 50
+ *                          and a payload of 4, 16 or 32 KiB in two send() calls; per chunk of 250
  *                          operations (R chunks per size, after 200 left out), the thread CPU of
  *                          the server's payload send() and of the client's recv() calls, the
  *                          calls, each thread's whole CPU and the server's data segments.  The
@@ -790,7 +790,7 @@ static void measure_cross(int snd, int rcv, int a, int b, int n, double *send_us
  * is not a cost per byte. */
 #define LOOP_QD 8
 #define LOOP_HDR 48
-#define LOOP_CHUNK 50
+#define LOOP_CHUNK 250
 #define LOOP_WARM 200
 static const int LOOP_SIZES[] = {4096, 16384, 32768};
 #define NLOOP ((int)(sizeof LOOP_SIZES / sizeof LOOP_SIZES[0]))
