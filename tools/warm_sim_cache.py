@@ -6,7 +6,9 @@ simulating them at the same time.
 
 Chapter 9b and ``tests/test_field5.py`` both evaluate the fifth machine's field sweep under its
 eight models (:func:`models.validation.field5.evaluate`: minutes on two CPUs), and chapter 9d and
-``tests/test_field6.py`` the sixth machine's under two (:mod:`models.validation.field6`); under pytest-xdist
+``tests/test_field6.py`` the sixth machine's under two (:mod:`models.validation.field6`), and
+chapter 9d and ``tests/test_machine7.py`` the seventh machine's sample under four
+(:mod:`models.validation.machine7`); under pytest-xdist
 they ran side by side, each with two forked processes, so both CPUs simulated every row twice.
 A simulation is a pure function of its scenario and of ``models``' code, and the cache
 (:mod:`models.kernel.simcache`) is keyed on both, so filling it first changes no number: the two
@@ -39,8 +41,19 @@ def _field6() -> None:
     F6.lateness_table(F6.evaluate())  # the on-time rows and each lateness's too
 
 
+def _machine7() -> None:
+    from models.validation import machine7 as M7
+
+    M7.evaluate()
+    M7.segment_contrast()
+
+
 #: The shared evaluations, by name: each simulates its rows through the cache.
-EVALUATIONS: dict[str, Callable[[], None]] = {"field5": _field5, "field6": _field6}
+EVALUATIONS: dict[str, Callable[[], None]] = {
+    "field5": _field5,
+    "field6": _field6,
+    "machine7": _machine7,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
