@@ -45,7 +45,6 @@ def _machine7() -> None:
     from models.validation import machine7 as M7
 
     M7.evaluate()
-    M7.segment_contrast()
 
 
 #: The shared evaluations, by name: each simulates its rows through the cache.
