@@ -1191,19 +1191,14 @@ int main(int argc, char **argv) {
             double wall = measure_loop(first, second, LOOP_SIZES[k], repeats, &srv, &cli);
             printf("%s{\"bytes\": %d, \"wall_us_per_op\": %.4f, ", k ? ", " : "", LOOP_SIZES[k],
                    wall);
-            print_array("send_cpu_us", srv.cpu_us, repeats);
-            printf(", ");
-            print_array("send_calls", srv.calls, repeats);
-            printf(", ");
-            print_array("server_thread_us", srv.thread_us, repeats);
-            printf(", ");
-            print_array("server_segments", srv.segs, repeats);
-            printf(", ");
-            print_array("recv_cpu_us", cli.cpu_us, repeats);
-            printf(", ");
-            print_array("recv_calls", cli.calls, repeats);
-            printf(", ");
-            print_array("client_thread_us", cli.thread_us, repeats);
+            /* the seven arrays in v, in the order the struct fields above take them */
+            static const char *const names[] = {"send_cpu_us", "send_calls", "server_thread_us",
+                                                "server_segments", "recv_cpu_us", "recv_calls",
+                                                "client_thread_us"};
+            for (int j = 0; j < 7; j++) {
+                if (j) printf(", ");
+                print_array(names[j], v + (size_t)j * (size_t)repeats, repeats);
+            }
             printf("}");
             free(v);
         }
