@@ -69,7 +69,7 @@ def test_the_claims_fail_with_the_copies_swapped(ev):
 
 def test_a_band_at_the_kernel_s_rate_fails_the_still_fast_claim(ev):
     bands = ev.bands.copy()
-    bands.loc["QD >= 8, 16 KiB and more", M7.MODELS[1]] = 1.0
+    bands.loc[M7.LARGE_BAND, M7.MODELS[1]] = 1.0
     assert not M7.findings(dataclasses.replace(ev, bands=bands))["large rows still fast"]
 
 
