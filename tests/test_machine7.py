@@ -28,6 +28,8 @@ def test_every_claim_holds(ev):
         "large rows still fast",
         "verdicts kept",
         "held tails carry it",
+        "kernel repeats itself",
+        "misses are the model's",
     }
 
 
@@ -99,3 +101,43 @@ def test_the_single_try_is_a_draw_the_three_tries_did_not_keep():
     kept = hostprofile.shipped(M7.PROFILE)
     assert one.records["fit"]["loss"] > 10 * kept.records["fit"]["loss"]
     assert len(kept.records["fit"]["tries"]) == 3 and "tries" not in one.records["fit"]
+
+
+def test_the_repeat_counts_the_rows_the_models_are_counted_on(ev):
+    from models.validation import draws as DR
+    from models.validation import fidelity as FID
+
+    key = DR.ROW_KEY
+    rows = FID.iops_table(ev.repeat)[key].sort_values(key).reset_index(drop=True)
+    model = FID.iops_table(ev.tables[M7.MODELS[2]])[key].sort_values(key).reset_index(drop=True)
+    assert rows.equals(model)
+    assert len(ev.repeat) == len(ev.tables[M7.MODELS[2]])  # every run of the sample, again
+
+
+def test_a_scattered_second_draw_fails_the_repeat_claim(ev):
+    again = ev.repeat.copy()
+    again.loc[again.index[::3], "sim_iops"] *= 1.5  # every third run half as fast again
+    assert not M7.findings(dataclasses.replace(ev, repeat=again))["kernel repeats itself"]
+
+
+def test_a_verdict_the_second_draw_loses_fails_the_repeat_claim(ev):
+    again = ev.repeat.copy()
+    test = again.index[again["role"] == "test"]
+    again.loc[test[0], "sim_stalls"] = not again.loc[test[0], "kernel_stalls"]
+    assert not M7.findings(dataclasses.replace(ev, repeat=again))["kernel repeats itself"]
+
+
+def test_misses_are_the_kernel_s_spread_when_the_second_draw_runs_at_the_model_s_rates(ev):
+    from models.validation import draws as DR
+
+    best = ev.tables[M7.MODELS[2]][DR.ROW_KEY + ["sim_iops"]]
+    again = ev.repeat.drop(columns="sim_iops").merge(best, on=DR.ROW_KEY, validate="one_to_one")
+    missed, repeated = M7.best_misses(dataclasses.replace(ev, repeat=again))
+    assert missed > 0 and repeated == 0
+    assert not M7.findings(dataclasses.replace(ev, repeat=again))["misses are the model's"]
+
+
+def test_a_band_the_second_draw_runs_off_fails_the_repeat_claim(ev):
+    bands = ev.bands.copy()
+    bands.loc[M7.SMALL_BAND, M7.REPEAT] = 1 + 2 * M7.REPEAT_BAND_TOL
+    assert not M7.findings(dataclasses.replace(ev, bands=bands))["kernel repeats itself"]

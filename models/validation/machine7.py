@@ -55,12 +55,26 @@ __all__ = [
     "LARGE_BYTES",
     "SMALL_BAND",
     "LARGE_BAND",
+    "REPEAT_DATASET",
+    "REPEAT",
+    "REPEAT_BAND_TOL",
+    "repeat_table",
+    "best_misses",
 ]
 
 #: The seventh machine's sample of the field runs (``--prefix``) and its table, named in full so
 #: that :mod:`models.validation.coverage` finds the reader.
 PREFIX = "kernel6_machine7_repeat"
 DATASET = "kernel6_machine7_repeat_iscsi_loop"
+#: The same sample measured again on the same machine three hours after the calibration (``sweep
+#: --plan repeat --pin apart --prefix kernel6_machine7_repeat2``, 2026-12-04 03:47-03:53 UTC,
+#: nothing else running): the kernel held to itself.
+REPEAT_DATASET = "kernel6_machine7_repeat2_iscsi_loop"
+#: The column of :attr:`Machine7Evaluation.bands` and ``goals`` that holds that second draw.
+REPEAT = "the kernel again [audit]"
+#: How near 1 the second draw's median ratio must be in every band for the chapter's "within a
+#: few percent" (set after the draw was seen: its farthest band is 0.97).
+REPEAT_BAND_TOL = 0.05
 #: The seventh machine's calibration, its copies' costs from the loop benchmark.
 PROFILE = "kernel6_machine7"
 #: A single try of the same calibration, made before it (a draw, kept to show the spread).
@@ -101,13 +115,16 @@ def _best(profile: Any) -> Any:
 @dataclass(frozen=True)
 class Machine7Evaluation:
     """:func:`evaluate`'s result: ``tables``, the evaluated iSCSI-loop table by model;
-    ``goals``, one row per goal of the field evaluation, one column per model; ``bands``,
-    :func:`band_medians` of each table; ``copies``, the two profiles' costs per byte (ns)."""
+    ``goals``, one row per goal of the field evaluation, one column per model and one for the
+    kernel's second draw (:data:`REPEAT`); ``bands``, :func:`band_medians` of each table and of
+    that draw; ``copies``, the two profiles' costs per byte (ns);
+    ``repeat``, the kernel's second draw held to its first (:func:`repeat_table`)."""
 
     tables: dict
     goals: Any
     bands: Any
     copies: dict
+    repeat: Any
 
 
 def _models() -> dict[str, tuple[Any, Any]]:
@@ -160,6 +177,32 @@ def held_medians(table: Any, size: int = LARGE_BYTES) -> dict[str, float]:
     }
 
 
+def repeat_table() -> Any:
+    """The kernel held to itself: the second draw (:data:`REPEAT_DATASET`) where a model stands,
+    beside the first (:data:`DATASET`), with the first draw's roles
+    (:func:`models.validation.draws.repeat_table`; an audit, no model in it)."""
+    from models import data
+    from models.kernel import load_kernel_run
+    from models.validation import draws as DR
+
+    first = load_kernel_run(prefix=PREFIX).table("iscsi_loop")
+    return DR.repeat_table(first, data.load(REPEAT_DATASET))
+
+
+def best_misses(ev: Machine7Evaluation) -> tuple[int, int]:
+    """How many of the IOPS goal's rows the best rules miss (outside the tolerance), and how many
+    of those the kernel's second draw puts within the tolerance of its first: misses that are
+    the model's, not the kernel's spread."""
+    from models.validation import draws as DR
+
+    key = DR.ROW_KEY
+    best = FID.iops_table(ev.tables[PAIRS[1][0]])[key + ["within"]]
+    again = FID.iops_table(ev.repeat)[key + ["within"]]
+    both = best.merge(again, on=key, how="inner", validate="one_to_one", suffixes=("", "_again"))
+    missed = both[~both["within"]]
+    return len(missed), int(missed["within_again"].sum())
+
+
 def _copies(profile: Any) -> dict[str, float]:
     h = profile.host
     return {
@@ -188,8 +231,12 @@ def evaluate(processes: int | None = None) -> Machine7Evaluation:
         tables[name] = FID.simulated(table, summarise, processes=n)
         goals[name] = {g.name: g.value for g in FID.goals(tables[name])}
         copies[name] = _copies(profile)
-    bands = pd.DataFrame({k: band_medians(t) for k, t in tables.items()})[list(MODELS)]
-    return Machine7Evaluation(tables, pd.DataFrame(goals)[list(MODELS)], bands, copies)
+    again = repeat_table()
+    tables_and_again = {**tables, REPEAT: again}
+    goals[REPEAT] = {g.name: g.value for g in FID.goals(again)}
+    columns = [*MODELS, REPEAT]
+    bands = pd.DataFrame({k: band_medians(t) for k, t in tables_and_again.items()})[columns]
+    return Machine7Evaluation(tables, pd.DataFrame(goals)[columns], bands, copies, again)
 
 
 def _off(x: float) -> float:
@@ -225,7 +272,13 @@ def findings(ev: Machine7Evaluation) -> dict[str, bool]:
       verdicts right;
     * ``held tails carry it``: with the best rules and the loop's copies, the 16 KiB rows at QD
       8 and more of the servers that may hold a tail back run above the goal's range and those
-      of the servers that do not run inside it (:func:`held_medians`).
+      of the servers that do not run inside it (:func:`held_medians`);
+    * ``kernel repeats itself`` (an audit): the kernel's second draw (:func:`repeat_table`) is
+      within the tolerance of its first in at least the goal's share of the rows, gives every
+      test row's stall verdict, and its median ratio in each band is within
+      :data:`REPEAT_BAND_TOL` of 1, so the goals are within the kernel's own reach here;
+    * ``misses are the model's``: more than half of the best rules' misses are rows the kernel
+      repeats within the tolerance (:func:`best_misses`).
     """
     large = LARGE_BAND
     b = ev.bands
@@ -241,6 +294,10 @@ def findings(ev: Machine7Evaluation) -> dict[str, bool]:
         "large rows still fast": all(b[m][large] > hi for m in MODELS),
         "verdicts kept": all(_verdicts(ev.tables[a]) >= _verdicts(ev.tables[o]) for a, o in PAIRS),
         "held tails carry it": held["held"] > hi and lo <= held["unheld"] <= hi,
+        "kernel repeats itself": _within(ev.repeat) >= FID.IOPS_SHARE
+        and _verdicts(ev.repeat) == int((ev.repeat["role"] == "test").sum())
+        and all(abs(m - 1) <= REPEAT_BAND_TOL for m in b[REPEAT]),
+        "misses are the model's": 2 * best_misses(ev)[1] > best_misses(ev)[0],
     }
 
 
@@ -273,4 +330,11 @@ def numbers(ev: Machine7Evaluation) -> dict[str, Any]:
         out[f"m7_{key}_within_one"] = 100 * _within(ev.tables[o])
     held = held_medians(ev.tables[PAIRS[1][0]])
     out["m7_best_held16"], out["m7_best_unheld16"] = held["held"], held["unheld"]
+    again = ev.repeat
+    out["m7_repeat_rows"] = len(FID.iops_table(again))
+    out["m7_repeat_within"] = 100 * _within(again)
+    out["m7_repeat_band_tol_pct"] = 100 * REPEAT_BAND_TOL
+    out["m7_repeat_verdicts"] = _verdicts(again)
+    out["m7_repeat_verdict_rows"] = int((again["role"] == "test").sum())
+    out["m7_best_missed"], out["m7_best_missed_repeated"] = best_misses(ev)
     return out
