@@ -139,13 +139,31 @@ def test_reno_takes_srtt_from_the_handshake_too():
     Simulation(Scenario().replace(**paced(True, cc="none")))
 
 
-def test_the_first_sample_only_once_and_positive():
+def test_the_first_sample_only_once_and_not_negative():
     cc = Simulation(Scenario().replace(**paced(True))).server_ep.sender.cc
     with pytest.raises(RuntimeError, match="before any other"):
         cc.handshake(FS_PER_US)
     fresh = Simulation(Scenario().replace(**paced(False))).server_ep.sender.cc
-    with pytest.raises(ValueError, match="must be > 0"):
-        fresh.handshake(0)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        fresh.handshake(-1)
+    fresh.handshake(0)  # a path with no latency: a sample under a microsecond
+    assert fresh.srtt_us == 1 << 3
+
+
+def test_a_path_with_no_latency_takes_the_handshake_s_sample():
+    """The property search's case (a zero-latency link, handshake_rtt on): the round trip is
+    0 fs, and the run goes on with a sample of a microsecond, not a ValueError."""
+    zero = {"tx_latency_s": 0.0, "rx_latency_s": 0.0, "softirq_s": 0.0, "handshake_rtt": True}
+    sc = Scenario().replace(
+        link={"latency_s": 0.0, "bucket_bytes": 590, "mtu": 576},  # a full bucket: no wire time
+        kernel={"congestion_control": "reno"},
+        client=zero,
+        server=zero,
+        run={"ops": 50},
+    )
+    sim = Simulation(sc)
+    assert round_trip_fs(sim.c2s, sim.s2c) == 0
+    assert sim.run().completed_total > 0
 
 
 def test_the_fast_forward_stays_exact():
