@@ -260,8 +260,8 @@ class Reno(NoWindow):
         """The handshake's round trip, ``rtt_fs`` femtoseconds, is the first
         RTT sample (``tcp_synack_rtt_meas`` in ``tcp_check_req`` on the
         server, the SYN-ACK on the client): srtt before any data
-        (``Host.handshake_rtt``).  A path with no latency at all gives 0, a sample under a
-        microsecond like any other."""
+        (``Host.handshake_rtt``).  A path with no latency at all gives
+        0, a sample under a microsecond like any other."""
         if rtt_fs < 0:
             raise ValueError(f"handshake round trip {rtt_fs} fs: must be >= 0")
         if self.srtt_us:
