@@ -97,6 +97,11 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     a flag, set by no shipped profile, with ``send_cpu_first``: on, ``tcp_write_xmit`` inside
     a ``send()`` reads the clock after the call's CPU so far, as the kernel refreshes it after
     the copy, for bbr's pacing check and the departure time it stamps;
+``pacing_arm_waits``
+    a flag, set by no shipped profile: on, a ``send()`` that arms bbr's pacing timer stays in
+    the call, its CPU held, until the timer fires, as traced on the seventh machine, where
+    reprogramming the CPU's timer for so near an expiry gave the CPU back only with the timer's
+    interrupt (``tools/pacing_wait_trace.py``);
 ``own_socket``
     a flag, set only by the variant ``kernel6_machine4_sent_owned``: on, a segment that reaches
     a host while its thread is inside a ``send()`` that costs CPU waits in the socket's backlog
@@ -184,7 +189,14 @@ def _curve(where: str, value: Any) -> list:
 
 
 #: The ``Host`` flags a profile may set besides its costs (``true`` or ``false``).
-FLAGS = ("send_cpu_first", "xmit_clock_in_call", "own_socket", "softirq_first", "handshake_rtt")
+FLAGS = (
+    "send_cpu_first",
+    "xmit_clock_in_call",
+    "pacing_arm_waits",
+    "own_socket",
+    "softirq_first",
+    "handshake_rtt",
+)
 
 
 def flag_setting(text: str) -> tuple[str, bool]:

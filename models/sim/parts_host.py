@@ -62,7 +62,8 @@ class Host(Part):
     ``tbf_late_s`` (a rate limit's watchdog timer, measured, in place of
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
     ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far),
-    ``xmit_clock_in_call`` (its pacing clock there too), ``own_socket``
+    ``xmit_clock_in_call`` (its pacing clock there too), ``pacing_arm_waits`` (a ``send()``
+    that arms bbr's pacing timer waits in the call until it fires), ``own_socket``
     (a segment arriving during a ``send()`` waits for the call's end), ``softirq_first``
     (a thread's next step waits for the soft-interrupt work queued on its CPU), ``handshake_rtt``
     (the handshake's round trip as the first RTT sample) and ``gro``;
@@ -301,6 +302,17 @@ class Host(Part):
         "with send_cpu_first: inside a send(), tcp_write_xmit reads the clock after the call's "
         "CPU so far (tcp_mstamp_refresh after the copy), for bbr's pacing check and the "
         "departure time it stamps; off: the call's start",
+        sample=OneOf(False, True),
+    )
+    pacing_arm_waits: bool = param(
+        False,
+        "flag",
+        "",
+        "a send() that arms bbr's pacing timer stays in the call until the timer fires, its "
+        "CPU held: on a virtual machine, reprogramming the CPU's timer for an expiry that near "
+        "traps to the hypervisor, and the CPU comes back with the timer's interrupt (traced on "
+        "the seventh machine, tools/pacing_wait_trace.py); off: the call returns after its "
+        "own CPU",
         sample=OneOf(False, True),
     )
     own_socket: bool = param(

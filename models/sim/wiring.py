@@ -61,6 +61,8 @@ def endpoint(
         cc.timer_arm_fs = fs(host.timer_arm_cpu_s)
     if host.timer_fire_cpu_s and hasattr(cc, "timer_fire_fs"):
         cc.timer_fire_fs = fs(host.timer_fire_cpu_s)
+    if host.pacing_arm_waits and hasattr(cc, "arm_waits"):
+        cc.arm_waits = True
     return ep
 
 

@@ -58,6 +58,7 @@ class Bbr(Reno):
         "timer",
         "timer_arm_fs",
         "timer_fire_fs",
+        "arm_waits",
         "timer_arms",
         "pinned_own",
         "firing_own",
@@ -88,6 +89,9 @@ class Bbr(Reno):
         self.firing_own = False  # (while such a timer's push runs)
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
         self.timer_fire_fs = 0
+        # Host.pacing_arm_waits: a send() that arms the timer stays in
+        # the call until it fires
+        self.arm_waits = False
         self.model.init_rate(init_cwnd, mss, 0)
 
     def handshake(self, rtt_fs: int) -> None:
@@ -144,6 +148,13 @@ class Bbr(Reno):
                     sender.thread_cpu += cost
                 else:
                     sender.soft_cpu += cost
+            if self.arm_waits and sender.in_send:
+                # the CPU comes back to the call only with the timer's
+                # interrupt: the call's CPU runs on to the expiry
+                # (loop.now: when the call began, fs)
+                wait = t.expires - sender.loop.now - sender.thread_cpu
+                if wait > 0:
+                    sender.thread_cpu += wait
         return True
 
     def writing(self, sender, now: int) -> None:
