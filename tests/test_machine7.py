@@ -30,6 +30,9 @@ def test_every_claim_holds(ev):
         "held tails carry it",
         "kernel repeats itself",
         "misses are the model's",
+        "the wait closes the large rows",
+        "held tails come nearer",
+        "the wait keeps the rest",
     }
 
 
@@ -141,3 +144,27 @@ def test_a_band_the_second_draw_runs_off_fails_the_repeat_claim(ev):
     bands = ev.bands.copy()
     bands.loc[M7.SMALL_BAND, M7.REPEAT] = 1 + 2 * M7.REPEAT_BAND_TOL
     assert not M7.findings(dataclasses.replace(ev, bands=bands))["kernel repeats itself"]
+
+
+def test_a_wait_that_leaves_the_large_band_where_it_was_fails(ev):
+    bands = ev.bands.copy()
+    bands.loc[M7.LARGE_BAND, M7.WAIT] = bands.loc[M7.LARGE_BAND, M7.MODELS[2]]
+    assert not M7.findings(dataclasses.replace(ev, bands=bands))["the wait closes the large rows"]
+
+
+def test_a_wait_that_moves_the_unheld_rows_fails_the_held_claim(ev):
+    t = dict(ev.tables)
+    wait = t[M7.WAIT].copy()
+    unheld = wait["sock_mode"].isin(M7.UNHELD)
+    wait.loc[unheld, "sim_iops"] *= 0.8  # the servers that hold nothing slowed too
+    t[M7.WAIT] = wait
+    assert not M7.findings(dataclasses.replace(ev, tables=t))["held tails come nearer"]
+
+
+def test_a_wait_that_loses_a_verdict_fails_the_rest_claim(ev):
+    t = dict(ev.tables)
+    wait = t[M7.WAIT].copy()
+    test = wait.index[(wait["role"] == "test") & (wait["kernel_stalls"] == wait["sim_stalls"])]
+    wait.loc[test[0], "sim_stalls"] = not wait.loc[test[0], "sim_stalls"]
+    t[M7.WAIT] = wait
+    assert not M7.findings(dataclasses.replace(ev, tables=t))["the wait keeps the rest"]
