@@ -168,3 +168,29 @@ def test_a_wait_that_loses_a_verdict_fails_the_rest_claim(ev):
     wait.loc[test[0], "sim_stalls"] = not wait.loc[test[0], "sim_stalls"]
     t[M7.WAIT] = wait
     assert not M7.findings(dataclasses.replace(ev, tables=t))["the wait keeps the rest"]
+
+
+def _goals(within: str, q8: str, flory: str, verdicts: str = "1354 of 1404"):
+    import pandas as pd
+
+    return pd.Series(
+        {
+            "stall verdicts": verdicts,
+            "IOPS within 25%": within,
+            "median ratio, QD >= 8": q8,
+            "Flory's thresholds": flory,
+        }
+    )
+
+
+def test_the_sixth_machine_s_claims_read_the_goals_and_fail_on_a_wrong_world():
+    best = _goals("49%", "1.30", "2 of 4", "1355 of 1404")
+    wait = _goals("55%", "1.26", "3 of 4")
+    assert all(M7.sixth_findings(best, wait).values())
+    n = M7.sixth_numbers(best, wait)
+    assert (n["m6_wait_within"], n["m6_best_flory"], n["m6_verdict_rows"]) == (55.0, 2, 1404)
+    # the wait changing nothing, or costing a step, or overshooting QD 8
+    same = M7.sixth_findings(best, best)
+    assert not same["more rates right"] and not same["QD 8 nearer"]
+    assert not M7.sixth_findings(best, _goals("55%", "1.26", "1 of 4"))["no Flory step lost"]
+    assert not M7.sixth_findings(best, _goals("55%", "0.70", "3 of 4"))["QD 8 nearer"]

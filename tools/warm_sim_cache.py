@@ -45,6 +45,7 @@ def _machine7() -> None:
     from models.validation import machine7 as M7
 
     M7.evaluate()
+    M7.sixth_with_wait()  # (the sixth machine's sweep with the wait: chapter 9d)
 
 
 #: The shared evaluations, by name: each simulates its rows through the cache.
