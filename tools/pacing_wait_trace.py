@@ -2,18 +2,21 @@
 
     sudo .venv/bin/python tools/pacing_wait_trace.py --out data --prefix kernel6_machine7_pacing_wait
 
-Under bbr a Nagle or ``MSG_MORE`` server's response leaves as its full segments and a held tail;
-the tail meets bbr's pacing check (``tcp_pacing_check``), which arms the pacing hrtimer
+Under bbr a response may leave as its full segments and a short remainder: the tail a Nagle or
+``MSG_MORE`` server holds back, or the second segment of a response a byte longer than the MSS.
+That remainder meets bbr's pacing check (``tcp_pacing_check``), which arms the pacing hrtimer
 (``tcp_pace_kick``) for the socket's next departure, usually a microsecond or two ahead.  This tool
-runs the book's iSCSI-like loop on a veth pair at MTU 1500 (16 KiB responses, QD 8, a Nagle client,
-the two ends pinned a CPU apart) behind a Nagle and a ``MSG_MORE`` server under bbr, and, as
-contrasts, the Nagle server under cubic (no pacing) and a ``TCP_NODELAY`` server under bbr (no held
-tail), each run :data:`REPEATS` times, interleaved.  For a window in the middle of each run it
-reads the kernel's tracepoints through tracefs (``syscalls:sys_enter_sendto`` /
-``sys_exit_sendto``, ``timer:hrtimer_start``, ``timer:hrtimer_expire_entry``) and writes one row
-per ``send()`` of a response's data by the server: how long the call lasted, whether the pacing
-timer was armed on the server's CPU during it, when (from the call's start), for how far ahead,
-when its soft interrupt ran (from the expiry) and when the call returned (from that).
+runs the book's iSCSI-like loop, the two ends pinned a CPU apart, in two scenarios
+(:data:`SCENARIOS`): on a veth pair at MTU 1500 with 16 KiB responses at QD 8 and a Nagle client,
+behind a Nagle and a ``MSG_MORE`` server under bbr and, as contrasts, the Nagle server under cubic
+(no pacing) and a ``TCP_NODELAY`` server under bbr (no held tail); and on the loopback with 64 KiB
+responses (an MSS and 53 bytes) at QD 32, ``TCP_NODELAY`` on both ends, under bbr and cubic.  Each
+run :data:`REPEATS` times, interleaved.  For a window in the middle of each run it reads the
+kernel's tracepoints through tracefs (``syscalls:sys_enter_sendto`` / ``sys_exit_sendto``,
+``timer:hrtimer_start``, ``timer:hrtimer_expire_entry``) and writes one row per ``send()`` of a
+response's data by the server: how long the call lasted, whether the pacing timer was armed on the
+server's CPU during it, when (from the call's start), for how far ahead, when its soft interrupt ran
+(from the expiry) and when the call returned (from that).
 
 Tracing costs each event a few hundred nanoseconds, so the traced runs are somewhat slower than
 untraced ones; each row carries its run's IOPS.  Needs root and tracefs (the ownership trace's
@@ -30,12 +33,20 @@ sys.path.insert(0, str(ROOT))
 
 from ownership_trace import LINE, TRACEFS, trace_args, traced, write_dataset  # noqa: E402
 
-#: (server socket mode, congestion control) of the runs, in the order each repeat runs them.
-RUNS = (("nagle", "bbr"), ("more", "bbr"), ("nagle", "cubic"), ("nodelay", "bbr"))
+#: Each scenario (the harness's link and MTU, the client's socket mode, QD, response bytes) and
+#: its runs, (server socket mode, congestion control), in the order each repeat runs them.
+SCENARIOS = (
+    (
+        {"link": "veth-1500", "client_sock_mode": "nagle", "qd": 8, "iosize_bytes": 16384},
+        (("nagle", "bbr"), ("more", "bbr"), ("nagle", "cubic"), ("nodelay", "bbr")),
+    ),
+    (
+        {"link": "loopback", "client_sock_mode": "nodelay", "qd": 32, "iosize_bytes": 65536},
+        (("nodelay", "bbr"), ("nodelay", "cubic")),
+    ),
+)
 #: Each run this many times, the runs interleaved.
 REPEATS = 2
-#: The scenario every run shares (the seventh machine's slow rows).
-SCENARIO = {"link": "veth-1500", "client_sock_mode": "nagle", "qd": 8, "iosize_bytes": 16384}
 EVENTS = (
     "syscalls/sys_enter_sendto",
     "syscalls/sys_exit_sendto",
@@ -43,6 +54,10 @@ EVENTS = (
     "timer/hrtimer_expire_entry",
 )
 FIELDS = [
+    ("link", "string", "", "the link, as the field sweep labels it: veth-1500 or loopback"),
+    ("client_sock_mode", "string", "", "client socket mode of the run: nagle or nodelay"),
+    ("qd", "integer", "operations", "requests the client keeps outstanding"),
+    ("iosize_bytes", "integer", "bytes", "payload bytes per response"),
     ("server_sock_mode", "string", "", "server socket mode of the run: nagle, more or nodelay"),
     ("cc", "string", "", "congestion control of both sockets"),
     ("repeat", "integer", "runs", "the run's repeat, from 0"),
@@ -67,7 +82,7 @@ FIELDS = [
     ("run_iops", "number", "1/s", "the traced run's operations per second"),
     ("other_cpu_pct", "number", "%", "CPU other processes used during the run"),
 ]
-KEY = ["server_sock_mode", "cc", "repeat", "call"]
+KEY = ["link", "server_sock_mode", "cc", "repeat", "call"]
 OPTIONAL = ("arm_at_us", "expiry_ahead_us", "fired_after_expiry_us", "returned_after_fire_us")
 
 
@@ -133,14 +148,22 @@ def _row(index: int, c: dict, t1: float) -> dict:
     }
 
 
-def run_command(mode: str, cc: str, duration_s: float) -> list[str]:
-    """The harness's command line of one run of :data:`SCENARIO`."""
-    sc = SCENARIO
+def run_command(sc: dict, mode: str, cc: str, duration_s: float) -> list[str]:
+    """The harness's command line of one run of the scenario ``sc`` (of :data:`SCENARIOS`).
+
+    >>> " ".join(run_command(SCENARIOS[1][0], "nodelay", "bbr", 2.0)[3:9])
+    'run --proto iscsi --sock nodelay --cc'
+    >>> run_command(SCENARIOS[0][0], "nagle", "bbr", 2.0)[16:19]
+    ['--link', 'veth', '--mtu']
+    """
+    link = ["--link", "loopback"] if sc["link"] == "loopback" else ["--link", "veth", "--mtu"]
+    if sc["link"] != "loopback":
+        link.append(sc["link"].removeprefix("veth-"))
     return [
         sys.executable, "-m", "models.measure", "run", "--proto", "iscsi",
         "--sock", mode, "--cc", cc, "--client-sock", str(sc["client_sock_mode"]),
         "--qd", str(sc["qd"]), "--iosize", str(sc["iosize_bytes"]),
-        "--link", "veth", "--mtu", "1500", "--pin", "apart", "--no-capture", "--json",
+        *link, "--pin", "apart", "--no-capture", "--json",
         "--duration", str(duration_s), "--warmup", "0.3",
     ]  # fmt: skip
 
@@ -162,23 +185,25 @@ def main(argv: list[str] | None = None) -> int:
 
     ns, start = trace_args(__doc__, "pacing_wait_trace.py", argv, "kernel6_pacing_wait", 2.0, 10.0)
     rows, runs = [], {}
+    every = [(sc, mode, cc) for sc, runs in SCENARIOS for mode, cc in runs]
     for rep in range(REPEATS):
-        for mode, cc in RUNS:
-            cmd = run_command(mode, cc, ns.duration)
+        for sc, mode, cc in every:
+            cmd = run_command(sc, mode, cc, ns.duration)
             lines, out = traced_mono(cmd, ns.duration, ns.window_ms / 1e3)  # ms -> s
             run = json.loads(out)
             iops, other = run["client"]["iops"], run.get("other_cpu_pct")
-            these = calls(lines, int(SCENARIO["iosize_bytes"]))
+            these = calls(lines, int(sc["iosize_bytes"]))
+            name = f"{sc['link']}/{mode}/{cc}"
             if not these:
-                raise RuntimeError(f"{mode}/{cc}: the window traced no send() of a response")
+                raise RuntimeError(f"{name}: the window traced no send() of a response")
             for r in these:
                 rows.append(
-                    {"server_sock_mode": mode, "cc": cc, "repeat": rep, **r,
+                    {**sc, "server_sock_mode": mode, "cc": cc, "repeat": rep, **r,
                      "run_iops": iops, "other_cpu_pct": other}
                 )  # fmt: skip
             armed = sum(r["armed"] for r in these)
-            runs[f"{mode}/{cc}/{rep}"] = {"iops": iops, "other_cpu_pct": other}
-            print(f"{mode}/{cc} repeat {rep}: {iops:,.0f}/s, {len(these)} calls, {armed} armed")
+            runs[f"{name}/{rep}"] = {"iops": iops, "other_cpu_pct": other}
+            print(f"{name} repeat {rep}: {iops:,.0f}/s, {len(these)} calls, {armed} armed")
     write_dataset(
         ns,
         start,
@@ -188,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         KEY,
         title="A server's send() and bbr's pacing timer, call by call, traced",
         description=(
-            "Harness runs of the iSCSI-like loop on veth at MTU 1500 with the two ends pinned a "
-            "CPU apart (Nagle client, 16 KiB responses, QD 8): a Nagle and a MSG_MORE server "
-            "under bbr, the Nagle server under cubic and a TCP_NODELAY server under bbr, "
+            "Harness runs of the iSCSI-like loop with the two ends pinned a CPU apart: on veth at "
+            "MTU 1500 (Nagle client, 16 KiB responses, QD 8) a Nagle and a MSG_MORE server under "
+            "bbr, the Nagle server under cubic and a TCP_NODELAY server under bbr; on the "
+            "loopback (TCP_NODELAY on both ends, 64 KiB responses, QD 32) under bbr and cubic; "
             f"{REPEATS} runs each, interleaved. A window in the middle of each run was traced "
             "through tracefs (sendto entry and exit, hrtimer_start, hrtimer_expire_entry); one "
             "row per send() of a response's data by the server, with bbr's pacing timer "

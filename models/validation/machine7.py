@@ -59,6 +59,7 @@ __all__ = [
     "REPEAT",
     "WAIT",
     "traced_row_arms",
+    "loopback_row",
     "SIXTH_WAIT",
     "sixth_with_wait",
     "sixth_findings",
@@ -300,6 +301,31 @@ def sixth_numbers(best: Any, wait: Any) -> dict[str, float]:
         out[f"m6_{key}_verdicts"] = _count(goals["stall verdicts"])
     out["m6_verdict_rows"] = int(str(best["stall verdicts"]).split()[-1])
     return out
+
+
+def loopback_row(ops: int = 3000) -> dict[str, Any]:
+    """The sample's run of the loopback scenario :mod:`models.validation.pacing_wait` traced
+    (bbr, ``TCP_NODELAY`` on both ends, 64 KiB, QD 32) with :data:`WAIT`: the kernel's and the
+    simulated rate, bbr's state at the end and the timers armed per operation."""
+    from models.kernel import load_kernel_run
+    from models.sim.engine import Simulation
+
+    run = load_kernel_run(prefix=PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (t["link"] == "loopback") & (t["cc"] == "bbr") & (t["qd"] == 32)
+    pick &= (t["sock_mode"] == "nodelay") & (t["client_sock_mode"] == "nodelay")
+    row = t[pick & (t["iosize_bytes"] == 65536)].iloc[0].to_dict()
+    profile, make = _models()[WAIT]
+    sc = make("iscsi_loop", row, FID.ProfileHost(profile), run.hz).replace(run={"ops": ops})
+    sim = Simulation(sc)
+    r = sim.run()
+    cc = sim.server_ep.sender.cc
+    return {
+        "kernel_iops": float(row["iops"]),
+        "sim_iops": r.iops,
+        "mode": cc.model.mode,
+        "arms_per_op": cc.timer_arms / r.completed_total,
+    }
 
 
 def _copies(profile: Any) -> dict[str, float]:
