@@ -1,6 +1,6 @@
 """Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
 
-Eight suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
 :mod:`models.validation.fidelity`, stated there before any result):
 
 ``field``
@@ -30,7 +30,14 @@ Eight suites, each the evaluation chapter 9 shows (the goals, roles and toleranc
     the sixth machine's whole field sweep pinned apart, against its own ``calibrate`` profile and
     the fifth machine's best rules on that calibration's refit, nothing fitted on the sweep, beside
     the fifth machine's field sweep as an audit (:func:`models.validation.field6.evaluate`, Flory's
-    steps included);
+    steps included), and the best rules with a ``send()`` held until bbr's pacing timer fires
+    (``Host.pacing_arm_waits``, found on the seventh machine:
+    :func:`models.validation.machine7.sixth_goals`);
+``machine7``
+    the seventh machine's seeded sample of the field runs against its calibration with the
+    copies as the loop pays them and as one transfer, each as a reader's profile and with the best
+    rules, and the best rules with the pacing wait, beside the kernel's second draw of the same
+    runs as an audit (:func:`models.validation.machine7.evaluate`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -49,7 +56,7 @@ as a model's pass.  For each goal a column reports its value and whether the goa
 sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
-        [--only field,apart,machine2,machine4,field5,field6,burst,onecpu] [--json]
+        [--only field,apart,machine2,machine4,field5,field6,machine7,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -62,7 +69,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-SUITES = ("field", "apart", "machine2", "machine4", "field5", "field6", "burst", "onecpu")
+SUITES = (
+    "field",
+    "apart",
+    "machine2",
+    "machine4",
+    "field5",
+    "field6",
+    "machine7",
+    "burst",
+    "onecpu",
+)
 
 
 #: One column of a suite: its goals, its role (``test`` or ``audit``), and the names of the
@@ -129,13 +146,30 @@ def _field6() -> dict[str, Column]:
     from models.validation import fidelity as FID
     from models.validation import field6 as F6
     from models.validation import flory as FL
+    from models.validation import machine7 as M7
 
     ev = F6.evaluate()
-    return {
+    out = {
         name: (FID.goals(t) + [FL.flory_goal(ev.steps[name])],
                "audit" if name == F6.AUDIT else "test", tuple(ev.goals.index))
         for name, t in ev.tables.items()
     }  # fmt: skip
+    # the best rules with a send() held until bbr's pacing timer fires (found on the seventh)
+    out[M7.SIXTH_WAIT] = (list(M7.sixth_goals()), "test", tuple(ev.goals.index))
+    return out
+
+
+def _machine7() -> dict[str, Column]:
+    from models.validation import fidelity as FID
+    from models.validation import machine7 as M7
+    from models.validation import machines as MA
+
+    ev = M7.evaluate()
+    out: dict[str, Column] = {
+        name: (FID.goals(t), "test", MA.GOALS) for name, t in ev.tables.items()
+    }
+    out[M7.REPEAT] = (FID.goals(ev.repeat), "audit", MA.GOALS)
+    return out
 
 
 def _burst() -> dict[str, Column]:
@@ -213,6 +247,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "machine4": _machine4,
     "field5": _field5,
     "field6": _field6,
+    "machine7": _machine7,
     "burst": _burst,
     "onecpu": _onecpu,
 }

@@ -61,6 +61,7 @@ __all__ = [
     "traced_row_arms",
     "loopback_row",
     "SIXTH_WAIT",
+    "sixth_goals",
     "sixth_with_wait",
     "sixth_findings",
     "sixth_numbers",
@@ -78,7 +79,7 @@ DATASET = "kernel6_machine7_repeat_iscsi_loop"
 #: nothing else running): the kernel held to itself.
 REPEAT_DATASET = "kernel6_machine7_repeat2_iscsi_loop"
 #: The column of :attr:`Machine7Evaluation.bands` and ``goals`` that holds that second draw.
-REPEAT = "the kernel again [audit]"
+REPEAT = "the kernel again"
 #: How near 1 the second draw's median ratio must be in every band for the chapter's "within a
 #: few percent" (set after the draw was seen: its farthest band is 0.97).
 REPEAT_BAND_TOL = 0.05
@@ -242,14 +243,11 @@ SIXTH_WAIT = "best rules, the call waits"
 
 
 @functools.lru_cache(maxsize=1)
-def sixth_with_wait(processes: int | None = None) -> Any:
+def sixth_goals(processes: int | None = None) -> tuple:
     """The sixth machine's whole field sweep (:data:`models.validation.field6.DATASET`, its Flory
     steps too) held to that machine's best rules with ``Host.pacing_arm_waits`` on, everything
-    else as :func:`models.validation.field6.evaluate` simulates them: one row per goal, the
-    values as the field evaluation's goals give them (a test: nothing of the rule was found or
-    fitted there)."""
-    import pandas as pd
-
+    else as :func:`models.validation.field6.evaluate` simulates them: the field evaluation's
+    goals, Flory's last (a test: nothing of the rule was found or fitted there)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import field6 as F6
@@ -259,7 +257,14 @@ def sixth_with_wait(processes: int | None = None) -> Any:
     n = FID.workers() if processes is None else processes
     profile = hostprofile.shipped(F6.PROFILE_WAKER).with_host(pacing_arm_waits=True)
     _, _, lists = FL.models_on_sweep(run, {SIXTH_WAIT: (profile, F6.softirq_scenario)}, n)
-    return pd.Series({g.name: g.value for g in lists[SIXTH_WAIT]}, name=SIXTH_WAIT)
+    return tuple(lists[SIXTH_WAIT])
+
+
+def sixth_with_wait(processes: int | None = None) -> Any:
+    """:func:`sixth_goals` as one value per goal (a pandas Series named :data:`SIXTH_WAIT`)."""
+    import pandas as pd
+
+    return pd.Series({g.name: g.value for g in sixth_goals(processes)}, name=SIXTH_WAIT)
 
 
 def _share(text: str) -> float:
