@@ -155,7 +155,7 @@ def _field6() -> dict[str, Column]:
         for name, t in ev.tables.items()
     }  # fmt: skip
     # the best rules with a send() held until bbr's pacing timer fires (found on the seventh)
-    out[M7.SIXTH_WAIT] = (list(M7.sixth_goals()), "test", tuple(ev.goals.index))
+    out[M7.WAIT] = (list(M7.sixth_goals()), "test", tuple(ev.goals.index))
     return out
 
 

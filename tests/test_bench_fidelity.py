@@ -65,7 +65,7 @@ def test_the_sixth_machine_s_suite_tests_three_models_beside_the_fifth_machine_s
     from models.validation import machine7 as M7
 
     cols = _bench().main(["--only", "field6", "--json"])["field6"]["columns"]
-    assert list(cols) == [*F6.MODELS, F6.AUDIT, M7.SIXTH_WAIT]
+    assert list(cols) == [*F6.MODELS, F6.AUDIT, M7.WAIT]
     assert [n for n, c in cols.items() if c["role"] == "audit"] == [F6.AUDIT]
     assert all(isinstance(c["goals"]["Flory's thresholds"]["met"], bool) for c in cols.values())
     # nothing was fitted on this sweep, and no column meets the share of rates within a quarter

@@ -60,7 +60,6 @@ __all__ = [
     "WAIT",
     "traced_row_arms",
     "loopback_row",
-    "SIXTH_WAIT",
     "sixth_goals",
     "sixth_with_wait",
     "sixth_findings",
@@ -215,31 +214,38 @@ def best_misses(ev: Machine7Evaluation) -> tuple[int, int]:
     return len(missed), int(missed["within_again"].sum())
 
 
+def _sample_row(link: str, mode: str, client: str, qd: int, size: int) -> tuple[dict, int]:
+    """The sample's bbr run of that scenario, and the sweep's timer rate (ticks per second)."""
+    from models.kernel import load_kernel_run
+
+    run = load_kernel_run(prefix=PREFIX)
+    t = run.table("iscsi_loop")
+    pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == qd)
+    pick &= (t["sock_mode"] == mode) & (t["client_sock_mode"] == client)
+    return t[pick & (t["iosize_bytes"] == size)].iloc[0].to_dict(), run.hz
+
+
+def _simulated(name: str, row: dict, hz: int, ops: int) -> tuple[Any, Any]:
+    """``row`` simulated with the model ``name`` of :func:`_models`: (the result, its server's
+    congestion rule)."""
+    from models.sim.engine import Simulation
+
+    profile, make = _models()[name]
+    sc = make("iscsi_loop", row, FID.ProfileHost(profile), hz).replace(run={"ops": ops})
+    sim = Simulation(sc)
+    return sim.run(), sim.server_ep.sender.cc
+
+
 def traced_row_arms(ops: int = 3000) -> dict[str, float]:
     """bbr's pacing timers armed per operation on the server, in the run of the sample that
     :mod:`models.validation.pacing_wait` traced (veth-1500, bbr, a Nagle server and client, 16
     KiB, QD 8), for the best rules and for :data:`WAIT` (``ops`` operations each)."""
-    from models.kernel import load_kernel_run
-    from models.sim.engine import Simulation
-
-    run = load_kernel_run(prefix=PREFIX)
-    t = run.table("iscsi_loop")
-    pick = (t["link"] == "veth-1500") & (t["cc"] == "bbr") & (t["qd"] == 8)
-    pick &= (t["sock_mode"] == "nagle") & (t["client_sock_mode"] == "nagle")
-    row = t[pick & (t["iosize_bytes"] == LARGE_BYTES)].iloc[0].to_dict()
-    models = _models()
+    row, hz = _sample_row("veth-1500", "nagle", "nagle", 8, LARGE_BYTES)
     out = {}
     for name in (PAIRS[1][0], WAIT):
-        profile, make = models[name]
-        sc = make("iscsi_loop", row, FID.ProfileHost(profile), run.hz).replace(run={"ops": ops})
-        sim = Simulation(sc)
-        r = sim.run()
-        out[name] = sim.server_ep.sender.cc.timer_arms / r.completed_total
+        r, cc = _simulated(name, row, hz, ops)
+        out[name] = cc.timer_arms / r.completed_total
     return out
-
-
-#: The sixth machine's best rules with the wait (its sweep ran days before the rule was found).
-SIXTH_WAIT = "best rules, the call waits"
 
 
 @functools.lru_cache(maxsize=1)
@@ -256,15 +262,16 @@ def sixth_goals(processes: int | None = None) -> tuple:
     run = load_kernel_run(prefix=F6.PREFIX)
     n = FID.workers() if processes is None else processes
     profile = hostprofile.shipped(F6.PROFILE_WAKER).with_host(pacing_arm_waits=True)
-    _, _, lists = FL.models_on_sweep(run, {SIXTH_WAIT: (profile, F6.softirq_scenario)}, n)
-    return tuple(lists[SIXTH_WAIT])
+    _, _, lists = FL.models_on_sweep(run, {WAIT: (profile, F6.softirq_scenario)}, n)
+    return tuple(lists[WAIT])
 
 
 def sixth_with_wait(processes: int | None = None) -> Any:
-    """:func:`sixth_goals` as one value per goal (a pandas Series named :data:`SIXTH_WAIT`)."""
+    """:func:`sixth_goals` as one value per goal (a pandas Series named :data:`WAIT`: the same
+    rules on the sixth machine; its sweep ran days before the rule was found)."""
     import pandas as pd
 
-    return pd.Series({g.name: g.value for g in sixth_goals(processes)}, name=SIXTH_WAIT)
+    return pd.Series({g.name: g.value for g in sixth_goals(processes)}, name=WAIT)
 
 
 def _share(text: str) -> float:
@@ -312,19 +319,8 @@ def loopback_row(ops: int = 3000) -> dict[str, Any]:
     """The sample's run of the loopback scenario :mod:`models.validation.pacing_wait` traced
     (bbr, ``TCP_NODELAY`` on both ends, 64 KiB, QD 32) with :data:`WAIT`: the kernel's and the
     simulated rate, bbr's state at the end and the timers armed per operation."""
-    from models.kernel import load_kernel_run
-    from models.sim.engine import Simulation
-
-    run = load_kernel_run(prefix=PREFIX)
-    t = run.table("iscsi_loop")
-    pick = (t["link"] == "loopback") & (t["cc"] == "bbr") & (t["qd"] == 32)
-    pick &= (t["sock_mode"] == "nodelay") & (t["client_sock_mode"] == "nodelay")
-    row = t[pick & (t["iosize_bytes"] == 65536)].iloc[0].to_dict()
-    profile, make = _models()[WAIT]
-    sc = make("iscsi_loop", row, FID.ProfileHost(profile), run.hz).replace(run={"ops": ops})
-    sim = Simulation(sc)
-    r = sim.run()
-    cc = sim.server_ep.sender.cc
+    row, hz = _sample_row("loopback", "nodelay", "nodelay", 32, 65536)
+    r, cc = _simulated(WAIT, row, hz, ops)
     return {
         "kernel_iops": float(row["iops"]),
         "sim_iops": r.iops,

@@ -54,13 +54,12 @@ def summary(calls: Any = None) -> Any:
     from models import data
 
     d = data.load(DATASET) if calls is None else calls
-    by = BY
     armed = d[d["armed"]]
-    out = d.groupby(by).agg(
+    out = d.groupby(BY).agg(
         calls=("call", "size"), armed_pct=("armed", "mean"), iops=("run_iops", "median")
     )
     out["armed_pct"] *= 100
-    a = armed.groupby(by)
+    a = armed.groupby(BY)
     out["fired_in_call_pct"] = 100 * a["fired_after_expiry_us"].apply(lambda s: s.notna().mean())
     for col in (
         "call_us",
@@ -70,7 +69,7 @@ def summary(calls: Any = None) -> Any:
         "returned_after_fire_us",
     ):
         out[f"armed_{col}"] = a[col].median()
-    out["unarmed_call_us"] = d[~d["armed"]].groupby(by)["call_us"].median()
+    out["unarmed_call_us"] = d[~d["armed"]].groupby(BY)["call_us"].median()
     return out
 
 
