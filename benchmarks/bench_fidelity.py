@@ -38,6 +38,11 @@ Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance
     copies as the loop pays them and as one transfer, each as a reader's profile and with the best
     rules, and the best rules with the pacing wait, beside the kernel's second draw of the same
     runs as an audit (:func:`models.validation.machine7.evaluate`);
+``machine8``
+    the eighth machine's sample of the same runs against the seventh machine's calibration and
+    best rules with the pacing wait, unchanged (the transfer), and the same two with the eighth
+    machine's own calibration, beside the seventh machine's kernel on those runs as an audit
+    (:func:`models.validation.machine8.evaluate`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -56,7 +61,8 @@ as a model's pass.  For each goal a column reports its value and whether the goa
 sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
-        [--only field,apart,machine2,machine4,field5,field6,machine7,burst,onecpu] [--json]
+        [--only field,apart,machine2,machine4,field5,field6,machine7,machine8,burst,
+        onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -77,6 +83,7 @@ SUITES = (
     "field5",
     "field6",
     "machine7",
+    "machine8",
     "burst",
     "onecpu",
 )
@@ -172,6 +179,19 @@ def _machine7() -> dict[str, Column]:
     return out
 
 
+def _machine8() -> dict[str, Column]:
+    from models.validation import fidelity as FID
+    from models.validation import machine8 as M8
+    from models.validation import machines as MA
+
+    ev = M8.evaluate()
+    out: dict[str, Column] = {
+        name: (FID.goals(ev.tables[name]), "test", MA.GOALS) for name in M8.MODELS
+    }
+    out[M8.KERNEL7] = (FID.goals(ev.tables[M8.KERNEL7]), "audit", MA.GOALS)
+    return out
+
+
 def _burst() -> dict[str, Column]:
     from models.validation import burst as BU
 
@@ -248,6 +268,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "field5": _field5,
     "field6": _field6,
     "machine7": _machine7,
+    "machine8": _machine8,
     "burst": _burst,
     "onecpu": _onecpu,
 }

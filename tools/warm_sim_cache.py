@@ -8,7 +8,8 @@ Chapter 9b and ``tests/test_field5.py`` both evaluate the fifth machine's field 
 eight models (:func:`models.validation.field5.evaluate`: minutes on two CPUs), and chapter 9d and
 ``tests/test_field6.py`` the sixth machine's under two (:mod:`models.validation.field6`), and
 chapter 9d and ``tests/test_machine7.py`` the seventh machine's sample under four
-(:mod:`models.validation.machine7`); under pytest-xdist
+(:mod:`models.validation.machine7`), and chapter 9e and ``tests/test_machine8.py`` the eighth
+machine's under four (:mod:`models.validation.machine8`); under pytest-xdist
 they ran side by side, each with two forked processes, so both CPUs simulated every row twice.
 A simulation is a pure function of its scenario and of ``models``' code, and the cache
 (:mod:`models.kernel.simcache`) is keyed on both, so filling it first changes no number: the two
@@ -48,11 +49,18 @@ def _machine7() -> None:
     M7.sixth_with_wait()  # (the sixth machine's sweep with the wait: chapter 9d)
 
 
+def _machine8() -> None:
+    from models.validation import machine8 as M8
+
+    M8.evaluate()
+
+
 #: The shared evaluations, by name: each simulates its rows through the cache.
 EVALUATIONS: dict[str, Callable[[], None]] = {
     "field5": _field5,
     "field6": _field6,
     "machine7": _machine7,
+    "machine8": _machine8,
 }
 
 

@@ -29,12 +29,23 @@ sent after their CPU).  The roles, goals and tolerance are the field evaluation'
 from __future__ import annotations
 
 import functools
-import math
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from models.validation import fidelity as FID
+from models.validation.bands import (
+    HELD,
+    LARGE_BAND,
+    LARGE_BYTES,
+    SMALL_BAND,
+    UNHELD,
+    band_medians,
+    held_medians,
+    off,
+    qd8,
+    verdicts,
+    within,
+)
 
 __all__ = [
     "PREFIX",
@@ -99,10 +110,6 @@ MODELS = (
 WAIT = "best rules, the call waits"
 #: Each scenario's model with the loop's copies, then with the one-transfer copies.
 PAIRS = ((MODELS[0], MODELS[1]), (MODELS[2], MODELS[3]))
-#: Responses from this size up are the large ones (bytes): the copies weigh most there.
-LARGE_BYTES = 16384
-#: The bands of :func:`band_medians` at QD 8 and more, small and large responses.
-SMALL_BAND, LARGE_BAND = "QD >= 8, under 16 KiB", "QD >= 8, 16 KiB and more"
 
 
 def one_transfer(profile: Any) -> Any:
@@ -149,42 +156,6 @@ def _models() -> dict[str, tuple[Any, Any]]:
         MODELS[2]: (_best(loop), F6.softirq_scenario),
         MODELS[3]: (_best(one), F6.softirq_scenario),
         WAIT: (_best(loop).with_host(pacing_arm_waits=True), F6.softirq_scenario),
-    }
-
-
-def band_medians(table: Any) -> dict[str, float]:
-    """The median ratio (simulated over kernel IOPS) of the IOPS goal's rows
-    (:func:`~models.validation.fidelity.iops_table`) in four bands: QD 1, QD 2-7, and QD 8 and
-    more with responses under and from :data:`LARGE_BYTES`."""
-    io = FID.iops_table(table)
-    big = io["iosize_bytes"] >= LARGE_BYTES
-    return {
-        "QD 1": _median_ratio(io, io["qd"] == 1),
-        "QD 2-7": _median_ratio(io, (io["qd"] >= 2) & (io["qd"] < 8)),
-        SMALL_BAND: _median_ratio(io, (io["qd"] >= 8) & ~big),
-        LARGE_BAND: _median_ratio(io, (io["qd"] >= 8) & big),
-    }
-
-
-def _median_ratio(io: Any, mask: Any) -> float:
-    """The median ``ratio`` of the rows of ``io`` that ``mask`` selects (NaN if none)."""
-    r = list(io.loc[mask, "ratio"])
-    return float(statistics.median(r)) if r else math.nan
-
-
-#: The servers that may hold a response's tail back (Nagle's algorithm, ``MSG_MORE`` on the
-#: header), and those that send it at once.
-HELD, UNHELD = ("nagle", "more"), ("nodelay", "more_nodelay")
-
-
-def held_medians(table: Any, size: int = LARGE_BYTES) -> dict[str, float]:
-    """The median ratio of the IOPS goal's rows at QD 8 and more with ``size``-byte responses,
-    for the servers that may hold a tail back (:data:`HELD`) and those that do not."""
-    io = FID.iops_table(table)
-    rows = (io["qd"] >= 8) & (io["iosize_bytes"] == size)
-    return {
-        "held": _median_ratio(io, rows & io["sock_mode"].isin(HELD)),
-        "unheld": _median_ratio(io, rows & io["sock_mode"].isin(UNHELD)),
     }
 
 
@@ -293,21 +264,21 @@ def sixth_findings(best: Any, wait: Any) -> dict[str, bool]:
     * ``QD 8 nearer``: the median ratio at QD 8 and more is nearer 1;
     * ``no Flory step lost``: at least as many of Flory's steps come right.
     """
-    within = f"IOPS within {FID.IOPS_TOL:.0%}"
+    share = f"IOPS within {FID.IOPS_TOL:.0%}"
     q8, flory = "median ratio, QD >= 8", "Flory's thresholds"
     return {
-        "more rates right": _share(wait[within]) > _share(best[within]),
-        "QD 8 nearer": _off(float(wait[q8])) < _off(float(best[q8])),
+        "more rates right": _share(wait[share]) > _share(best[share]),
+        "QD 8 nearer": off(float(wait[q8])) < off(float(best[q8])),
         "no Flory step lost": _count(wait[flory]) >= _count(best[flory]),
     }
 
 
 def sixth_numbers(best: Any, wait: Any) -> dict[str, float]:
     """The numbers the chapter quotes of the sixth machine, without and with the wait."""
-    within = f"IOPS within {FID.IOPS_TOL:.0%}"
+    share = f"IOPS within {FID.IOPS_TOL:.0%}"
     out = {}
     for key, goals in (("best", best), ("wait", wait)):
-        out[f"m6_{key}_within"] = _share(goals[within])
+        out[f"m6_{key}_within"] = _share(goals[share])
         out[f"m6_{key}_qd8"] = float(goals["median ratio, QD >= 8"])
         out[f"m6_{key}_flory"] = _count(goals["Flory's thresholds"])
         out[f"m6_{key}_verdicts"] = _count(goals["stall verdicts"])
@@ -365,26 +336,6 @@ def evaluate(processes: int | None = None) -> Machine7Evaluation:
     return Machine7Evaluation(tables, pd.DataFrame(goals)[columns], bands, copies, again)
 
 
-def _off(x: float) -> float:
-    """How far a median ratio is from 1, as a factor's logarithm."""
-    return abs(math.log(x))
-
-
-def _within(table: Any) -> float:
-    return float(FID.iops_table(table)["within"].mean())
-
-
-def _qd8(table: Any) -> float:
-    """The median ratio of the IOPS goal's rows at QD 8 and more."""
-    io = FID.iops_table(table)
-    return _median_ratio(io, io["qd"] >= 8)
-
-
-def _verdicts(table: Any) -> int:
-    test = table[table["role"] == "test"]
-    return int((test["kernel_stalls"] == test["sim_stalls"]).sum())
-
-
 def findings(ev: Machine7Evaluation) -> dict[str, bool]:
     """The claims the chapter makes, each checked on ``ev`` (each fails on a wrong world: the
     copies' costs swapped between the profiles, a large-response band brought to the kernel's
@@ -430,21 +381,21 @@ def findings(ev: Machine7Evaluation) -> dict[str, bool]:
     return {
         "loop reads dearer": loop["read"] > one["read"],
         "loop writes cheaper": loop["send, more on two CPUs"] < one["send, more on two CPUs"],
-        "best rules nearer": _off(b[best][large]) < _off(b[best_one][large]),
-        "reader's farther": _off(b[reader][large]) > _off(b[reader_one][large]),
+        "best rules nearer": off(b[best][large]) < off(b[best_one][large]),
+        "reader's farther": off(b[reader][large]) > off(b[reader_one][large]),
         "large rows still fast": all(b[m][large] > hi for m in MODELS),
-        "verdicts kept": all(_verdicts(ev.tables[a]) >= _verdicts(ev.tables[o]) for a, o in PAIRS),
+        "verdicts kept": all(verdicts(ev.tables[a]) >= verdicts(ev.tables[o]) for a, o in PAIRS),
         "held tails carry it": held["held"] > hi and lo <= held["unheld"] <= hi,
-        "kernel repeats itself": _within(ev.repeat) >= FID.IOPS_SHARE
-        and _verdicts(ev.repeat) == int((ev.repeat["role"] == "test").sum())
+        "kernel repeats itself": within(ev.repeat) >= FID.IOPS_SHARE
+        and verdicts(ev.repeat) == int((ev.repeat["role"] == "test").sum())
         and all(abs(m - 1) <= REPEAT_BAND_TOL for m in b[REPEAT]),
         "misses are the model's": 2 * best_misses(ev)[1] > best_misses(ev)[0],
         "the wait closes the large rows": lo <= b[WAIT][large] <= hi
-        and lo <= _qd8(ev.tables[WAIT]) <= hi,
-        "held tails come nearer": _off(waited["held"]) < _off(held["held"])
+        and lo <= qd8(ev.tables[WAIT]) <= hi,
+        "held tails come nearer": off(waited["held"]) < off(held["held"])
         and abs(waited["unheld"] / held["unheld"] - 1) <= 0.01,
-        "the wait keeps the rest": _verdicts(ev.tables[WAIT]) >= _verdicts(ev.tables[best])
-        and _within(ev.tables[WAIT]) >= _within(ev.tables[best]),
+        "the wait keeps the rest": verdicts(ev.tables[WAIT]) >= verdicts(ev.tables[best])
+        and within(ev.tables[WAIT]) >= within(ev.tables[best]),
     }
 
 
@@ -473,24 +424,24 @@ def numbers(ev: Machine7Evaluation) -> dict[str, Any]:
     for key, (a, o) in zip(("reader", "best"), PAIRS):
         out[f"m7_{key}_large_loop"] = b[a][LARGE_BAND]
         out[f"m7_{key}_large_one"] = b[o][LARGE_BAND]
-        out[f"m7_{key}_within_loop"] = 100 * _within(ev.tables[a])
-        out[f"m7_{key}_within_one"] = 100 * _within(ev.tables[o])
+        out[f"m7_{key}_within_loop"] = 100 * within(ev.tables[a])
+        out[f"m7_{key}_within_one"] = 100 * within(ev.tables[o])
     held = held_medians(ev.tables[PAIRS[1][0]])
     out["m7_best_held16"], out["m7_best_unheld16"] = held["held"], held["unheld"]
     again = ev.repeat
     out["m7_repeat_rows"] = len(FID.iops_table(again))
-    out["m7_repeat_within"] = 100 * _within(again)
+    out["m7_repeat_within"] = 100 * within(again)
     out["m7_repeat_band_tol_pct"] = 100 * REPEAT_BAND_TOL
-    out["m7_repeat_verdicts"] = _verdicts(again)
+    out["m7_repeat_verdicts"] = verdicts(again)
     out["m7_repeat_verdict_rows"] = int((again["role"] == "test").sum())
     out["m7_best_missed"], out["m7_best_missed_repeated"] = best_misses(ev)
     wait = ev.tables[WAIT]
     out["m7_wait_large"] = b[WAIT][LARGE_BAND]
     out["m7_wait_small"] = b[WAIT][SMALL_BAND]
-    out["m7_wait_qd8"] = _qd8(wait)
-    out["m7_best_qd8"] = _qd8(ev.tables[PAIRS[1][0]])
-    out["m7_wait_within"] = 100 * _within(wait)
-    out["m7_wait_verdicts"] = _verdicts(wait)
+    out["m7_wait_qd8"] = qd8(wait)
+    out["m7_best_qd8"] = qd8(ev.tables[PAIRS[1][0]])
+    out["m7_wait_within"] = 100 * within(wait)
+    out["m7_wait_verdicts"] = verdicts(wait)
     waited = held_medians(wait)
     out["m7_wait_held16"], out["m7_wait_unheld16"] = waited["held"], waited["unheld"]
     return out
