@@ -311,8 +311,10 @@ class Host(Part):
         "a send() that arms bbr's pacing timer stays in the call until the timer fires, its "
         "CPU held: on a virtual machine, reprogramming the CPU's timer for an expiry that near "
         "traps to the hypervisor, and the CPU comes back with the timer's interrupt (traced on "
-        "the seventh machine, tools/pacing_wait_trace.py); off: the call returns after its "
-        "own CPU",
+        "the seventh machine, tools/pacing_wait_trace.py); the interrupt's CPU is still "
+        "charged after the wait (the wait covers it: a double count that stands in for the "
+        "kernel's work in the call after the interrupt, not modelled); off: the call returns "
+        "after its own CPU",
         sample=OneOf(False, True),
     )
     own_socket: bool = param(

@@ -150,8 +150,10 @@ class Bbr(Reno):
                     sender.soft_cpu += cost
             if self.arm_waits and sender.in_send:
                 # the CPU comes back to the call only with the timer's
-                # interrupt: the call's CPU runs on to the expiry
-                # (loop.now: when the call began, fs)
+                # interrupt: the call's CPU runs on to the expiry, the
+                # interrupt's end (loop.now: when the call began, fs);
+                # _on_pace charges the interrupt again, a known double
+                # count standing in for the call's work after it
                 wait = t.expires - sender.loop.now - sender.thread_cpu
                 if wait > 0:
                     sender.thread_cpu += wait
