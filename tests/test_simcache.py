@@ -139,7 +139,8 @@ def test_the_warm_up_tool_fills_the_cache_the_tests_read(on, monkeypatch, capsys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     import warm_sim_cache as W
 
-    assert list(W.EVALUATIONS) == ["field5", "field6", "machine7"]  # what make test warms
+    warmed = ["field5", "field6", "machine7", "machine8"]  # what make test warms
+    assert list(W.EVALUATIONS) == warmed
     monkeypatch.setattr(W, "EVALUATIONS", {"small": lambda: simulate_summary(SMALL)})
     assert W.main(["nope"]) == 2 and not _entries(on)
     assert W.main([]) == 0
