@@ -19,7 +19,8 @@ Two workloads:
 Each is run with the fast-forward over exact repeats on (the default)
 and off.  After the standard run, a short profile of the raw engine
 (cProfile, the functions that take the most time of their own) shows
-where the time goes.  The baseline is a minimal SimPy model of the four-stage ring of
+where the time goes; ``benchmarks/sim_opcodes.py`` counts the same run's
+Python instructions per function exactly, the same on every run.  The baseline is a minimal SimPy model of the four-stage ring of
 each scenario (W1, SP, W2, CP as FIFO servers, no TCP) with the same
 queue depth, stage times and number of operations.  The ratio is
 operations per second of wall time, simulator over ring; the target is 5
@@ -38,15 +39,18 @@ import cProfile
 import io
 import json
 import pstats
+import sys
 import time
 from pathlib import Path
 
 import simpy
 
-from models import presets
-from models.sim import Scenario, simulate
-
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's models (a git worktree), not an installed copy
+    sys.path.insert(0, str(ROOT))
+
+from models import presets  # noqa: E402
+from models.sim import Scenario, simulate  # noqa: E402
 
 TARGET = 5.0  # book sweeps, fast-forward on
 RAW_TARGET = 2.0  # standard run, fast-forward off
