@@ -20,9 +20,10 @@ Each is run with the fast-forward over exact repeats on (the default)
 and off.  After the standard run, a short profile of the raw engine
 (cProfile, the functions that take the most time of their own) shows
 where the time goes; ``benchmarks/sim_opcodes.py`` counts the same run's
-Python instructions per function exactly, the same on every run.  The baseline is a minimal SimPy model of the four-stage ring of
-each scenario (W1, SP, W2, CP as FIFO servers, no TCP) with the same
-queue depth, stage times and number of operations.  The ratio is
+Python instructions per function exactly, the same on every run.  The
+baseline is a minimal SimPy model of the four-stage ring of each
+scenario (W1, SP, W2, CP as FIFO servers, no TCP) with the same queue
+depth, stage times and number of operations.  The ratio is
 operations per second of wall time, simulator over ring; the target is 5
 for the book sweeps with the fast-forward on.  Events per operation
 counts the events the simulator ran per operation it did not skip.
