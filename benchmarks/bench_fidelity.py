@@ -41,8 +41,8 @@ Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance
 ``machine8``
     the eighth machine's sample of the same runs against the seventh machine's calibration and
     best rules with the pacing wait, unchanged (the transfer), and the same two with the eighth
-    machine's own calibration, beside the seventh machine's kernel on those runs as an audit
-    (:func:`models.validation.machine8.evaluate`);
+    machine's own calibration, beside the seventh machine's kernel on those runs and the eighth
+    machine's second draw as audits (:func:`models.validation.machine8.evaluate`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -188,7 +188,8 @@ def _machine8() -> dict[str, Column]:
     out: dict[str, Column] = {
         name: (FID.goals(ev.tables[name]), "test", MA.GOALS) for name in M8.MODELS
     }
-    out[M8.KERNEL7] = (FID.goals(ev.tables[M8.KERNEL7]), "audit", MA.GOALS)
+    for name in M8.AUDITS:
+        out[name] = (FID.goals(ev.tables[name]), "audit", MA.GOALS)
     return out
 
 

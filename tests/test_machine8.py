@@ -14,6 +14,7 @@ from models.validation import machine8 as M8
 
 CLAIMS = {
     "one kind of machine",
+    "the kernel repeats itself",
     "the wait carries over",
     "rules beat the recipe",
     "short of the goal",
@@ -46,14 +47,19 @@ def test_every_claim_holds(ev):
 
 
 def test_the_models_columns_and_the_audit(ev):
-    assert list(ev.goals.columns) == [*M8.MODELS, M8.KERNEL7]
-    assert list(ev.bands.columns) == [*M8.MODELS, M8.KERNEL7]
+    assert list(ev.goals.columns) == [*M8.MODELS, M8.KERNEL7, M8.REPEAT]
+    assert list(ev.bands.columns) == [*M8.MODELS, M8.KERNEL7, M8.REPEAT]
     assert len(ev.tables[M8.MODELS[0]]) == 240
 
 
 def test_another_kind_of_machine_fails_the_audit(ev):
     slower = _scaled(ev.tables[M8.KERNEL7], 0.5)
     assert not M8.findings(_with(ev, M8.KERNEL7, slower))["one kind of machine"]
+
+
+def test_a_kernel_that_moved_fails_the_repeat(ev):
+    slower = _scaled(ev.tables[M8.REPEAT], 0.7)
+    assert not M8.findings(_with(ev, M8.REPEAT, slower))["the kernel repeats itself"]
 
 
 def test_a_fast_transfer_fails_the_carry_over(ev):
