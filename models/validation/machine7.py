@@ -69,6 +69,7 @@ __all__ = [
     "REPEAT_DATASET",
     "REPEAT",
     "WAIT",
+    "waits",
     "traced_row_arms",
     "loopback_row",
     "sixth_goals",
@@ -129,6 +130,12 @@ def _best(profile: Any) -> Any:
     return profile.with_host(send_cpu_first=True)
 
 
+def waits(profile: Any) -> Any:
+    """The best rules' profile with a ``send()`` that arms bbr's pacing timer held until it fires
+    (``Host.pacing_arm_waits``): the profile of :data:`WAIT`, on any machine's calibration."""
+    return _best(profile).with_host(pacing_arm_waits=True)
+
+
 @dataclass(frozen=True)
 class Machine7Evaluation:
     """:func:`evaluate`'s result: ``tables``, the evaluated iSCSI-loop table by model;
@@ -155,7 +162,7 @@ def _models() -> dict[str, tuple[Any, Any]]:
         MODELS[1]: (one, FID.field_scenario),
         MODELS[2]: (_best(loop), F6.softirq_scenario),
         MODELS[3]: (_best(one), F6.softirq_scenario),
-        WAIT: (_best(loop).with_host(pacing_arm_waits=True), F6.softirq_scenario),
+        WAIT: (waits(loop), F6.softirq_scenario),
     }
 
 

@@ -95,12 +95,6 @@ class Machine8Evaluation:
     bands: Any
 
 
-def _waits(profile: Any) -> Any:
-    """The best rules with the wait: segments sent after their ``send()``'s CPU, and a call that
-    arms bbr's pacing timer held until it fires (as :data:`models.validation.machine7.WAIT`)."""
-    return profile.with_host(send_cpu_first=True, pacing_arm_waits=True)
-
-
 def _models() -> dict[str, tuple[Any, Any]]:
     from models.sim import hostprofile
     from models.validation import field6 as F6
@@ -109,9 +103,9 @@ def _models() -> dict[str, tuple[Any, Any]]:
     seventh, here = hostprofile.shipped(M7.PROFILE), hostprofile.shipped(PROFILE)
     return {
         MODELS[0]: (seventh, FID.field_scenario),
-        MODELS[1]: (_waits(seventh), F6.softirq_scenario),
+        MODELS[1]: (M7.waits(seventh), F6.softirq_scenario),
         MODELS[2]: (here, FID.field_scenario),
-        MODELS[3]: (_waits(here), F6.softirq_scenario),
+        MODELS[3]: (M7.waits(here), F6.softirq_scenario),
     }
 
 
@@ -131,7 +125,7 @@ def kernel7_table(dataset: str | None = None) -> Any:
 @functools.lru_cache(maxsize=1)
 def evaluate(processes: int | None = None) -> Machine8Evaluation:
     """Every model of :data:`MODELS` held to every run of :data:`DATASET` (simulated once per
-    process), and the seventh machine's kernel beside them."""
+    process), and the two kernel draws of :data:`AUDITS` beside them."""
     import pandas as pd
 
     from models.kernel import load_kernel_run
