@@ -4,7 +4,8 @@
 
 For each server mode (Nagle, TCP_NODELAY) it runs one harness run
 (``python -m models.measure run``: the iSCSI-like loop on veth at MTU 1500,
-NODELAY client, 16 KiB responses, QD 8, bbr) while ``bpftrace`` reads, at
+NODELAY client, 16 KiB responses, QD 8, bbr; ``--client-sock``, ``--qd`` and
+``--iosize`` change these) while ``bpftrace`` reads, at
 every segment the server socket receives (the ``tcp:tcp_probe`` tracepoint,
 which fires before the segment is processed), the socket's delivery
 counters (``struct tcp_sock``), its pacing rate (``sk_pacing_rate``) and
@@ -140,10 +141,17 @@ def parse(lines: list[str]) -> list[dict]:
 
 
 def trace_run(
-    mode: str, duration_s: float, program: Path, pin: str | None = None
+    mode: str,
+    duration_s: float,
+    program: Path,
+    pin: str | None = None,
+    client: str = "nodelay",
+    qd: int = 8,
+    iosize: int = 16384,
 ) -> tuple[list[dict], dict]:
     """One harness run with bpftrace attached (the two ends pinned by the harness's ``--pin
-    pin`` when given): (server rows, the run's JSON)."""
+    pin`` when given; ``client`` the client's socket mode, ``qd`` operations in flight,
+    ``iosize`` bytes per response): (server rows, the run's JSON)."""
     with tempfile.NamedTemporaryFile("w+", suffix=".txt") as out:
         bt = subprocess.Popen(["bpftrace", str(program)], stdout=out, stderr=subprocess.STDOUT)
         for _ in range(100):  # wait until it has attached
@@ -156,7 +164,7 @@ def trace_run(
             raise RuntimeError("bpftrace did not attach: " + Path(out.name).read_text()[-400:])
         time.sleep(0.5)
         cmd = [sys.executable, "-m", "models.measure", "run", "--proto", "iscsi"]
-        cmd += ["--sock", mode, "--client-sock", "nodelay", "--qd", "8", "--iosize", "16384"]
+        cmd += ["--sock", mode, "--client-sock", client, "--qd", str(qd), "--iosize", str(iosize)]
         cmd += ["--link", "veth", "--mtu", "1500", "--duration", str(duration_s)]
         cmd += ["--cc", "bbr", "--no-capture", "--json", *(["--pin", pin] if pin else [])]
         limit_s = 4 * duration_s + 120  # warm-up, setup and teardown included
@@ -190,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         default="nagle,nodelay",
         help="server socket modes, one run each (comma-separated; default nagle,nodelay)",
     )
+    p.add_argument("--client-sock", default="nodelay", choices=("nagle", "nodelay"))
+    p.add_argument("--qd", type=int, default=8, help="operations in flight (1-64)")
+    p.add_argument("--iosize", type=int, default=16384, help="bytes per response (512-65536)")
     ns = p.parse_args(argv)
+    if not 1 <= ns.qd <= 64:
+        p.error(f"--qd must be 1..64, got {ns.qd}")
+    if not 512 <= ns.iosize <= 65536:
+        p.error(f"--iosize must be 512..65536, got {ns.iosize}")
     modes = ns.modes.split(",")
     bad = [m for m in modes if m not in ("nagle", "nodelay", "more", "more_nodelay")]
     if bad or not modes:
@@ -205,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         prog = Path(tmp) / "bbr.bt"
         prog.write_text(PROGRAM)
         for mode in modes:
-            got, run = trace_run(mode, ns.duration, prog, ns.pin)
+            got, run = trace_run(mode, ns.duration, prog, ns.pin, ns.client_sock, ns.qd, ns.iosize)
             t0 = got[0]["t_ns"]
             if ns.keep == "start":
                 kept = [r for r in got if r["t_ns"] - t0 <= ns.window_ms * 1e6]  # ms -> ns
@@ -234,6 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     if (ns.keep, ns.pin, ns.modes) != ("middle", None, "nagle,nodelay"):
         command += f" --window-ms {ns.window_ms:g} --keep {ns.keep} --modes {ns.modes}"
         command += f" --pin {ns.pin}" if ns.pin else ""
+    run_shape = (ns.client_sock, ns.qd, ns.iosize)
+    if run_shape != ("nodelay", 8, 16384):
+        command += f" --client-sock {ns.client_sock} --qd {ns.qd} --iosize {ns.iosize}"
+    client_text = "NODELAY" if ns.client_sock == "nodelay" else "Nagle"
+    shape = f"{client_text} client, {ns.iosize} B responses, QD {ns.qd}"
+    if ns.iosize % 1024 == 0:
+        shape = f"{client_text} client, {ns.iosize // 1024} KiB responses, QD {ns.qd}"
     servers = {
         "nagle": "a Nagle server",
         "nodelay": "a TCP_NODELAY server",
@@ -248,8 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         ["server_sock_mode", "row"],
         title=f"bbr's state on the server socket, segment by segment ({ns.modes} servers)",
         description=(
-            f"{runs_text} harness runs of the iSCSI-like loop on veth at MTU 1500 (bbr, NODELAY "
-            "client, 16 KiB responses, QD 8"
+            f"{runs_text} harness runs of the iSCSI-like loop on veth at MTU 1500 (bbr, {shape}"
             + (", the two ends pinned a CPU apart" if ns.pin else "")
             + "), "
             + ", ".join(f"one with {servers[m]}" for m in modes)
