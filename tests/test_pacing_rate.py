@@ -122,8 +122,15 @@ def test_a_model_that_were_the_kernel_fails_the_known_failures():
     f = PR.model_findings(t)
     assert not f["both stay in start-up behind the Nagle server, the kernel probes"]
     assert not f["both pace the 2 KiB server at under half the kernel's rate"]
-    assert not f["neither model's rate moves twofold within a run"]
-    assert not f["with the clock in the call the MSG_MORE server's rate is nearer the kernel's"]
+    assert not f[
+        "the owned model's rate moves twofold behind the MSG_MORE server, the clock's nowhere"
+    ]
+    # (the MSG_MORE server's median within the factor is a claim of success, not a miss: a model
+    # pacing it at a third of the kernel's median fails it)
+    t.loc[(t["set"] == "paced") & (t["server_sock_mode"] == "more"), "owned_ratio"] = 1 / 3
+    assert not PR.model_findings(t)[
+        "behind the MSG_MORE server both models' rates are the kernel's within the factor"
+    ]
     # the kernel's rate in the handshake model's place behind the 2 KiB server: its miss is gone
     t["handshake_ratio"] = 1.0
     assert not PR.model_findings(t)[

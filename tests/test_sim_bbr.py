@@ -58,12 +58,27 @@ def test_a_sample_spans_the_longer_of_the_send_and_ack_intervals():
     assert rs.rtt_fs == 10 * US and s.rtt_min_fs == 10 * US  # the newest buffer's RTT
     s.sent(41 * US, packets_out=0)
     rs = s.acked(41 * US + 500, skbs=1, packets=1, prior_in_flight=1)
-    assert rs.rtt_fs == 500  # under a microsecond: 0 to the kernel,
+    assert rs.rtt_fs == 0  # under a microsecond: 0 to the kernel,
     assert s.rtt_min_fs == 10 * US  # which its minimum-RTT filter takes as a jiffy
     s2 = RateSampler(jiffy_fs=4000 * US)
     s2.sent(0, packets_out=0)
     s2.acked(500, skbs=1, packets=1, prior_in_flight=1)
     assert s2.rtt_min_fs == 4000 * US
+
+
+def test_times_are_whole_microseconds_as_the_kernels_tcp_mstamp():
+    # a 12-segment buffer sent at 10.9 us and acknowledged 1.8 us later (12.7 us): the kernel
+    # reads 10 and 12 us, 12 packets in 2 us; sent 0.2 us later (11.1 -> 12.9 us), 1 us apart
+    for sent_fs, interval_us in ((10 * US + 9 * US // 10, 2), (11 * US + US // 10, 1)):
+        s = RateSampler(jiffy_fs=4000 * US)
+        s.sent(sent_fs, packets_out=0)
+        rs = s.acked(sent_fs + 18 * US // 10, skbs=1, packets=12, prior_in_flight=12)
+        assert (rs.delivered, rs.interval_fs, rs.rtt_fs) == (
+            12,
+            interval_us * US,
+            interval_us * US,
+        )
+        assert s.delivered_fs % US == 0 and s.first_tx_fs % US == 0
 
 
 def test_the_max_filter_forgets_a_sample_after_its_window():
@@ -219,15 +234,22 @@ def test_veth_1500_nagle_server_leaves_startup_and_nodelay_server_stays(mode, le
     assert m.rtt_cnt > 1000
 
 
+@pytest.mark.parametrize("stamp_us", [False, True])
 @pytest.mark.parametrize("mode", ["nagle", "nodelay"])
-def test_bbr_runs_fast_forward_and_the_result_is_exact(mode):
+def test_bbr_runs_are_exact_with_the_fast_forward_on_and_off(mode, stamp_us, monkeypatch):
     # bbr's state repeats once a sample and a phase are older than they can
-    # matter (the filter's window, the minimum RTT): the fast-forward skips
-    # most of the run and changes no round trip
+    # matter (the filter's window, the minimum RTT).  With the rate samples'
+    # times exact (stamp_fs 1) the fast-forward skips most of the run; with
+    # the kernel's whole microseconds a repeat must fall on the same phase of
+    # the microsecond, which these runs' cycles never do, and it skips
+    # nothing.  Either way no round trip changes.
     from models.kernel import load_kernel_run
     from models.sim import hostprofile, simulate
+    from models.sim.rules.bbr import Bbr
     from models.validation import fidelity as FID
 
+    if not stamp_us:
+        monkeypatch.setattr(Bbr, "stamp_fs", 1)
     run = load_kernel_run(prefix=FID.PACING_PREFIX)
     t = run.table("iscsi_loop")
     pick = (t.link == "veth-9000") & (t.sock_mode == mode) & (t.cc == "bbr")
@@ -240,5 +262,8 @@ def test_bbr_runs_fast_forward_and_the_result_is_exact(mode):
     )
     fast = simulate(sc)
     slow = simulate(sc.replace(run={"ops": 3000, "fast_forward": False}))
-    assert fast.skipped_ops > 2000
+    if stamp_us:
+        assert fast.skipped_ops == 0 and fast.fast_forward_off_reason is None
+    else:
+        assert fast.skipped_ops > 2000
     assert fast.rtts_s == slow.rtts_s and fast.directions == slow.directions

@@ -17,6 +17,7 @@ from models.sim.engine import Simulation
 from models.sim.events import EventLoop
 from models.sim.handshake import idle_trip_fs, round_trip_fs
 from models.sim.link import Channel
+from models.sim.rules.bbr import Bbr
 from models.sim.rules.bbr_model import BW_SCALE, HIGH_GAIN
 from models.sim.rules.rx import InterruptModeration
 from models.sim.segment import Segment
@@ -166,9 +167,11 @@ def test_a_path_with_no_latency_takes_the_handshake_s_sample():
     assert sim.run().completed_total > 0
 
 
-def test_the_fast_forward_stays_exact():
-    """A paced loop that repeats (xmit_clock's scenario) with the handshake's sample: the
-    fast-forward skips and gives every event's result; the sample changes the run."""
+def test_the_fast_forward_stays_exact(monkeypatch):
+    """A paced loop that repeats (xmit_clock's scenario, its rate samples' times exact so that
+    it can repeat on any phase of the microsecond) with the handshake's sample: the fast-forward
+    skips and gives every event's result; the sample changes the run."""
+    monkeypatch.setattr(Bbr, "stamp_fs", 1)
     kw = xmit_clock.paced(True, ops=6000)
     for host in ("client", "server"):
         kw[host] = {**kw[host], "handshake_rtt": True}

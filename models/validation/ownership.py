@@ -240,15 +240,20 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     within :data:`models.validation.fidelity.IOPS_TOL` of the kernel's traced rate in every run;
     the one with a socket owner as well holds what :func:`findings` says of the kernel's
     backlogs (most segments reaching the server wait in its backlog, the client's data wait
-    there less under bbr than under reno), and has the kernel's timer class, rate and time in
-    ``send()`` per operation (each within :data:`models.validation.fidelity.IOPS_TOL`; its time
-    counts every call of the server's, the kernel's the calls of a response's data) in every run.
+    there less under bbr than under reno), and has the kernel's timer class and time in
+    ``send()`` per operation in every run (within :data:`models.validation.fidelity.IOPS_TOL`;
+    its time counts every call of the server's, the kernel's the calls of a response's data),
+    and the kernel's rate within the same tolerance in every run but one: behind the MSG_MORE
+    server under bbr it runs faster than that (since its rate samples read whole microseconds,
+    2026-12-04, it arms the timer there for fewer responses; before, that rate was within it
+    too).
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
     ...                   "kernel_class": ["per_op", "seldom"], "sim_class": ["seldom", "seldom"],
     ...                   "sent_right": [True, True], "sent_iops": [33e3, 77e3],
     ...                   "owned_right": [True, True], "owned_iops": [34e3, 85e3],
+    ...                   "server_sock_mode": ["nagle", "nagle"],
     ...                   "owned_server_backlog_pct": [81.0, 94.0],
     ...                   "owned_client_backlog_pct": [8.0, 40.0],
     ...                   "send_per_op_us": [26.0, 10.4], "owned_send_per_op_us": [24.5, 10.2]})
@@ -267,6 +272,7 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     ratio = t["sent_iops"] / t["iops"]
     owned = t["owned_iops"] / t["iops"]
     in_send = t["owned_send_per_op_us"] / t["send_per_op_us"]
+    more_bbr = (t["server_sock_mode"] == "more") & (t["cc"] == "bbr")
     return {
         "with a socket owner, most segments reaching the server wait in its backlog": bool(
             (t["owned_server_backlog_pct"] > MOST_PCT).all()
@@ -277,8 +283,9 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
         "with a socket owner, the timer class is the kernel's in every run": bool(
             t["owned_right"].all()
         ),
-        "with a socket owner, every rate is within the tolerance": bool(
-            ((owned - 1).abs() <= IOPS_TOL).all()
+        "with a socket owner, every rate is within the tolerance but MSG_MORE's under bbr": bool(
+            ((owned - 1).abs() <= IOPS_TOL)[~more_bbr].all()
+            and (owned[more_bbr] > 1 + IOPS_TOL).all()
         ),
         "with a socket owner, the server's time in send() is the kernel's in every run": bool(
             ((in_send - 1).abs() <= IOPS_TOL).all()
@@ -438,9 +445,12 @@ def small_findings(t: pd.DataFrame) -> dict[str, bool]:
 def clock_findings(t: pd.DataFrame) -> dict[str, bool]:
     """What the text says of the pacing clock read in the call (``clock``) in :func:`table` ``t``
     of :data:`PACED`, a known failure: under bbr it arms the timer for at most about every other
-    response (the kernel for nearly every one) and runs faster than the kernel by more than
-    :data:`models.validation.fidelity.IOPS_TOL`, where the owned model does neither; under reno
-    it is the owned model.
+    response (the kernel for nearly every one), fewer than the owned model, and runs faster than
+    the kernel by more than :data:`models.validation.fidelity.IOPS_TOL` and faster than the owned
+    model; under reno it is the owned model.  (Before the rate samples read whole microseconds,
+    2026-12-04, the owned model armed it for nearly every response and kept the kernel's rate
+    behind both servers; behind the MSG_MORE server it now does neither, less far off than the
+    clock.)
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"cc": ["bbr", "reno"], "iops": [30e3, 80e3],
@@ -456,11 +466,11 @@ def clock_findings(t: pd.DataFrame) -> dict[str, bool]:
     return {
         "with the clock in the call, bbr's timer is armed half as often": bool(
             (bbr["clock_arms_per_op"] <= 0.6 * bbr["pace_kicks_per_op"]).all()
-            and (bbr["owned_arms_per_op"] > 0.9 * bbr["pace_kicks_per_op"]).all()
+            and (bbr["owned_arms_per_op"] > bbr["clock_arms_per_op"]).all()
         ),
         "with the clock in the call, bbr runs too fast": bool(
             (bbr["clock_iops"] > (1 + IOPS_TOL) * bbr["iops"]).all()
-            and (bbr["owned_iops"] <= (1 + IOPS_TOL) * bbr["iops"]).all()
+            and (bbr["owned_iops"] < bbr["clock_iops"]).all()
         ),
         "under reno the clock changes nothing": bool(
             (reno["clock_iops"] == reno["owned_iops"]).all()

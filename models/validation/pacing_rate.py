@@ -177,11 +177,13 @@ def kernel_findings(k: pd.DataFrame) -> dict[str, bool]:
 def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     """What the text says of the models in :func:`table` ``t`` (known failures with their
     causes, each a claim that holds or not): both models stay in start-up behind the 16 KiB
-    Nagle server, where the kernel probes for bandwidth; with the pacing clock read in the call,
-    the MSG_MORE server's median pacing rate is the kernel's within :data:`FACTOR` and without
-    it is further below; both models pace the 2 KiB server's responses at less than half the kernel's
-    rate (their estimate from start-up is lower); and neither model's rate moves by a factor of
-    two within a run, where the kernel's moves tenfold.  The owned model with the handshake a
+    Nagle server, where the kernel probes for bandwidth; behind the MSG_MORE server both models'
+    median pacing rates are the kernel's within :data:`FACTOR`; both models pace the 2 KiB
+    server's responses at less than half the kernel's rate (their estimate from start-up is
+    lower); and behind the MSG_MORE server the owned model's rate moves by a factor of two or
+    more within a run, as the kernel's moves tenfold, while the clock model's moves in no run.
+    (Before the rate samples read whole microseconds, 2026-12-04, neither model's rate moved
+    and only the clock model's median was within the factor there.)  The owned model with the handshake a
     process's first connection measures as its first sample (``handshake_``,
     :func:`models.validation.machine4.handshake_scenario`) leaves start-up behind the Nagle
     server, as the kernel does, and paces it at the kernel's rate within :data:`FACTOR`; behind
@@ -194,8 +196,8 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
     ...     "server_sock_mode": ["more", "nagle", "more_nodelay"],
     ...     "startup_share": [0.0, 0.0, 1.0],
     ...     "owned_state_right": [True, False, True], "clock_state_right": [True, False, True],
-    ...     "owned_ratio": [0.6, 3.8, 0.36], "clock_ratio": [1.1, 3.8, 0.38],
-    ...     "owned_pacing_lo_gbps": [14.0, 99.0, 20.0], "owned_pacing_hi_gbps": [14.0, 99.0, 20.0],
+    ...     "owned_ratio": [1.1, 3.9, 0.36], "clock_ratio": [1.28, 3.9, 0.38],
+    ...     "owned_pacing_lo_gbps": [5.2, 99.0, 20.0], "owned_pacing_hi_gbps": [28.7, 99.0, 20.0],
     ...     "clock_pacing_lo_gbps": [26.0, 99.0, 22.0], "clock_pacing_hi_gbps": [26.0, 99.0, 22.0],
     ...     "handshake_ratio": [0.6, 0.94, 0.34], "handshake_state_right": [True, True, True]})
     >>> all(model_findings(t).values())
@@ -212,15 +214,15 @@ def model_findings(t: pd.DataFrame) -> dict[str, bool]:
         "both stay in start-up behind the Nagle server, the kernel probes": all(
             not nagle[f"{m}_state_right"] and more[f"{m}_state_right"] for m in models
         ),
-        "with the clock in the call the MSG_MORE server's rate is nearer the kernel's": bool(
-            1 / FACTOR <= more["clock_ratio"] <= FACTOR
-            and more["owned_ratio"] < more["clock_ratio"]
+        "behind the MSG_MORE server both models' rates are the kernel's within the factor": all(
+            1 / FACTOR <= more[f"{m}_ratio"] <= FACTOR for m in models
         ),
         "both pace the 2 KiB server at under half the kernel's rate": all(
             small[f"{m}_ratio"] < 0.5 for m in models
         ),
-        "neither model's rate moves twofold within a run": all(
-            (t[f"{m}_pacing_hi_gbps"] < 2 * t[f"{m}_pacing_lo_gbps"]).all() for m in models
+        "the owned model's rate moves twofold behind the MSG_MORE server, the clock's nowhere": bool(
+            more["owned_pacing_hi_gbps"] >= 2 * more["owned_pacing_lo_gbps"]
+            and (t["clock_pacing_hi_gbps"] < 2 * t["clock_pacing_lo_gbps"]).all()
         ),
         "with the first connection's handshake the Nagle server's is right": bool(
             nagle["handshake_state_right"] and 1 / FACTOR <= nagle["handshake_ratio"] <= FACTOR

@@ -173,32 +173,40 @@ def table() -> pd.DataFrame:
 def findings(t: pd.DataFrame) -> dict[str, bool]:
     """What the text says of :func:`table` ``t``: in the kernel under bbr nearly every tail
     leaves after the data's ACK has arrived (pacing holds it), under reno nearly every one
-    before; under bbr the model's tails leave after it too, the median delay within
-    :data:`TOLERANCE` of the kernel's, and with a warm connection's handshake sooner, outside it
-    (bbr's start-up rate holds a tail for less time); under reno most of the
+    before; under bbr the model's tails leave after it too, a median delay shorter than the
+    kernel's by more than :data:`TOLERANCE` (a known failure: since its rate samples read whole
+    microseconds, 2026-12-04, its estimate and pacing rate are higher; before, the delay was
+    within the tolerance) but longer than with a warm connection's handshake, which is too soon
+    after it as well (bbr's start-up rate holds a tail for less time); under reno most of the
     model's tails leave after the data's ACK has arrived, where the kernel's leave before it (a
     known failure, its cause not found).
 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"cc": ["bbr", "bbr", "bbr", "reno", "reno"],
     ...     "source": ["kernel", "model", "warm handshake", "kernel", "model"],
-    ...     "after_data_share": [0.95, 0.76, 1.0, 0.05, 0.8],
-    ...     "within": [True, True, False, True, False]})
+    ...     "after_data_share": [0.95, 1.0, 1.0, 0.05, 0.8],
+    ...     "after_data_us": [13.1, 9.1, 4.5, -2.1, 1.6],
+    ...     "within": [True, False, False, True, False]})
     >>> all(findings(t).values())
     True
-    >>> t.loc[1, "within"] = False  # the model as the warm handshake left it
-    >>> findings(t)["under bbr the model's tails leave as long after it as the kernel's"]
+    >>> t.loc[1, "after_data_us"] = 4.5  # the model as the warm handshake left it
+    >>> findings(t)["under bbr the model's tails leave after it, sooner than the kernel's"]
     False
     """
     by = t.set_index(["cc", "source"])
     share, within = by["after_data_share"], by["within"].astype(bool)
+    delay = by["after_data_us"]
     return {
         "in the kernel under bbr nearly every tail leaves after the data's ACK": bool(
             share[("bbr", "kernel")] > 0.9
         ),
         "under reno nearly every one before it": bool(share[("reno", "kernel")] < 0.1),
-        "under bbr the model's tails leave as long after it as the kernel's": bool(
-            within[("bbr", "model")]
+        "under bbr the model's tails leave after it, sooner than the kernel's": bool(
+            share[("bbr", "model")] > 0.9
+            and not within[("bbr", "model")]
+            and delay[("bbr", "warm handshake")]
+            < delay[("bbr", "model")]
+            < delay[("bbr", "kernel")]
         ),
         "with a warm handshake, too soon after it": bool(
             share[("bbr", "warm handshake")] > 0.5 and not within[("bbr", "warm handshake")]

@@ -50,6 +50,12 @@ class Bbr(Reno):
     ``cong_control``, so neither Reno's growth nor a restart after idle
     applies."""
 
+    #: The resolution of the rate samples' clock, fs: the kernel's microsecond
+    #: (``tcp_mstamp``).  A run then repeats only on the same phase of the
+    #: microsecond, which a cycle of simulated costs seldom has; tests of the
+    #: fast-forward set 1 (exact times) to have runs that repeat.
+    stamp_fs = _US
+
     __slots__ = (
         "model",
         "rs",
@@ -60,6 +66,7 @@ class Bbr(Reno):
         "timer_fire_fs",
         "arm_waits",
         "timer_arms",
+        "flight_max",
         "pinned_own",
         "firing_own",
     )
@@ -75,13 +82,16 @@ class Bbr(Reno):
     ) -> None:
         super().__init__(init_cwnd, mss, ssthresh, False, rto_min)
         self.model = BbrModel(rng_seed)
-        self.rs = RateSampler(jiffy_fs=FS // 250)  # (the clock's, once bound)
+        # (the jiffy: the clock's, once bound)
+        self.rs = RateSampler(jiffy_fs=FS // 250, stamp_fs=self.stamp_fs)
         self.wstamp = 0  # fs: tp->tcp_wstamp_ns, the next departure
         self.segs_out = 0  # tp->data_segs_out
         self.timer: Timer | None = None  # the pacing timer (bound later)
         # CPU of arming it (Host.timer_arm_cpu_s, set by the wiring)
         self.timer_arm_fs = 0
         self.timer_arms = 0  # times it was armed
+        # a statistic: the most packets in flight after a buffer left
+        self.flight_max = 0
         # whether it was armed on the CPU of the host's own thread: in its
         # send(), in the soft interrupt of a timer pinned there, or in a
         # receive soft interrupt that ran there
@@ -183,6 +193,8 @@ class Bbr(Reno):
             )
         self.rs.sent(now, self.packets_out)
         super().sent(sender, now, start, end, nsegs)
+        if self.packets_out > self.flight_max:
+            self.flight_max = self.packets_out
         prior = self.wstamp
         if prior < now:
             self.wstamp = now
@@ -268,6 +280,9 @@ class Bbr(Reno):
             age = "full"
         return (
             Reno.cycle_state(self, view),
+            # the rate sampler floors times to its clock's resolution: a
+            # repeat must fall on the same phase of it
+            view.now % self.rs.stamp_fs,
             self.wstamp - view.now,
             min(self.segs_out, 10),
             self.pinned_own,

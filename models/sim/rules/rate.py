@@ -13,9 +13,16 @@ queued in the host and room in the window: then its rate says what the
 application offered, not what the path can carry, and bbr's filter does
 not let it lower the estimate.
 
-Times are the simulator's femtoseconds (the kernel's ``tcp_mstamp``
-counts whole microseconds; only differences of times enter a sample, so
-they stay exact when the fast-forward shifts a run).  An RTT under a
+Times are kept as the kernel keeps them, in whole microseconds: a
+buffer's send time is its departure time in microseconds
+(``tcp_skb_timestamp_us``) and a delivery's is ``tcp_mstamp``, the clock
+read at the start of the ACK's processing in microseconds; both are the
+simulator's femtoseconds floored to a microsecond here.  So a sample's
+interval and RTT are differences of floored times: a 16 KiB buffer (12
+segments) acknowledged 1.8 us after it left reads as 12 packets in 1 or 2
+us, 17.4 or 8.7 GB/s, and bbr's filter keeps the larger (on the eighth
+machine the kernel's server read its estimate as 17.38 GB/s through
+whole runs: ``data/kernel6_machine8_cc_regimes``).  An RTT under a
 microsecond, 0 to the kernel, enters the minimum-RTT filter as one jiffy
 (``tcp_update_rtt_min``).
 
@@ -104,10 +111,11 @@ class RateSampler:
         "app_limited",
         "rtt_min_fs",
         "jiffy_fs",
+        "stamp_fs",
         "snaps",
     )
 
-    def __init__(self, jiffy_fs: int) -> None:
+    def __init__(self, jiffy_fs: int, stamp_fs: int = _US) -> None:
         self.delivered = 0  # tp->delivered, packets
         self.delivered_fs = 0  # tp->delivered_mstamp, fs
         self.first_tx_fs = 0  # tp->first_tx_mstamp, fs
@@ -117,13 +125,17 @@ class RateSampler:
         self.app_limited = -1
         self.rtt_min_fs: int | None = None  # tcp_min_rtt (no sample yet)
         self.jiffy_fs = jiffy_fs  # one jiffy, fs (an RTT sample of 0 us)
+        # the resolution of the times kept, fs: the kernel's microsecond
+        # (1 keeps them exact, which lets runs repeat on any phase)
+        self.stamp_fs = stamp_fs
         # per buffer in flight, oldest first: (delivered, delivered_fs,
         # first_tx_fs, app-limited, sent fs)
         self.snaps: deque = deque()
 
     def sent(self, now: int, packets_out: int) -> None:
-        """``tcp_rate_skb_sent``: a buffer leaves with ``packets_out``
-        packets already in flight."""
+        """``tcp_rate_skb_sent``: a buffer leaves at ``now`` (fs) with
+        ``packets_out`` packets already in flight."""
+        now -= now % self.stamp_fs  # tcp_skb_timestamp_us: whole microseconds
         if not packets_out:  # a new flight starts its intervals now
             self.first_tx_fs = self.delivered_fs = now
         self.snaps.append(
@@ -155,6 +167,7 @@ class RateSampler:
     ) -> RateSample:
         """``tcp_rate_skb_delivered`` for the ``skbs`` oldest buffers (the
         ACK covers them, ``packets`` in all), then ``tcp_rate_gen``."""
+        now -= now % self.stamp_fs  # tcp_mstamp: whole microseconds
         snaps = self.snaps
         for _ in range(skbs - 1):
             snaps.popleft()
