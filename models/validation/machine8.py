@@ -50,6 +50,7 @@ __all__ = [
     "kernel7_table",
     "bbr_split",
     "findings",
+    "probe_simulation",
     "startup_probe",
     "wait_trace",
     "wait_findings",
@@ -202,25 +203,33 @@ def findings(ev: Machine8Evaluation) -> dict[str, bool]:
 PROBE = ("veth-1500", "nodelay", "nagle", 32, 16384)
 
 
-def startup_probe(ops: int = 40_000) -> dict[str, Any]:
-    """The sample's run :data:`PROBE` simulated with the seventh's best rules and the wait for
-    ``ops`` operations from the connection's start (no warm-up: the evaluation's span is a few
-    milliseconds, this one well over a hundred): the kernel's and the simulated rate, the
-    simulated span (s), the server's bbr state at the end and its pacing timers per operation."""
+def probe_simulation(ops: int = 40_000, qd: int | None = None) -> tuple[Any, dict]:
+    """The sample's run :data:`PROBE` (at queue depth ``qd`` instead of its own when given) as a
+    simulation with the seventh's best rules and the wait, ``ops`` operations from the
+    connection's start (no warm-up: the evaluation's span is a few milliseconds, this one can be
+    hundreds), not yet run; and the sample's row (the kernel's run at the probe's own depth)."""
     from models.kernel import load_kernel_run
     from models.sim.engine import Simulation
 
     if not 1 <= ops <= 1_000_000:
         raise ValueError(f"ops must be 1..1000000, got {ops!r}")
+    if qd is not None and not 1 <= qd <= 64:
+        raise ValueError(f"qd must be 1..64, got {qd!r}")
     run = load_kernel_run(prefix=PREFIX)
     t = run.table("iscsi_loop")
-    link, server, client, qd, size = PROBE
-    pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == qd)
+    link, server, client, depth, size = PROBE
+    pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == depth)
     pick &= (t["sock_mode"] == server) & (t["client_sock_mode"] == client)
     row = t[pick & (t["iosize_bytes"] == size)].iloc[0].to_dict()
     profile, make = _models()[TRANSFER[1]]
-    sc = make("iscsi_loop", row, FID.ProfileHost(profile), run.hz)
-    sim = Simulation(sc.replace(run={"ops": ops, "warmup_ops": 0}))
+    sc = make("iscsi_loop", {**row, "qd": qd or depth}, FID.ProfileHost(profile), run.hz)
+    return Simulation(sc.replace(run={"ops": ops, "warmup_ops": 0})), row
+
+
+def startup_probe(ops: int = 40_000) -> dict[str, Any]:
+    """:func:`probe_simulation` run: the kernel's and the simulated rate, the simulated span (s),
+    the server's bbr state at the end and its pacing timers per operation."""
+    sim, row = probe_simulation(ops)
     r = sim.run()
     cc = sim.server_ep.sender.cc
     return {
