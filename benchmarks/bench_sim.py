@@ -88,11 +88,43 @@ def standard(ops: int = 200_000) -> list:
     ]
 
 
+class SummedProfile(cProfile.Profile):
+    """cProfile whose statistics sum the code objects that share a ``(file, line, name)`` key
+    (the client's and the server's own compiled copies of a thread's methods,
+    ``models.sim.own_code``), where cProfile's snapshot keeps only the last of them."""
+
+    def snapshot_stats(self) -> None:
+        entries = self.getstats()
+        self.stats: dict = {}
+        callers_of: dict = {}  # id(code) -> the callers dict of its key
+        for e in entries:
+            func = cProfile.label(e.code)
+            nc, tt, ct = e.callcount, e.inlinetime, e.totaltime
+            cc = nc - e.reccallcount
+            if func in self.stats:
+                pcc, pnc, ptt, pct, callers = self.stats[func]
+                cc, nc, tt, ct = cc + pcc, nc + pnc, tt + ptt, ct + pct
+            else:
+                callers = {}
+            callers_of[id(e.code)] = callers
+            self.stats[func] = cc, nc, tt, ct, callers
+        for e in entries:
+            func = cProfile.label(e.code)
+            for sub in e.calls or ():
+                callers = callers_of.get(id(sub.code))
+                if callers is None:
+                    continue
+                nc, tt, ct = sub.callcount, sub.inlinetime, sub.totaltime
+                row = (nc, nc - sub.reccallcount, tt, ct)
+                prev = callers.get(func)
+                callers[func] = row if prev is None else tuple(a + b for a, b in zip(prev, row))
+
+
 def profile(sc: Scenario, ops: int = 20_000, top: int = 12) -> str:
     """The raw engine's profile on ``sc`` (fast-forward off, ``ops``
     operations): the functions with the most time of their own."""
     sc = sc.replace(run={"ops": ops, "fast_forward": False})
-    prof = cProfile.Profile()
+    prof = SummedProfile()
     prof.enable()
     r = simulate(sc)
     prof.disable()

@@ -33,3 +33,30 @@ def test_bad_options_are_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _tool().main(bad)
     assert bad[0] in capsys.readouterr().err
+
+
+def test_the_profile_sums_the_threads_own_copies_of_a_method():
+    """The client's and the server's threads each run their own copy of AppThread._step
+    (models.sim.own_code); the benchmark's profile counts the calls of both, where cProfile's
+    own statistics keep one copy's."""
+    import cProfile
+
+    from benchmarks import bench_sim
+    from models.sim import simulate
+
+    sc = bench_sim.standard(600)[0].replace(run={"ops": 600, "fast_forward": False})
+    prof = bench_sim.SummedProfile()
+    prof.enable()
+    simulate(sc)
+    prof.disable()
+    entries = [
+        e
+        for e in prof.getstats()
+        if getattr(e.code, "co_name", "") == "_step" and e.code.co_filename.endswith("app.py")
+    ]
+    assert len(entries) == 2  # one copy per thread
+    key = cProfile.label(entries[0].code)
+    assert key == cProfile.label(entries[1].code)  # one key for the two
+    prof.snapshot_stats()
+    calls = [e.callcount for e in entries]
+    assert min(calls) > 0 and prof.stats[key][1] == sum(calls) > max(calls)
