@@ -40,7 +40,7 @@ __all__ = [
 DATASET = "kernel6_machine8_cc_regimes"
 #: The two queue depths (the fast one, the probe's own).
 DEPTHS = (8, 32)
-#: The harness's warm-up, microseconds: readings after it fall in the measured window.
+#: The harness's warm-up in microseconds (readings after it fall in the measured window).
 WARMUP_US = 300_000
 #: Operations the model runs from the connection's start at each depth (at QD 32 about 180 ms
 #: simulated, longer than the kernel's slowest exit from start-up in :data:`DATASET`).

@@ -50,9 +50,9 @@ class Bbr(Reno):
     ``cong_control``, so neither Reno's growth nor a restart after idle
     applies."""
 
-    #: The resolution of the rate samples' clock, fs: the kernel's microsecond
+    #: Resolution of the rate samples' clock in fs, the kernel's microsecond
     #: (``tcp_mstamp``).  A run then repeats only on the same phase of the
-    #: microsecond, which a cycle of simulated costs seldom has; tests of the
+    #: microsecond, which a cycle of simulated costs seldom has, so tests of the
     #: fast-forward set 1 (exact times) to have runs that repeat.
     stamp_fs = _US
 
