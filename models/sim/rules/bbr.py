@@ -52,8 +52,8 @@ class Bbr(Reno):
 
     #: Resolution of the rate samples' clock in fs, the kernel's microsecond
     #: (``tcp_mstamp``).  A run then repeats only on the same phase of the
-    #: microsecond, which a cycle of simulated costs seldom has, so tests of the
-    #: fast-forward set 1 (exact times) to have runs that repeat.
+    #: microsecond, which a cycle of simulated costs seldom has, so tests of
+    #: the fast-forward set 1 (exact times) to have runs that repeat.
     stamp_fs = _US
 
     __slots__ = (
