@@ -21,10 +21,10 @@ simulator's femtoseconds floored to a microsecond here.  So a sample's
 interval and RTT are differences of floored times: a 16 KiB buffer (12
 segments) acknowledged 1.8 us after it left reads as 12 packets in 1 or 2
 us, 17.4 or 8.7 GB/s, and bbr's filter keeps the larger (on the eighth
-machine the kernel's server read its estimate as 17.38 GB/s through
-whole runs: ``data/kernel6_machine8_cc_regimes``).  An RTT under a
-microsecond, 0 to the kernel, enters the minimum-RTT filter as one jiffy
-(``tcp_update_rtt_min``).
+machine the kernel's server read its estimate as 12 segments per
+microsecond through whole runs: ``data/kernel6_machine8_cc_regimes``).
+An RTT under a microsecond, 0 to the kernel, enters the minimum-RTT
+filter as one jiffy (``tcp_update_rtt_min``).
 
 >>> us = 10**9                        # femtoseconds per microsecond
 >>> s = RateSampler(jiffy_fs=4000 * us)
