@@ -13,7 +13,8 @@ __all__ = ["summarise_wake", "pingpong", "pingpong_summary"]
 
 
 def summarise_wake(raw: dict[str, Any]) -> dict[str, Any]:
-    """Medians (and 90th percentiles of the sleeper's latency) of the C program's ``wake``
+    """Medians (and the 90th and 99th percentiles and the largest of the sleeper's latency: its
+    tail, which a late wake-up share would stand for) of the C program's ``wake``
     samples: ``pipe``, ``futex``, ``pipe_cross`` (each if it ran), the four lists by idle gap
     (``cross_by_gap``, ``cross_by_long_gap``, ``tcp_by_gap``, ``tcp_by_long_gap``, each with the
     waker's call and its spinning-peer and asleep-waker variants where they were timed), and
@@ -24,11 +25,15 @@ def summarise_wake(raw: dict[str, Any]) -> dict[str, Any]:
     ...                                     "waker_us": [2.0, 3.0]}]})
     >>> w["pipe"]["median_us"], sorted(w), w["tcp_by_gap"][0]["waker_median_us"]
     (4.0, ['pipe', 'tcp_by_gap'], 2.5)
+    >>> w["pipe"]["max_us"], w["tcp_by_gap"][0]["max_us"]
+    (5.0, 11.0)
     """
     wake = {
         name: {
             "median_us": median(raw[f"{name}_us"]),
             "p90_us": percentile(raw[f"{name}_us"], 90),
+            "p99_us": percentile(raw[f"{name}_us"], 99),
+            "max_us": max(raw[f"{name}_us"]),
             "samples": len(raw[f"{name}_us"]),
         }
         for name in ("pipe", "futex", "pipe_cross")
@@ -41,6 +46,8 @@ def summarise_wake(raw: dict[str, Any]) -> dict[str, Any]:
                 "gap_us": g["gap_us"],
                 "median_us": median(g["lat_us"]),
                 "p90_us": percentile(g["lat_us"], 90),
+                "p99_us": percentile(g["lat_us"], 99),
+                "max_us": max(g["lat_us"]),
                 "samples": len(g["lat_us"]),
                 # the waker's write() (none before its benchmark)
                 **({"waker_median_us": median(g["waker_us"])} if g.get("waker_us") else {}),
