@@ -32,13 +32,16 @@ from cc_timeline import FIELDS as TIMELINE_FIELDS  # noqa: E402
 from cc_timeline import readings  # noqa: E402
 from ownership_trace import write_dataset  # noqa: E402
 
+from models.validation.machine8 import PROBE  # noqa: E402
+from models.validation.regimes import DEPTHS  # noqa: E402
+
+_LINK, _SERVER, _CLIENT, _QD, _SIZE = PROBE  # the probe's own QD is one of DEPTHS
+_KIND, _MTU = _LINK.split("-")  # "veth-1500"
 #: The runs' shape besides the queue depth (machine8.PROBE's).
 RUN = [
-    "--proto", "iscsi", "--sock", "nodelay", "--client-sock", "nagle", "--iosize", "16384",
-    "--link", "veth", "--mtu", "1500", "--cc", "bbr", "--pin", "apart", "--no-capture", "--json",
+    "--proto", "iscsi", "--sock", _SERVER, "--client-sock", _CLIENT, "--iosize", str(_SIZE),
+    "--link", _KIND, "--mtu", _MTU, "--cc", "bbr", "--pin", "apart", "--no-capture", "--json",
 ]  # fmt: skip
-#: Queue depths, one run each per draw.
-DEPTHS = (8, 32)
 
 FIELDS = [
     ("draw", "integer", "passes", "which pass over the runs (1, 2, ...)"),

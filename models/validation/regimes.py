@@ -23,6 +23,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from models.measure.runner import RunSpec
+from models.sim.rules.bbr_model import BW_SCALE, HIGH_GAIN
+
 __all__ = [
     "DATASET",
     "DEPTHS",
@@ -40,12 +43,12 @@ __all__ = [
 DATASET = "kernel6_machine8_cc_regimes"
 #: The two queue depths (the fast one, the probe's own).
 DEPTHS = (8, 32)
-#: The harness's warm-up in microseconds (readings after it fall in the measured window).
-WARMUP_US = 300_000
+#: The harness's warm-up in microseconds (readings after it fall in the measured window): its
+#: default, which the tool's runs keep.
+WARMUP_US = round(RunSpec.warmup_s * 1e6)  # s -> us
 #: Operations the model runs from the connection's start at each depth (at QD 32 about 180 ms
 #: simulated, longer than the kernel's slowest exit from start-up in :data:`DATASET`).
 MODEL_OPS = {8: 12_000, 32: 40_000}
-_STARTUP_GAIN = 739  # bbr_high_gain in 1/256 (the readings' cwnd_gain_x256 in start-up)
 
 
 def kernel() -> Any:
@@ -69,7 +72,7 @@ def runs(k: Any = None) -> Any:
     iops = {(r["draw"], r["qd"]): r["iops"] for r in describe(DATASET)["measurement"]["runs"]}
     out = []
     for (draw, qd), g in k.groupby(["draw", "qd"]):
-        start = g["cwnd_gain_x256"] == _STARTUP_GAIN
+        start = g["cwnd_gain_x256"] == HIGH_GAIN  # start-up's window gain, x256
         left = g.loc[~start, "time_us"]
         window = g[g["time_us"] >= WARMUP_US]
         out.append(
@@ -115,7 +118,8 @@ def model(qd: int) -> dict[str, Any]:
     sim, _row = M8.probe_simulation(MODEL_OPS[qd], qd)
     r = sim.run()
     cc = sim.server_ep.sender.cc
-    bw = cc.model.max_bw() * cc.mss * 10**6 / (1 << 24) / 1e9  # packets/us << 24 -> GB/s
+    # packets/us << BW_SCALE -> bytes/us -> GB/s
+    bw = cc.model.max_bw() / (1 << BW_SCALE) * cc.mss * 1e6 / 1e9
     return {
         "iops": r.iops,
         "span_ms": r.completed_total / r.iops * 1e3,  # s -> ms
