@@ -348,10 +348,21 @@ def test_fresh_harness_runs(tmp_path: Path, sock: str, qd: int) -> None:
     except Exception as exc:  # no permission to capture on this machine
         pytest.skip(f"capture not possible here: {exc}")
     c = result.client
-    harness_stalled = 100.0 * c["stalled_ops"] >= STALL_SHARE_PCT * max(1, c["window_ops"])
     d = _only(pcap)
-    assert (d["verdict"] == "delayed-ack-stall") == harness_stalled, (
+    seen = (
         f"harness {c['stalled_ops']} of {c['window_ops']} stalled; capture: {d['verdict']}, "
-        f"{d['stall_held_ops']} of {d['operations']} held, gaps {d['gaps_by_kind']}"
+        f"{d['stalled_ops']} of {d['operations']} over {STALL_MS:g} ms, "
+        f"{d['stall_held_ops']} held, gaps {d['gaps_by_kind']}"
     )
+    # The capture holds the harness's counted operations and the QD - 1 it drains after them
+    # (warm-up 0): the same slow operations, plus at most every extra one.
+    extra = d["operations"] - c["window_ops"]
+    assert 0 <= extra <= qd - 1, seen
+    assert c["stalled_ops"] <= d["stalled_ops"] <= c["stalled_ops"] + extra, seen
+    # The verdict follows the harness's latencies wherever the extra operations cannot move
+    # the share across the threshold (a run at the threshold is decided by its drain).
+    low = 100.0 * c["stalled_ops"] >= STALL_SHARE_PCT * max(1, c["window_ops"])
+    high = 100.0 * (c["stalled_ops"] + extra) >= STALL_SHARE_PCT * d["operations"]
+    if low == high:
+        assert (d["verdict"] == "delayed-ack-stall") == low, seen
     assert d["request_bytes"] == 48 and d["response_bytes"] == 48 + 512
