@@ -55,6 +55,7 @@ __all__ = [
     "MODELS",
     "PAIRS",
     "one_transfer",
+    "sample_row",
     "Machine7Evaluation",
     "evaluate",
     "band_medians",
@@ -192,11 +193,14 @@ def best_misses(ev: Machine7Evaluation) -> tuple[int, int]:
     return len(missed), int(missed["within_again"].sum())
 
 
-def _sample_row(link: str, mode: str, client: str, qd: int, size: int) -> tuple[dict, int]:
-    """The sample's bbr run of that scenario, and the sweep's timer rate (ticks per second)."""
+def sample_row(
+    link: str, mode: str, client: str, qd: int, size: int, prefix: str = PREFIX
+) -> tuple[dict, int]:
+    """The bbr run of that scenario in the kernel sweep ``prefix`` (this machine's sample unless
+    given), and the sweep's timer rate (ticks per second)."""
     from models.kernel import load_kernel_run
 
-    run = load_kernel_run(prefix=PREFIX)
+    run = load_kernel_run(prefix=prefix)
     t = run.table("iscsi_loop")
     pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == qd)
     pick &= (t["sock_mode"] == mode) & (t["client_sock_mode"] == client)
@@ -218,7 +222,7 @@ def traced_row_arms(ops: int = 3000) -> dict[str, float]:
     """bbr's pacing timers armed per operation on the server, in the run of the sample that
     :mod:`models.validation.pacing_wait` traced (veth-1500, bbr, a Nagle server and client, 16
     KiB, QD 8), for the best rules and for :data:`WAIT` (``ops`` operations each)."""
-    row, hz = _sample_row("veth-1500", "nagle", "nagle", 8, LARGE_BYTES)
+    row, hz = sample_row("veth-1500", "nagle", "nagle", 8, LARGE_BYTES)
     out = {}
     for name in (PAIRS[1][0], WAIT):
         r, cc = _simulated(name, row, hz, ops)
@@ -297,7 +301,7 @@ def loopback_row(ops: int = 3000) -> dict[str, Any]:
     """The sample's run of the loopback scenario :mod:`models.validation.pacing_wait` traced
     (bbr, ``TCP_NODELAY`` on both ends, 64 KiB, QD 32) with :data:`WAIT`: the kernel's and the
     simulated rate, bbr's state at the end and the timers armed per operation."""
-    row, hz = _sample_row("loopback", "nodelay", "nodelay", 32, 65536)
+    row, hz = sample_row("loopback", "nodelay", "nodelay", 32, 65536)
     r, cc = _simulated(WAIT, row, hz, ops)
     return {
         "kernel_iops": float(row["iops"]),

@@ -51,6 +51,7 @@ __all__ = [
     "bbr_split",
     "findings",
     "probe_simulation",
+    "probe_run",
     "startup_probe",
     "wait_trace",
     "wait_findings",
@@ -208,37 +209,55 @@ def probe_simulation(ops: int = 40_000, qd: int | None = None) -> tuple[Any, dic
     simulation with the seventh's best rules and the wait, ``ops`` operations from the
     connection's start (no warm-up: the evaluation's span is a few milliseconds, this one can be
     hundreds), not yet run; and the sample's row (the kernel's run at the probe's own depth)."""
-    from models.kernel import load_kernel_run
     from models.sim.engine import Simulation
+    from models.validation import machine7 as M7
 
     if not 1 <= ops <= 1_000_000:
         raise ValueError(f"ops must be 1..1000000, got {ops!r}")
     if qd is not None and not 1 <= qd <= 64:
         raise ValueError(f"qd must be 1..64, got {qd!r}")
-    run = load_kernel_run(prefix=PREFIX)
-    t = run.table("iscsi_loop")
     link, server, client, depth, size = PROBE
-    pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == depth)
-    pick &= (t["sock_mode"] == server) & (t["client_sock_mode"] == client)
-    row = t[pick & (t["iosize_bytes"] == size)].iloc[0].to_dict()
+    row, hz = M7.sample_row(link, server, client, depth, size, prefix=PREFIX)
     profile, make = _models()[TRANSFER[1]]
-    sc = make("iscsi_loop", {**row, "qd": qd or depth}, FID.ProfileHost(profile), run.hz)
+    sc = make("iscsi_loop", {**row, "qd": qd or depth}, FID.ProfileHost(profile), hz)
     return Simulation(sc.replace(run={"ops": ops, "warmup_ops": 0})), row
 
 
-def startup_probe(ops: int = 40_000) -> dict[str, Any]:
-    """:func:`probe_simulation` run: the kernel's and the simulated rate, the simulated span (s),
-    the server's bbr state at the end and its pacing timers per operation."""
-    sim, row = probe_simulation(ops)
+def probe_run(ops: int = 40_000, qd: int | None = None) -> dict[str, Any]:
+    """:func:`probe_simulation` run (once per process for each length and depth): the kernel's
+    rate at the probe's own depth and the simulated one (operations/s), the simulated span (s),
+    the server's bbr mode at the end, its pacing timers per operation, its bandwidth estimate
+    (GB/s), its window and the most packets it had in flight (packets)."""
+    return _probe_run(ops, PROBE[3] if qd is None else qd)
+
+
+@functools.lru_cache(maxsize=4)
+def _probe_run(ops: int, qd: int) -> dict[str, Any]:
+    from models.sim.rules.bbr_model import BW_SCALE
+
+    sim, row = probe_simulation(ops, qd)
     r = sim.run()
     cc = sim.server_ep.sender.cc
+    # packets/us << BW_SCALE -> bytes/us -> GB/s
+    gbs = cc.model.max_bw() / (1 << BW_SCALE) * cc.mss * 1e6 / 1e9
     return {
         "kernel_iops": float(row["iops"]),
         "sim_iops": r.iops,
         "sim_s": r.completed_total / r.iops,
         "mode": cc.model.mode,
         "arms_per_op": cc.timer_arms / r.completed_total,
+        "gbs": gbs,
+        "cwnd": cc.cwnd,
+        "flight_max": cc.flight_max,
     }
+
+
+def startup_probe(ops: int = 40_000) -> dict[str, Any]:
+    """:func:`probe_run` at the probe's own depth: the kernel's and the simulated rate, the
+    simulated span (s), the server's bbr state at the end and its pacing timers per operation."""
+    keys = ("kernel_iops", "sim_iops", "sim_s", "mode", "arms_per_op")
+    p = probe_run(ops)
+    return {k: p[k] for k in keys}
 
 
 def wait_trace() -> Any:

@@ -20,11 +20,10 @@ window now and then (:func:`model`, :func:`findings`).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from models.measure.runner import RunSpec
-from models.sim.rules.bbr_model import BW_SCALE, HIGH_GAIN
+from models.sim.rules.bbr_model import HIGH_GAIN
 
 __all__ = [
     "DATASET",
@@ -106,27 +105,22 @@ def packets_per_us(gbs: float) -> float:
     return gbs * 1e9 / mss(1500) / 1e6  # GB/s -> B/s -> packets/s -> packets/us
 
 
-@functools.lru_cache(maxsize=4)
 def model(qd: int) -> dict[str, Any]:
     """The probe row at ``qd`` simulated for :data:`MODEL_OPS` operations from the start
-    (:func:`models.validation.machine8.probe_simulation`): its rate, span (ms), bbr's mode at the
-    end, the estimate (GB/s), the window and the most packets in flight (packets)."""
+    (:func:`models.validation.machine8.probe_run`, cached): its rate, span (ms), bbr's mode at
+    the end, the estimate (GB/s), the window and the most packets in flight (packets)."""
     from models.validation import machine8 as M8
 
     if qd not in MODEL_OPS:
         raise ValueError(f"qd must be one of {sorted(MODEL_OPS)}, got {qd!r}")
-    sim, _row = M8.probe_simulation(MODEL_OPS[qd], qd)
-    r = sim.run()
-    cc = sim.server_ep.sender.cc
-    # packets/us << BW_SCALE -> bytes/us -> GB/s
-    bw = cc.model.max_bw() / (1 << BW_SCALE) * cc.mss * 1e6 / 1e9
+    p = M8.probe_run(MODEL_OPS[qd], qd)
     return {
-        "iops": r.iops,
-        "span_ms": r.completed_total / r.iops * 1e3,  # s -> ms
-        "mode": cc.model.mode,
-        "gbs": bw,
-        "cwnd": cc.cwnd,
-        "flight_max": cc.flight_max,
+        "iops": p["sim_iops"],
+        "span_ms": p["sim_s"] * 1e3,  # s -> ms
+        "mode": p["mode"],
+        "gbs": p["gbs"],
+        "cwnd": p["cwnd"],
+        "flight_max": p["flight_max"],
     }
 
 
