@@ -159,6 +159,14 @@ def test_costs_quick_json_shape_and_plausibility(quick_costs, capsys):
             for g in tcp + tcp_long
         )
         assert sum(g["spin_peer_median_us"] < g["median_us"] for g in tcp) >= len(tcp) - 1
+        # each gap's slowest tenth, slowest last, from its 90th percentile up
+        assert all(
+            len(g["tail_us"]) == max(1, g["samples"] // 10)
+            and g["tail_us"] == sorted(g["tail_us"])
+            and g["tail_us"][-1] == g["max_us"]
+            and g["tail_us"][0] >= g["median_us"]
+            for g in tcp
+        )
         curve = wakeups.tcp_waker_curve(c["wake"])  # measured at all 15 gaps, never negative
         assert [round(i * 1e6) for i, _ in curve] == [g["gap_us"] for g in tcp + tcp_long]
         assert all(x >= 0 for _, x in curve) and wakeups.socket_waker_curve(c["wake"]) == curve
@@ -375,6 +383,31 @@ def test_the_socket_wake_up_holds_the_path_at_half_the_round_trip():
     half = _socket_wake(_fake_costs())
     del half["costs"]["wake"]["pingpong"]
     assert "path_s" in profile.build_profile(half, rows, _fake_median, 60)["fit"]["fitted"]
+
+
+def test_the_late_share_is_measured_where_the_tails_tell_it():
+    """With each gap's slowest tenth kept, the profile's late share is counted, not fitted:
+    the samples at least as slow as the curve's last point (moved as the curve is)."""
+    rows = _rows(_fake_truth())
+    for r in rows:
+        r["min_rtt_us"] = 3
+    fake = _socket_wake(_fake_costs())
+    fake["costs"]["wake"]["cross_by_long_gap"] = [{"gap_us": 40000.0, "median_us": 61.0}]
+    tcp = fake["costs"]["wake"]["tcp_by_gap"]
+    tcp[0]["tail_us"] = [30.0] * 9 + [5000.0]  # one of 100 late (59 us and more, as sampled)
+    tcp[1]["tail_us"] = [40.0] * 10  # none
+    for g in tcp:
+        g["samples"] = 100
+    d = profile.build_profile(fake, rows, _fake_median, max_evaluations=60)
+    assert d["host"]["wake_late_share"] == pytest.approx(1 / 200)
+    assert d["provenance"]["wake_late_share"].startswith("measured:")
+    # a late latency under a gap's 90th percentile cannot be counted from its tail: not set
+    tcp[1]["tail_us"] = [70.0] * 10
+    assert "wake_late_share" not in profile.build_profile(fake, rows, _fake_median, 60)["host"]
+    # nor without the tails (a benchmark from before them)
+    for g in tcp:
+        del g["tail_us"]
+    assert "wake_late_share" not in profile.build_profile(fake, rows, _fake_median, 60)["host"]
 
 
 def test_the_waker_s_cost_becomes_a_measured_curve_of_the_profile():

@@ -1,7 +1,10 @@
 """Choose the shipped host profile's ``wake_late_share`` on the field sweep's training rows.
 
-The share of brief-idle wake-ups that still take the slow wake-up (``wake_s``) cannot be read
-off the microbenchmark (its wake-ups after short gaps are nearly all fast), so it is fitted:
+The share of brief-idle wake-ups that still take the slow wake-up (``wake_s``) could not be read
+off the microbenchmarks of the profiles it was fitted for (they kept each gap's median and a few
+percentiles, not the slow samples); those that keep each gap's slowest tenth (``tail_us``) count
+it instead (``python -m models.measure calibrate``, and ``tools/measure_wake_late.py`` for a
+bundled profile).  For the older profiles it is fitted:
 each share of a small grid is tried on the training rows of the field sweep
 (``models.validation.fidelity.TRAIN``, every server mode), everything else in the profile
 unchanged, and the share that gets the most rows right wins: stall verdicts that match the

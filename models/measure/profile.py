@@ -60,6 +60,7 @@ from .hostfields import (
 from .wakeups import (
     FAST_FACTOR,
     WAKE_STEPS,
+    late_share,
     one_way_path_s,
     socket_wake_curve,
     socket_waker_curve,
@@ -300,6 +301,8 @@ def build_profile(
         curve = socket
         fixed["path_s"] = path
     spread = timer_spread(c["wake"])
+    # the share of brief-idle wake-ups as slow as the curve's last point, where it can be told
+    late = late_share(c["wake"]) if socket else None
     # the TCP waker measured at every gap, or else the ping-pong's waker timing setting the
     # level of the pipe's waker curve, when measured
     waker_tcp = tcp_waker_curve(c["wake"])
@@ -343,6 +346,7 @@ def build_profile(
             {
                 **({"wake_curve_s": curve} if curve else {}),
                 **({"timer_spread_s": spread} if spread else {}),
+                **({"wake_late_share": late} if late else {}),
                 **({"waker_curve_s": waker} if waker else {}),
                 **timers,
                 **cross,
@@ -364,6 +368,8 @@ def build_profile(
         fields["wake_curve_s"] = [list(p) for p in curve]
     if spread:
         fields["timer_spread_s"] = spread
+    if late:
+        fields["wake_late_share"] = late
     if waker:
         fields["waker_curve_s"] = [list(p) for p in waker]
     fields.update(timers)
@@ -403,6 +409,10 @@ def build_profile(
         "idle gap of the sleeper's CPU with the sleeper in poll(), less its median with the "
         "sleeper spinning on a non-blocking peek (tcp_by_gap, the waker spinning through the "
         "gap; tcp_by_long_gap, the waker asleep through it)",
+        "wake_late_share": "measured: the share of the loopback TCP wake-ups after idle gaps "
+        "of 2 us to 1.28 ms (tcp_by_gap, each gap's slowest tenth kept) at least as slow as "
+        "the curve's last point, over the gaps whose median is faster than that "
+        "(models.measure.wakeups.late_share)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "

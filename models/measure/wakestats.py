@@ -9,7 +9,22 @@ from typing import Any
 
 from .stats import median, percentile
 
-__all__ = ["summarise_wake", "pingpong", "pingpong_summary"]
+__all__ = ["summarise_wake", "tail", "TAIL_SHARE", "pingpong", "pingpong_summary"]
+
+#: The share of a wake-up list's samples kept as its tail (the slowest).
+TAIL_SHARE = 0.1
+
+
+def tail(samples: list[float]) -> list[float]:
+    """The slowest :data:`TAIL_SHARE` of ``samples`` (at least one), sorted, slowest last.
+
+    >>> tail([float(v) for v in range(1, 21)])
+    [19.0, 20.0]
+    >>> tail([4.0, 1.0])
+    [4.0]
+    """
+    keep = max(1, int(len(samples) * TAIL_SHARE))
+    return sorted(samples)[-keep:]
 
 
 def summarise_wake(raw: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +64,9 @@ def summarise_wake(raw: dict[str, Any]) -> dict[str, Any]:
                 "p99_us": percentile(g["lat_us"], 99),
                 "max_us": max(g["lat_us"]),
                 "samples": len(g["lat_us"]),
+                # the slowest tenth, slowest last: how many were late by any measure above the
+                # 90th percentile (models.measure.wakeups.late_share)
+                "tail_us": tail(g["lat_us"]),
                 # the waker's write() (none before its benchmark)
                 **({"waker_median_us": median(g["waker_us"])} if g.get("waker_us") else {}),
                 # the TCP ones again with the peer spinning, no wake-up (none before it)

@@ -16,6 +16,7 @@ __all__ = [
     "wake_costs",
     "wake_curve",
     "socket_wake_curve",
+    "late_share",
     "one_way_path_s",
     "timer_spread",
     "waker_curve",
@@ -292,3 +293,45 @@ def socket_wake_curve(wake: Mapping[str, Any]) -> tuple:
         if g["gap_us"] > last
     ]
     return tuple(points)
+
+
+def late_share(wake: Mapping[str, Any]) -> float | None:
+    """The share of the wake-ups after a brief idle that were late as the simulator means it
+    (``Host.wake_late_share``, :func:`models.sim.wakeups.wake_latency`): at least as slow as the
+    wake-up after the curve's longest idle, its last point (:func:`socket_wake_curve`).
+
+    Counted over the short gaps of ``tcp_by_gap`` whose own median is under that latency (after
+    the longer ones every wake-up is that slow already), each sample moved as the curve moves it;
+    only the slowest tenth of each gap is kept (``tail_us``), which is enough while the latency
+    sits above every counted gap's 90th percentile.  ``None`` when it cannot be told: no socket
+    curve or no tails (a benchmark from before them), or a gap whose whole tail is that slow
+    (more than a tenth late: the kept samples would count too few).
+
+    >>> w = {"tcp_by_gap": [{"gap_us": 2, "median_us": 18.0, "samples": 100,
+    ...                      "tail_us": [30.0, 33.0, 41.0, 60.0, 900.0, 1800.0, 30.0, 31.0,
+    ...                                  32.0, 29.0]},
+    ...                     {"gap_us": 1280, "median_us": 40.0, "samples": 100,
+    ...                      "tail_us": [41.0] * 9 + [2000.0]}],
+    ...      "pingpong": {"wake_us": 22.0, "idle_us": 2.0},
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
+    >>> late_share(w)  # 3 + 1 of the 200 at 57 us (61 less the curve's move of 4) or more
+    0.02
+    >>> late_share({**w, "cross_by_long_gap": [{"gap_us": 40000, "median_us": 30.0}]}) is None
+    True
+    """
+    short = sorted(wake.get("tcp_by_gap") or [], key=lambda g: g["gap_us"])
+    curve = socket_wake_curve(wake)
+    if not curve or any("tail_us" not in g for g in short):
+        return None
+    move_us = curve[0][1] * 1e6 - float(short[0]["median_us"])  # s -> us, the curve's move
+    slow_us = curve[-1][1] * 1e6 - move_us  # s -> us: the late latency, as sampled
+    late = total = 0
+    for g in short:
+        if g["median_us"] >= slow_us:
+            continue  # after this gap every wake-up is that slow already
+        kept = sorted(g["tail_us"])
+        if kept[0] >= slow_us and len(kept) < g["samples"]:
+            return None  # more than the tail is late: the count would be a floor
+        late += sum(v >= slow_us for v in kept)
+        total += g["samples"]
+    return late / total if total else None

@@ -75,7 +75,8 @@ COST_RANGES: dict[str, Range] = {
         "a minority of wake-ups: this machine's pipe wake-ups after idle gaps of 2-160 us have "
         "a 90th percentile within 40 % of the median, so fewer than one in ten is late there; in "
         "a loop the two threads and both soft interrupts share two CPUs, so a thread also finds "
-        "its CPU taken or halted deeper",
+        "its CPU taken or halted deeper; counted where the benchmark kept each gap's slowest "
+        "samples (models.measure.wakeups.late_share)",
         unit="share of wake-ups",
     ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
