@@ -99,6 +99,8 @@ def scenarios(draw, **fixed) -> Scenario:
             host["handshake_rtt"] = True
         if not (host["wake_fast_idle_s"] or host["wake_curve_s"]):  # (late against a fast one)
             host["wake_late_share"] = 0.0
+        if not host["wake_late_share"]:  # (what a late wake-up takes, with late ones only)
+            host["wake_late_s"] = 0.0
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz

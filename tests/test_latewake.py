@@ -46,10 +46,12 @@ def tables():
 
 def test_the_profile_is_the_calibration_with_the_measured_share_only():
     base, late = _json("kernel6_machine8"), _json(L.PROFILE)
-    assert "wake_late_share" not in base["host"]
+    assert "wake_late_share" not in base["host"] and "wake_late_s" not in base["host"]
     share = late["host"].pop("wake_late_share")
+    assert 0 < late["host"].pop("wake_late_s") <= 1e-3
     assert late["host"] == base["host"] and late["machine"] == base["machine"]
     assert late["provenance"].pop("wake_late_share").startswith("measured:")
+    assert late["provenance"].pop("wake_late_s").startswith("measured:")
     assert late["provenance"] == base["provenance"]
     assert late["measured"].pop("late_wake")["share"] == share
     assert late["measured"] == base["measured"] and late["fit"] == base["fit"]
@@ -85,15 +87,24 @@ def test_a_share_far_from_the_fitted_one_fails(measured, tables):
     assert not L.findings(far, tables)["near the fitted share"]
 
 
+def test_late_wake_ups_as_fast_as_the_curve_s_end_fail(measured, tables):
+    fast = {**measured, "late_mean_us": 1.5 * measured["curve_end_us"]}
+    assert not L.findings(fast, tables)["late ones are slower"]
+
+
+def test_a_latency_that_takes_qd1_away_fails(measured, tables):
+    t = tables[L.LATE]
+    q1 = t["qd"] == 1
+    away = t.assign(sim_iops=t["sim_iops"].where(~q1, t["sim_iops"] * 0.7))
+    assert not L.findings(measured, {**tables, L.LATE: away})["QD 1 comes nearer"]
+
+
 def test_a_share_that_moves_the_rows_fails(measured, tables):
-    moved = {**tables, L.LATE: tables[L.LATE].assign(sim_iops=tables[L.LATE]["sim_iops"] * 1.2)}
-    assert not L.findings(measured, moved)["a small move"]
-    flipped = tables[L.LATE].copy()
-    i = flipped.index[flipped["role"] == "test"][0]
-    flipped.loc[i, "sim_stalls"] = not flipped.loc[i, "sim_stalls"]
-    assert not L.findings(measured, {**tables, L.LATE: flipped})["a small move"]
-
-
-def test_a_tail_without_its_millisecond_wake_ups_fails(measured, tables):
-    assert not L.findings({**measured, "slow_share": 0.02}, tables)["the millisecond tail"]
-    assert not L.findings({**measured, "slow_excess_part": 0.3}, tables)["the millisecond tail"]
+    for name in (L.SHARE, L.LATE):
+        t = tables[name]
+        moved = {**tables, name: t.assign(sim_iops=t["sim_iops"] * 1.2)}
+        assert not L.findings(measured, moved)["the share of rows stays"]
+        flipped = t.copy()
+        i = flipped.index[flipped["role"] == "test"][0]
+        flipped.loc[i, "sim_stalls"] = not flipped.loc[i, "sim_stalls"]
+        assert not L.findings(measured, {**tables, name: flipped})["the share of rows stays"]

@@ -394,16 +394,19 @@ def test_the_late_share_is_measured_where_the_tails_tell_it():
     fake = _socket_wake(_fake_costs())
     fake["costs"]["wake"]["cross_by_long_gap"] = [{"gap_us": 40000.0, "median_us": 61.0}]
     tcp = fake["costs"]["wake"]["tcp_by_gap"]
-    tcp[0]["tail_us"] = [30.0] * 9 + [5000.0]  # one of 100 late (59 us and more, as sampled)
+    tcp[0]["tail_us"] = [30.0] * 9 + [500.0]  # one of 100 late (59 us and more, as sampled)
     tcp[1]["tail_us"] = [40.0] * 10  # none
     for g in tcp:
         g["samples"] = 100
     d = profile.build_profile(fake, rows, _fake_median, max_evaluations=60)
     assert d["host"]["wake_late_share"] == pytest.approx(1 / 200)
+    assert d["host"]["wake_late_s"] == pytest.approx((500 + 2) * 1e-6)  # moved by 2 us, s
     assert d["provenance"]["wake_late_share"].startswith("measured:")
+    assert d["provenance"]["wake_late_s"].startswith("measured:")
     # a late latency under a gap's 90th percentile cannot be counted from its tail: not set
     tcp[1]["tail_us"] = [70.0] * 10
-    assert "wake_late_share" not in profile.build_profile(fake, rows, _fake_median, 60)["host"]
+    host = profile.build_profile(fake, rows, _fake_median, 60)["host"]
+    assert "wake_late_share" not in host and "wake_late_s" not in host
     # nor without the tails (a benchmark from before them)
     for g in tcp:
         del g["tail_us"]

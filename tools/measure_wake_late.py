@@ -1,12 +1,14 @@
-"""Give a bundled host profile a *measured* late wake-up share (``Host.wake_late_share``).
+"""Give a bundled host profile a *measured* late wake-up share and latency (``Host.wake_late_share``
+and ``Host.wake_late_s``).
 
 The profiles made before the wake-up benchmarks kept each idle gap's slowest tenth have no way
 to tell how many brief-idle wake-ups were as slow as a long idle's, so the share was fitted
 (``tools/fit_wake_late.py``) or left at 0.  This tool runs the microbenchmarks again on the same
 machine (or reads a ``python -m models.measure costs --json`` output), counts the share
 (:func:`models.measure.wakeups.late_share`: the loopback TCP wake-ups after 2 us to 1.28 ms of
-idle at least as slow as the wake-up curve's last point, both from that run) and writes the
-profile with it, the run's wake-up lists and settings kept beside it (``measured.late_wake``).
+idle at least as slow as the wake-up curve's last point, both from that run) and the late ones'
+mean latency (:func:`models.measure.wakeups.late_mean_s`) and writes the profile with them, the
+run's wake-up lists and settings kept beside them (``measured.late_wake``).
 Nothing is fitted; run it with nothing else on the machine (about 25 s)::
 
     .venv/bin/python tools/measure_wake_late.py --profile kernel6_machine8 \
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from models._paths import bundled_data_dir
-from models.measure.wakeups import late_share, socket_wake_curve
+from models.measure.wakeups import late_mean_s, late_share, socket_wake_curve
 from models.sim import hostprofile
 
 #: The wake-up lists of the run the share was counted on, kept in the profile.
@@ -30,7 +32,8 @@ KEPT = ("tcp_by_gap", "cross_by_long_gap", "pingpong")
 
 def with_late_share(profile: dict[str, Any], costs_result: dict[str, Any]) -> dict[str, Any]:
     """``profile`` (a host profile's JSON) with the late share counted on ``costs_result`` (a
-    ``costs --json`` output of the same machine) as its ``wake_late_share``, measured.
+    ``costs --json`` output of the same machine) as its ``wake_late_share`` and the late ones'
+    mean latency as its ``wake_late_s``, measured.
 
     Raises
     ------
@@ -52,8 +55,15 @@ def with_late_share(profile: dict[str, Any], costs_result: dict[str, Any]) -> di
             f"{profile['machine']['kernel']}"
         )
     late_us = socket_wake_curve(wake)[-1][1] * 1e6  # s -> us
+    mean_s = late_mean_s(wake)
     out = json.loads(json.dumps(profile))  # a deep copy
     out["host"]["wake_late_share"] = share
+    if mean_s:
+        out["host"]["wake_late_s"] = mean_s
+        out["provenance"]["wake_late_s"] = (
+            "measured: the mean latency of the late wake-ups that wake_late_share counts "
+            "(models.measure.wakeups.late_mean_s), on the same run"
+        )
     out["provenance"]["wake_late_share"] = (
         f"measured: the share of the loopback TCP wake-ups after idle gaps of 2 us to 1.28 ms "
         f"(tcp_by_gap, each gap's slowest tenth kept) at least as slow as that run's curve's "
@@ -90,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     out = with_late_share(profile, costs_result)
     path = bundled_data_dir() / "hosts" / f"{args.write_as}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"{path}: wake_late_share {out['host']['wake_late_share']:.4f}")
+    h = out["host"]
+    print(
+        f"{path}: wake_late_share {h['wake_late_share']:.4f}, "
+        f"wake_late_s {h.get('wake_late_s', 0.0) * 1e6:.1f} us"  # s -> us
+    )
     return 0
 
 

@@ -60,6 +60,7 @@ from .hostfields import (
 from .wakeups import (
     FAST_FACTOR,
     WAKE_STEPS,
+    late_mean_s,
     late_share,
     one_way_path_s,
     socket_wake_curve,
@@ -303,6 +304,11 @@ def build_profile(
     spread = timer_spread(c["wake"])
     # the share of brief-idle wake-ups as slow as the curve's last point, where it can be told
     late = late_share(c["wake"]) if socket else None
+    late_s = late_mean_s(c["wake"]) if late else None  # and what a late one takes
+    late_fields = {
+        **({"wake_late_share": late} if late else {}),
+        **({"wake_late_s": late_s} if late_s else {}),
+    }
     # the TCP waker measured at every gap, or else the ping-pong's waker timing setting the
     # level of the pipe's waker curve, when measured
     waker_tcp = tcp_waker_curve(c["wake"])
@@ -346,7 +352,7 @@ def build_profile(
             {
                 **({"wake_curve_s": curve} if curve else {}),
                 **({"timer_spread_s": spread} if spread else {}),
-                **({"wake_late_share": late} if late else {}),
+                **late_fields,
                 **({"waker_curve_s": waker} if waker else {}),
                 **timers,
                 **cross,
@@ -368,8 +374,7 @@ def build_profile(
         fields["wake_curve_s"] = [list(p) for p in curve]
     if spread:
         fields["timer_spread_s"] = spread
-    if late:
-        fields["wake_late_share"] = late
+    fields.update(late_fields)
     if waker:
         fields["waker_curve_s"] = [list(p) for p in waker]
     fields.update(timers)
@@ -413,6 +418,8 @@ def build_profile(
         "of 2 us to 1.28 ms (tcp_by_gap, each gap's slowest tenth kept) at least as slow as "
         "the curve's last point, over the gaps whose median is faster than that "
         "(models.measure.wakeups.late_share)",
+        "wake_late_s": "measured: the mean latency of the late wake-ups that wake_late_share "
+        "counts (models.measure.wakeups.late_mean_s)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "

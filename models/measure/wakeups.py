@@ -17,6 +17,7 @@ __all__ = [
     "wake_curve",
     "socket_wake_curve",
     "late_share",
+    "late_mean_s",
     "one_way_path_s",
     "timer_spread",
     "waker_curve",
@@ -295,6 +296,28 @@ def socket_wake_curve(wake: Mapping[str, Any]) -> tuple:
     return tuple(points)
 
 
+def _late_samples(wake: Mapping[str, Any]) -> tuple[list[float], int] | None:
+    """The brief-idle wake-ups that were late (us, moved as the curve moves them) and how many
+    were counted, or ``None`` when it cannot be told (:func:`late_share` says when)."""
+    short = sorted(wake.get("tcp_by_gap") or [], key=lambda g: g["gap_us"])
+    curve = socket_wake_curve(wake)
+    if not curve or any("tail_us" not in g for g in short):
+        return None
+    move_us = curve[0][1] * 1e6 - float(short[0]["median_us"])  # s -> us, the curve's move
+    slow_us = curve[-1][1] * 1e6 - move_us  # s -> us: the late latency, as sampled
+    late: list[float] = []
+    total = 0
+    for g in short:
+        if g["median_us"] >= slow_us:
+            continue  # after this gap every wake-up is that slow already
+        kept = sorted(g["tail_us"])
+        if kept[0] >= slow_us and len(kept) < g["samples"]:
+            return None  # more than the tail is late: the count would be a floor
+        late += [v + move_us for v in kept if v >= slow_us]
+        total += g["samples"]
+    return (late, total) if total else None
+
+
 def late_share(wake: Mapping[str, Any]) -> float | None:
     """The share of the wake-ups after a brief idle that were late as the simulator means it
     (``Host.wake_late_share``, :func:`models.sim.wakeups.wake_latency`): at least as slow as the
@@ -319,19 +342,23 @@ def late_share(wake: Mapping[str, Any]) -> float | None:
     >>> late_share({**w, "cross_by_long_gap": [{"gap_us": 40000, "median_us": 30.0}]}) is None
     True
     """
-    short = sorted(wake.get("tcp_by_gap") or [], key=lambda g: g["gap_us"])
-    curve = socket_wake_curve(wake)
-    if not curve or any("tail_us" not in g for g in short):
+    got = _late_samples(wake)
+    return None if got is None else len(got[0]) / got[1]
+
+
+def late_mean_s(wake: Mapping[str, Any]) -> float | None:
+    """The mean latency of the late wake-ups that :func:`late_share` counts, seconds, moved as
+    the curve moves them (``Host.wake_late_s``: what a late wake-up takes on average); ``None``
+    when the share cannot be told or none was late.
+
+    >>> w = {"tcp_by_gap": [{"gap_us": 2, "median_us": 18.0, "samples": 100,
+    ...                      "tail_us": [30.0] * 8 + [96.0, 196.0]}],
+    ...      "pingpong": {"wake_us": 22.0, "idle_us": 2.0},
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
+    >>> round(late_mean_s(w) * 1e6, 1)  # (96 + 4 + 196 + 4) / 2, us
+    150.0
+    """
+    got = _late_samples(wake)
+    if got is None or not got[0]:
         return None
-    move_us = curve[0][1] * 1e6 - float(short[0]["median_us"])  # s -> us, the curve's move
-    slow_us = curve[-1][1] * 1e6 - move_us  # s -> us: the late latency, as sampled
-    late = total = 0
-    for g in short:
-        if g["median_us"] >= slow_us:
-            continue  # after this gap every wake-up is that slow already
-        kept = sorted(g["tail_us"])
-        if kept[0] >= slow_us and len(kept) < g["samples"]:
-            return None  # more than the tail is late: the count would be a floor
-        late += sum(v >= slow_us for v in kept)
-        total += g["samples"]
-    return late / total if total else None
+    return sum(got[0]) / len(got[0]) * 1e-6  # us -> s

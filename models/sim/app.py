@@ -86,6 +86,9 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadV
         ``(idle, latency)`` points, fs, idle rising: when given, a wake-up
         takes the latency at the thread's idle time, linear between the
         points and the end points' beyond (in place of the fast step).
+    wake_late_latency : int
+        The latency, fs, of a wake-up the draw ``wake_late`` says is late
+        (0: ``wake``, or with a curve its last point's).
     read_byte : int
         CPU per byte read (the copy to the application), fs, added to
         the processing of the next message the thread handles.
@@ -136,6 +139,7 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadV
         "wake_fast",
         "wake_fast_idle",
         "wake_curve",
+        "wake_late_latency",
         "idle_since",
         "read_byte",
         "read_cpu",
@@ -192,6 +196,7 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadV
         wake_fast: int = 0,
         wake_fast_idle: int = 0,
         wake_curve: tuple = (),
+        wake_late_latency: int = 0,
         read_byte: int = 0,
     ) -> None:
         self._own_code()  # (first: the bound methods below are its class's copies)
@@ -215,6 +220,7 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadV
         self.wake_extra, self.wake_late = wake_extra, wake_late
         self.wake_fast, self.wake_fast_idle = wake_fast, wake_fast_idle
         self.wake_curve = wake_curve
+        self.wake_late_latency = wake_late_latency  # fs a late wake-up takes (0: the default)
         self.idle_since = 0  # fs: when the thread last went idle
         self.read_byte = read_byte
         self.read_cpu = 0  # fs of copying read but not yet paid
@@ -263,7 +269,9 @@ class AppThread(OwnCode, PreemptionPoints, SocketOwner, SoftIrqFirst, AppThreadV
                 delay = self.wake  # (wake_latency's answer: no curve, no fast step, no draw)
             else:
                 args = self.wake, self.wake_fast, self.wake_fast_idle, self.wake_curve
-                delay = wake_latency(now - self.idle_since, *args, self.wake_late)
+                delay = wake_latency(
+                    now - self.idle_since, *args, self.wake_late, self.wake_late_latency
+                )
             if self.wake_extra is not None:
                 delay += self.wake_extra()
             if self.preemptible and self.cpu.holders:  # (in the holder's soft interrupt)

@@ -132,6 +132,7 @@ class Simulation:
             wake_fast=fs(s.wake_fast_s),
             wake_fast_idle=fs(s.wake_fast_idle_s),
             wake_curve=tuple((fs(i), fs(w)) for i, w in s.wake_curve_s),
+            wake_late_latency=fs(s.wake_late_s),
             read_byte=fs(s.recv_byte_cpu_s),
         )
         self.client = ClientThread(
@@ -149,6 +150,7 @@ class Simulation:
             wake_fast=fs(c.wake_fast_s),
             wake_fast_idle=fs(c.wake_fast_idle_s),
             wake_curve=tuple((fs(i), fs(w)) for i, w in c.wake_curve_s),
+            wake_late_latency=fs(c.wake_late_s),
             read_byte=fs(c.recv_byte_cpu_s),
             qd=wl.qd,
             exchange=exchange,

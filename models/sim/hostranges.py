@@ -79,6 +79,13 @@ COST_RANGES: dict[str, Range] = {
         "samples (models.measure.wakeups.late_share)",
         unit="share of wake-ups",
     ),
+    "wake_late_s": Range(
+        0.0,
+        1e-3,
+        "a late wake-up waits for a CPU the hypervisor or another thread holds: tens to "
+        "hundreds of microseconds on average, single ones a few milliseconds; measured as "
+        "the mean of the late ones (models.measure.wakeups.late_mean_s)",
+    ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
     "timer_spread_s": Range(
         0.0, 1e-3, "none on a CPU still polling, tens of us on a descheduled virtual CPU"

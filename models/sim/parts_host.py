@@ -54,7 +54,8 @@ class Host(Part):
     ``wake_late_share`` (the share of those
     brief-idle wake-ups that still take ``wake_s``: the CPU had gone
     into a deeper sleep, or the other thread had it; with a curve, the
-    share of wake-ups that take its last point's latency), ``wake_cpu_s`` (thread CPU per
+    share of wake-ups that take its last point's latency), ``wake_late_s`` (what a late
+    wake-up takes instead, where measured), ``wake_cpu_s`` (thread CPU per
     wake-up), ``wake_spread_s`` (a random extra wake-up latency),
     ``timer_spread_s`` (a random lateness of a delayed-ACK timer that
     expires while the thread sleeps), ``waker_curve_s`` (what waking
@@ -248,6 +249,14 @@ class Host(Part):
         "fast-forward off)",
         sample=OneOf(0.0, 0.05),
     )
+    wake_late_s: float = param(
+        0.0,
+        "seconds",
+        "seconds",
+        "the latency of a late wake-up (wake_late_share), or the curve's at the idle if "
+        "slower; 0 takes wake_s, or with wake_curve_s its last point's",
+        sample=OneOf(0.0, 150e-6),
+    )
     wake_spread_s: float = param(
         0.0,
         "seconds",
@@ -423,6 +432,11 @@ class Host(Part):
                 f"{where}.wake_late_share is a share of the wake-ups that are late: it needs "
                 f"a fast wake-up to be late against, {where}.wake_fast_idle_s above 0 or "
                 f"{where}.wake_curve_s (else leave the share at 0)"
+            )
+        if self.wake_late_s and not self.wake_late_share:
+            raise ValueError(
+                f"{where}.wake_late_s is what a late wake-up takes: it needs "
+                f"{where}.wake_late_share above 0 (else leave it at 0)"
             )
 
 

@@ -67,29 +67,38 @@ def wake_latency(
     wake_fast_idle: int = 0,
     curve: tuple = (),
     late: Callable[[], bool] | None = None,
+    late_latency: int = 0,
 ) -> int:
     """A wake-up's latency after ``idle`` fs asleep, fs: the curve's if there is one
     (:func:`curve_latency`), else ``wake_fast`` after less than ``wake_fast_idle`` unless the
     draw ``late()`` says the CPU went deeper anyway, else ``wake``.  With a curve, a wake-up the
     draw ``late()`` says is late takes the latency of the curve's last point (its longest idle:
-    a CPU descheduled or halted deep) if that is slower.
+    a CPU descheduled or halted deep) if that is slower.  A late wake-up takes ``late_latency``
+    instead where it is given (``Host.wake_late_s``: the late ones' measured mean), or the
+    curve's latency at ``idle`` if that is slower.
 
     >>> wake_latency(5, wake=30, wake_fast=4, wake_fast_idle=10)
     4
     >>> wake_latency(50, wake=30, wake_fast=4, wake_fast_idle=10)
     30
+    >>> wake_latency(5, 30, 4, 10, late=lambda: True, late_latency=90)
+    90
     >>> curve = ((2, 10), (102, 20), (1000, 60))
     >>> wake_latency(52, 0, curve=curve)
     15
     >>> wake_latency(52, 0, curve=curve, late=lambda: True)
     60
+    >>> wake_latency(52, 0, curve=curve, late=lambda: True, late_latency=170)
+    170
     """
     if curve:
         if late is not None and late():
-            return max(curve_latency(curve, idle), curve[-1][1])
+            return max(curve_latency(curve, idle), late_latency or curve[-1][1])
         return curve_latency(curve, idle)
-    if idle < wake_fast_idle and not (late is not None and late()):
-        return wake_fast  # its CPU was idle only briefly (and not late)
+    if idle < wake_fast_idle:
+        if not (late is not None and late()):
+            return wake_fast  # its CPU was idle only briefly (and not late)
+        return late_latency or wake
     return wake
 
 

@@ -211,6 +211,7 @@ struct wake {
     _Atomic uint32_t word; /* futex word: the sample number posted */
     _Atomic double posted_us;
     _Atomic int acked; /* samples the sleeper has recorded */
+    _Atomic int ready; /* the sleeper runs on its CPU: the first sample times no thread start */
     double *lat_us;
     double *waker_us; /* the waker's write(), wall clock, or NULL */
     int use_futex;
@@ -237,6 +238,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val) {
 static void *sleeper(void *arg) {
     struct wake *w = arg;
     if (w->cpu >= 0 && pin_to(w->cpu) != 0) fail("pin sleeper");
+    atomic_store(&w->ready, 1);
     for (int i = 0; i < w->n; i++) {
         double t0;
         if (w->use_tcp) { /* the harness's loop: poll() until readable, then recv() */
@@ -299,12 +301,15 @@ static void measure_wake(int n, double gap_us, int kind, int cpu, int spin, doub
                      .peer_spin = kind == WAKE_TCP_ALT ? 2 : 0};
     atomic_store(&w.word, 0u);
     atomic_store(&w.acked, 0);
+    atomic_store(&w.ready, 0);
     if (use_tcp)
         connected_pair(&w.sock_w, &w.sock_r);
     else if (!use_futex && pipe(w.pipe_fd) != 0)
         fail("pipe");
     pthread_t th;
     if (pthread_create(&th, NULL, sleeper, &w) != 0) fail("pthread_create");
+    /* the sleeper's start and its move to its CPU take milliseconds: not a wake-up's latency */
+    while (!atomic_load(&w.ready)) sched_yield();
     for (int i = 0; i < n; i++) {
         if (spin) { /* the sleeper blocks again, then its CPU idles for the gap */
             while (atomic_load(&w.acked) < i) {
