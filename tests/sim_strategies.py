@@ -99,14 +99,15 @@ def scenarios(draw, **fixed) -> Scenario:
             host["handshake_rtt"] = True
         if not (host["wake_fast_idle_s"] or host["wake_curve_s"]):  # (late against a fast one)
             host["wake_late_share"] = 0.0
-        if not host["wake_late_share"]:  # (what a late wake-up takes, with late ones only)
-            host["wake_late_s"] = 0.0
     k = parts["kernel"]
     if k["tick_phase_s"] is not None:  # a fraction of the tick
         hz = k["hz"] or get_profile(k["profile"]).hz
         k["tick_phase_s"] = k["tick_phase_s"] / hz
     for name, changes in fixed.items():
         parts[name].update(changes)
+    for host in (parts["client"], parts["server"]):
+        if not host["wake_late_share"]:  # (what a late wake-up takes, with late ones only)
+            host["wake_late_s"] = 0.0
     return Scenario(**parts)
 
 

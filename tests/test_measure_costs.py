@@ -403,6 +403,12 @@ def test_the_late_share_is_measured_where_the_tails_tell_it():
     assert d["host"]["wake_late_s"] == pytest.approx((500 + 2) * 1e-6)  # moved by 2 us, s
     assert d["provenance"]["wake_late_share"].startswith("measured:")
     assert d["provenance"]["wake_late_s"].startswith("measured:")
+    # a late mean beyond the plausible range is not kept, and the share's provenance says so
+    tcp[0]["tail_us"] = [30.0] * 9 + [5000.0]
+    beyond = profile.build_profile(fake, rows, _fake_median, max_evaluations=60)
+    assert beyond["host"]["wake_late_share"] == pytest.approx(1 / 200)
+    assert "wake_late_s" not in beyond["host"]
+    assert "is not kept" in beyond["provenance"]["wake_late_share"]
     # a late latency under a gap's 90th percentile cannot be counted from its tail: not set
     tcp[1]["tail_us"] = [70.0] * 10
     host = profile.build_profile(fake, rows, _fake_median, 60)["host"]
@@ -759,3 +765,25 @@ def test_a_timer_benchmark_that_missed_the_interrupt_is_reported():
         costs = {**p.records["measured"], "timer_fire": fire}
         text = format_costs({"settings": p.records["settings"], "costs": costs})
         assert ("not reliable" in text) is warned and (share < TIMER_SEEN_MIN) is warned
+
+
+def test_the_text_tells_the_late_wake_ups_or_why_not():
+    """The late share and latency the text prints are the profile's measured ones; a run from
+    before the tails says it cannot tell."""
+    from models.measure.costs_text import format_costs
+    from models.sim import hostprofile
+
+    p = hostprofile.shipped("kernel6_machine8_late")
+    late = p.records["measured"]["late_wake"]
+    run = {
+        **p.records["measured"],
+        "wake": {k: late[k] for k in late if k.endswith(("gap", "pong"))},
+    }
+    text = format_costs({"settings": p.records["settings"], "costs": run})
+    share, mean_us = 100 * p.host["wake_late_share"], p.host["wake_late_s"] * 1e6  # s -> us
+    assert (
+        f"late wake-ups (as slow as the longest idle's): {share:.2f} %, {mean_us:.0f} us" in text
+    )
+    old = hostprofile.shipped("kernel6_machine8")
+    text = format_costs({"settings": old.records["settings"], "costs": old.records["measured"]})
+    assert "late wake-ups: not told by this run" in text

@@ -42,6 +42,8 @@ def format_costs(result: dict[str, Any]) -> str:
                 + ", ".join(f"{g['gap_us']:g} us: {g['median_us']:.1f}" for g in w)
                 + " us (medians)"
             )
+            if name == "tcp_by_gap":
+                lines.append("  " + _late_line(c["wake"]))
             if all("spin_peer_waker_median_us" in g for g in w):
                 lines.append(
                     "  what it adds to the waker's send() (asleep less spinning peer): "
@@ -121,3 +123,17 @@ def format_costs(result: dict[str, Any]) -> str:
             f"{a['acks_per_iter']['held']:.2f} ACKs per iteration)"
         )
     return "\n".join(lines)
+
+
+def _late_line(wake: dict[str, Any]) -> str:
+    """The late wake-ups after a brief idle (``Host.wake_late_share`` and ``wake_late_s``), or
+    why they cannot be told."""
+    from .wakeups import late_mean_s, late_share
+
+    share = late_share(wake)
+    if share is None:
+        return "late wake-ups: not told by this run (no tails, ping-pong or long gaps)"
+    mean = late_mean_s(wake)
+    return f"late wake-ups (as slow as the longest idle's): {100 * share:.2f} %" + (
+        f", {mean * 1e6:.0f} us on average" if mean else ""  # s -> us
+    )

@@ -305,6 +305,10 @@ def build_profile(
     # the share of brief-idle wake-ups as slow as the curve's last point, where it can be told
     late = late_share(c["wake"]) if socket else None
     late_s = late_mean_s(c["wake"]) if late else None  # and what a late one takes
+    late_top = COST_RANGES["wake_late_s"].hi_s
+    late_beyond = late_s is not None and late_s > late_top  # a few milliseconds-long ones
+    if late_beyond:
+        late_s = None  # (not kept: the share's provenance says so)
     late_fields = {
         **({"wake_late_share": late} if late else {}),
         **({"wake_late_s": late_s} if late_s else {}),
@@ -417,7 +421,14 @@ def build_profile(
         "wake_late_share": "measured: the share of the loopback TCP wake-ups after idle gaps "
         "of 2 us to 1.28 ms (tcp_by_gap, each gap's slowest tenth kept) at least as slow as "
         "the curve's last point, over the gaps whose median is faster than that "
-        "(models.measure.wakeups.late_share)",
+        "(models.measure.wakeups.late_share)"
+        + (
+            f"; the late ones' mean latency was beyond wake_late_s's plausible range "
+            f"({late_top * 1e6:g} us) and is not kept: a late wake-up takes the curve's last "
+            f"point"  # s -> us
+            if late_beyond
+            else ""
+        ),
         "wake_late_s": "measured: the mean latency of the late wake-ups that wake_late_share "
         "counts (models.measure.wakeups.late_mean_s)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "

@@ -186,6 +186,14 @@ def turnaround_findings(t: pd.DataFrame) -> dict[str, bool]:
     >>> t.loc[3, "startup_share"] = 1.0  # the first connection's handshake changing nothing
     >>> turnaround_findings(t)["first connection's handshake: out of start-up, as the kernel"]
     False
+    >>> rate = "then it runs at the kernel's rate, the timer armed nearly per operation"
+    >>> fast = t.assign(iops=[33449.0, 45000.0, 46250.0, 46451.0])  # out of start-up, too fast
+    >>> few = t.assign(arms_per_op=[1.0, 0.5, 0.51, 0.5])  # at the rate, half the timers
+    >>> turnaround_findings(fast)[rate], turnaround_findings(few)[rate]
+    (False, False)
+    >>> near = t.assign(pacing_gbps=[82.8, 13.1, 17.2, 14.3])  # half the kernel's pacing rate
+    >>> turnaround_findings(near)["but it paces at under a quarter of the kernel's rate"]
+    False
     """
     from models.validation.fidelity import IOPS_TOL
 
