@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from models._paths import bundled_data_dir
-from models.measure.wakeups import late_mean_s, late_share, socket_wake_curve
+from models.measure.wakeups import late_wake_fields, socket_wake_curve
 from models.sim import hostprofile
 
 #: The wake-up lists of the run the share was counted on, kept in the profile.
@@ -42,8 +42,8 @@ def with_late_share(profile: dict[str, Any], costs_result: dict[str, Any]) -> di
         another kernel than the profile's.
     """
     st, wake = costs_result["settings"], costs_result["costs"]["wake"]
-    share = late_share(wake)
-    if share is None:
+    fields, how = late_wake_fields(wake)
+    if not fields:
         raise ValueError(
             "costs_result: its wake-ups cannot tell the late share (a benchmark without each "
             "gap's tail_us, or without the ping-pong and the long gaps)"
@@ -55,25 +55,15 @@ def with_late_share(profile: dict[str, Any], costs_result: dict[str, Any]) -> di
             f"{profile['machine']['kernel']}"
         )
     late_us = socket_wake_curve(wake)[-1][1] * 1e6  # s -> us
-    mean_s = late_mean_s(wake)
-    out = json.loads(json.dumps(profile))  # a deep copy
-    out["host"]["wake_late_share"] = share
-    if mean_s:
-        out["host"]["wake_late_s"] = mean_s
-        out["provenance"]["wake_late_s"] = (
-            "measured: the mean latency of the late wake-ups that wake_late_share counts "
-            "(models.measure.wakeups.late_mean_s), on the same run"
-        )
-    out["provenance"]["wake_late_share"] = (
-        f"measured: the share of the loopback TCP wake-ups after idle gaps of 2 us to 1.28 ms "
-        f"(tcp_by_gap, each gap's slowest tenth kept) at least as slow as that run's curve's "
-        f"last point ({late_us:.1f} us), over the gaps whose median is faster "
-        f"(models.measure.wakeups.late_share); a run of the microbenchmarks at {st['date']} "
-        f"on the same machine, after the profile's calibration (tools/measure_wake_late.py; "
-        f"measured.late_wake)"
+    run = (
+        f"; a run of the microbenchmarks at {st['date']} on the same machine, after the "
+        f"profile's calibration (tools/measure_wake_late.py; measured.late_wake)"
     )
+    out = json.loads(json.dumps(profile))  # a deep copy
+    out["host"].update(fields)
+    out["provenance"].update({k: v + run for k, v in how.items()})
     out["measured"]["late_wake"] = {
-        "share": share,
+        "share": fields["wake_late_share"],
         "late_us": late_us,
         "date": st["date"],
         "load": st["load"],

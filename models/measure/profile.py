@@ -60,8 +60,7 @@ from .hostfields import (
 from .wakeups import (
     FAST_FACTOR,
     WAKE_STEPS,
-    late_mean_s,
-    late_share,
+    late_wake_fields,
     one_way_path_s,
     socket_wake_curve,
     socket_waker_curve,
@@ -302,17 +301,9 @@ def build_profile(
         curve = socket
         fixed["path_s"] = path
     spread = timer_spread(c["wake"])
-    # the share of brief-idle wake-ups as slow as the curve's last point, where it can be told
-    late = late_share(c["wake"]) if socket else None
-    late_s = late_mean_s(c["wake"]) if late else None  # and what a late one takes
-    late_top = COST_RANGES["wake_late_s"].hi_s
-    late_beyond = late_s is not None and late_s > late_top  # a few milliseconds-long ones
-    if late_beyond:
-        late_s = None  # (not kept: the share's provenance says so)
-    late_fields = {
-        **({"wake_late_share": late} if late else {}),
-        **({"wake_late_s": late_s} if late_s else {}),
-    }
+    # the share of brief-idle wake-ups as slow as the curve's last point, and what a late one
+    # takes, where they can be told
+    late_fields, late_how = late_wake_fields(c["wake"]) if socket else ({}, {})
     # the TCP waker measured at every gap, or else the ping-pong's waker timing setting the
     # level of the pipe's waker curve, when measured
     waker_tcp = tcp_waker_curve(c["wake"])
@@ -418,19 +409,6 @@ def build_profile(
         "idle gap of the sleeper's CPU with the sleeper in poll(), less its median with the "
         "sleeper spinning on a non-blocking peek (tcp_by_gap, the waker spinning through the "
         "gap; tcp_by_long_gap, the waker asleep through it)",
-        "wake_late_share": "measured: the share of the loopback TCP wake-ups after idle gaps "
-        "of 2 us to 1.28 ms (tcp_by_gap, each gap's slowest tenth kept) at least as slow as "
-        "the curve's last point, over the gaps whose median is faster than that "
-        "(models.measure.wakeups.late_share)"
-        + (
-            f"; the late ones' mean latency was beyond wake_late_s's plausible range "
-            f"({late_top * 1e6:g} us) and is not kept: a late wake-up takes the curve's last "
-            f"point"  # s -> us
-            if late_beyond
-            else ""
-        ),
-        "wake_late_s": "measured: the mean latency of the late wake-ups that wake_late_share "
-        "counts (models.measure.wakeups.late_mean_s)",
         "timer_spread_s": "measured: the 90th percentile less the median of the pipe wake-ups "
         "of a thread on another CPU after the longest idle gap (cross_by_long_gap)",
         "wake_s": "measured: median pipe wake-up of a thread on another CPU "
@@ -451,6 +429,7 @@ def build_profile(
         "send_cpu_first": "set: the fit's simulations and the profile's send a thread's "
         "segment after its send()'s CPU up to it",
     }
+    how.update(late_how)
     if socket:
         how["path_s"] = (
             f"measured: half the kernel's smallest round trip on the sweep's runs "

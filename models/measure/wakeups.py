@@ -18,6 +18,7 @@ __all__ = [
     "socket_wake_curve",
     "late_share",
     "late_mean_s",
+    "late_wake_fields",
     "one_way_path_s",
     "timer_spread",
     "waker_curve",
@@ -362,3 +363,51 @@ def late_mean_s(wake: Mapping[str, Any]) -> float | None:
     if got is None or not got[0]:
         return None
     return sum(got[0]) / len(got[0]) * 1e-6  # us -> s
+
+
+def late_wake_fields(wake: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
+    """The ``Host`` fields of the late wake-ups measured in ``wake`` and how each was found:
+    ``wake_late_share`` (:func:`late_share`) and ``wake_late_s`` (:func:`late_mean_s`); none
+    when the share cannot be told, and no latency beyond its plausible range (a few
+    milliseconds-long ones on a noisy run: the share's provenance says so).
+
+    >>> w = {"tcp_by_gap": [{"gap_us": 2, "median_us": 18.0, "samples": 100,
+    ...                      "tail_us": [30.0] * 8 + [96.0, 196.0]}],
+    ...      "pingpong": {"wake_us": 22.0, "idle_us": 2.0},
+    ...      "cross_by_long_gap": [{"gap_us": 40000, "median_us": 61.0}]}
+    >>> fields, how = late_wake_fields(w)
+    >>> fields["wake_late_share"], round(fields["wake_late_s"] * 1e6), sorted(how)
+    (0.02, 150, ['wake_late_s', 'wake_late_share'])
+    >>> w["tcp_by_gap"][0]["tail_us"][-1] = 5000.0  # a mean beyond 1 ms: the share alone
+    >>> fields, how = late_wake_fields(w)
+    >>> sorted(fields), "not kept" in how["wake_late_share"]
+    (['wake_late_share'], True)
+    """
+    from models.sim.hostranges import COST_RANGES
+
+    share = late_share(wake)
+    if not share:
+        return {}, {}
+    top = COST_RANGES["wake_late_s"].hi_s
+    mean = late_mean_s(wake)
+    kept = mean is not None and mean <= top
+    how = {
+        "wake_late_share": "measured: the share of the loopback TCP wake-ups after idle gaps "
+        "of 2 us to 1.28 ms (tcp_by_gap, each gap's slowest tenth kept) at least as slow as "
+        "the curve's last point, over the gaps whose median is faster "
+        "(models.measure.wakeups.late_share)"
+        + (
+            ""
+            if kept
+            else f"; the late ones' mean latency was beyond wake_late_s's plausible range "
+            f"({top * 1e6:g} us) and is not kept: a late wake-up takes the curve's last point"
+        )  # s -> us
+    }
+    fields = {"wake_late_share": share}
+    if kept:
+        fields["wake_late_s"] = mean  # type: ignore[assignment]
+        how["wake_late_s"] = (
+            "measured: the mean latency of the late wake-ups that wake_late_share counts "
+            "(models.measure.wakeups.late_mean_s)"
+        )
+    return fields, how

@@ -28,6 +28,7 @@ __all__ = [
     "LATE",
     "measured",
     "evaluate",
+    "summary",
     "findings",
 ]
 
@@ -81,6 +82,24 @@ def evaluate(processes: int | None = None) -> dict[str, Any]:
 def _q1(table: Any) -> float:
     io = FID.iops_table(table)
     return B.median_ratio(io, io["qd"] == 1)
+
+
+def summary(tables: dict[str, Any]) -> Any:
+    """The goals chapter 9e shows for each model of ``tables`` (:func:`evaluate`), a column each:
+    the share within the tolerance, the stall verdicts and the median ratios at QD 1 and 8+."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            name: {
+                "within a quarter": B.within(t),
+                "stall verdicts": B.verdicts(t),
+                "median ratio, QD 1": _q1(t),
+                "median ratio, QD >= 8": B.qd8(t),
+            }
+            for name, t in tables.items()
+        }
+    )
 
 
 def findings(m: dict[str, float], tables: dict[str, Any]) -> dict[str, bool]:
