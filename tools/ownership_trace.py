@@ -78,6 +78,21 @@ LINE = re.compile(
     r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+)(?P<rest>.*)$"
 )
 
+
+def events(lines: list[str]):
+    """Each line of a trace that :data:`LINE` reads, as ``(time in us, event, the rest of the
+    line, pid, CPU)``.
+
+    >>> list(events([" qdperf-7  [001] ..... 10.000002: sys_sendto -> 0x30", "# tracer: nop"]))
+    [(10000002.0, 'sys_sendto', ' -> 0x30', 7, 1)]
+    """
+    for line in lines:
+        m = LINE.match(line)
+        if m is not None:
+            ts = float(m["ts"]) * 1e6  # s -> us
+            yield ts, m["event"], m["rest"], int(m["pid"]), int(m["cpu"])
+
+
 FIELDS = [
     (
         "server_sock_mode",

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ownership_trace import LINE, TRACEFS, trace_args, traced, write_dataset  # noqa: E402
+from ownership_trace import TRACEFS, events, trace_args, traced, write_dataset  # noqa: E402
 
 #: Each scenario (the harness's link and MTU, the client's socket mode, QD, response bytes) and
 #: its runs, (server socket mode, congestion control), in the order each repeat runs them.
@@ -109,12 +109,7 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
     out: list[dict] = []
     open_call: dict[int, dict] = {}  # pid -> the call under way
     cpu_of: dict[int, int] = {}  # pid -> its CPU
-    for line in lines:
-        m = LINE.match(line)
-        if m is None:
-            continue
-        ts = float(m["ts"]) * 1e6  # s -> us
-        event, rest, pid, cpu = m["event"], m["rest"], int(m["pid"]), int(m["cpu"])
+    for ts, event, rest, pid, cpu in events(lines):
         if event == "sys_sendto" and rest.startswith("(") and size in rest:
             open_call[pid] = {"t0": ts, "arm": None, "expiry": None, "fire": None}
             cpu_of[pid] = cpu
