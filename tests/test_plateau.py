@@ -40,18 +40,9 @@ def test_the_dataset_has_both_runs_of_each_scenario_and_the_server_s_calls_only(
 
 
 def test_the_tool_writes_the_dataset_s_columns():
-    import json
-    import sys
-    from pathlib import Path
+    from tool_columns import tool_writes_dataset_columns
 
-    root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "tools"))
-    import plateau_calls_trace as tool
-
-    desc = json.loads((root / "data" / f"{PL.DATASET}.json").read_text())
-    fields = [(f["name"], f["type"], f.get("unit", ""), f["description"])
-              for f in desc["schema"]["fields"]]  # fmt: skip
-    assert fields == [tuple(f) for f in tool.FIELDS]
+    assert tool_writes_dataset_columns("plateau_calls_trace", PL.DATASET)
 
 
 def test_a_kernel_whose_header_arms_fails_one_armed_call(calls):
