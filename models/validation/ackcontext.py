@@ -4,9 +4,9 @@ At QD 32 the eighth machine's kernel runs :data:`models.validation.machine8.PROB
 bbr, a ``TCP_NODELAY`` server and a Nagle client, 16 KiB responses) at a quarter of its QD 8
 rate: its bbr leaves start-up and its estimate falls from the one-tick samples' 17 GB/s to a
 few GB/s (chapter 9e, :mod:`models.validation.regimes`).  A one-tick sample is a 16 KiB buffer
-acknowledged within a microsecond of leaving: an ACK sent as the data arrives, in the receive
-soft interrupt, or from the socket's backlog if the client's thread held the socket then (both
-in answer to the arrival), not at the client's read.  The dataset (:data:`DATASET`,
+acknowledged within a microsecond of leaving, which only an ACK sent in answer to its arrival
+can be: in the receive soft interrupt, or from the socket's backlog as the client's call that
+held the socket ends; an ACK left to the client's read comes later.  The dataset (:data:`DATASET`,
 ``tools/ack_context_trace.py``) counts, in a window of each of three runs at each QD of
 :data:`QDS`, the client's pure ACKs by where they were queued: a soft interrupt, right after the
 backlog gave the socket a data segment, or otherwise in the client's calls (its read, mostly).
