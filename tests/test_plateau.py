@@ -103,3 +103,5 @@ def test_the_recorder_times_every_call_of_a_model_run():
     assert got["iops"] == pytest.approx(got["sim_iops"], rel=0.05)
     with pytest.raises(ValueError, match="warmup"):
         PL.model(PL.SCENARIOS[0], ops=10, warmup=10)
+    with pytest.raises(ValueError, match="has no bbr run of veth-1500, server nagle"):
+        PL.model({**PL.SCENARIOS[0], "qd": 5})  # not a row of the sample

@@ -23,7 +23,6 @@ released it, so still in answer to an arrival); else the client's system call un
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -31,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from ownership_trace import LINE, trace_args, traced, write_dataset  # noqa: E402
+from ownership_trace import events, trace_args, traced, write_dataset  # noqa: E402
 from pacing_wait_trace import run_command  # noqa: E402
 
-from models.measure.netns import CLIENT_ADDR  # noqa: E402
+from models.measure.netns import CLIENT_ADDR, veth_side  # noqa: E402
 from models.validation import ackcontext as AC  # noqa: E402
 from models.validation import machine8 as M8  # noqa: E402
 
@@ -42,8 +41,6 @@ from models.validation import machine8 as M8  # noqa: E402
 REPEATS = 3
 #: A pure ACK's frame on the veth pair: Ethernet 14, IPv4 20, TCP 20 and its timestamp option 12.
 PURE_ACK_BYTES = 66
-#: The client's end of the harness's veth pair (``qd<pid>c<n>``, models.measure.netns).
-CLIENT_IFACE = re.compile(r"qd\d+c\d+")
 EVENTS = (
     "net/net_dev_queue",
     "tcp/tcp_probe",
@@ -91,12 +88,7 @@ def contexts(lines: list[str]) -> dict[str, int]:
     out = {"acks": 0, "softirq": 0, "backlog": 0, "recvfrom": 0, "sendto": 0, "other": 0}
     in_call: dict[int, str] = {}  # pid -> the system call under way
     after_backlog: set[int] = set()  # pids whose last event was their socket's backlog
-    for line in lines:
-        m = LINE.match(line)
-        if m is None:
-            continue
-        event, rest, pid = m["event"], m["rest"], int(m["pid"])
-        soft = m["flags"][2] in "sS"  # the trace's soft-interrupt mark
+    for _ts, event, rest, pid, _cpu, soft in events(lines):
         backlog = pid in after_backlog
         after_backlog.discard(pid)
         if event == "tcp_probe":
@@ -112,7 +104,7 @@ def contexts(lines: list[str]) -> dict[str, int]:
                 in_call.pop(pid, None)
         elif event == "net_dev_queue":
             dev = rest.split("dev=")[1].split()[0]
-            if not CLIENT_IFACE.fullmatch(dev) or int(rest.split("len=")[1]) != PURE_ACK_BYTES:
+            if veth_side(dev) != "client" or int(rest.split("len=")[1]) != PURE_ACK_BYTES:
                 continue
             out["acks"] += 1
             if soft:

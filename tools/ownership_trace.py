@@ -81,16 +81,17 @@ LINE = re.compile(
 
 def events(lines: list[str]):
     """Each line of a trace that :data:`LINE` reads, as ``(time in us, event, the rest of the
-    line, pid, CPU)``.
+    line, pid, CPU, whether it ran in a soft interrupt)`` (the third of the line's flags).
 
-    >>> list(events([" qdperf-7  [001] ..... 10.000002: sys_sendto -> 0x30", "# tracer: nop"]))
-    [(10000002.0, 'sys_sendto', ' -> 0x30', 7, 1)]
+    >>> list(events([" qdperf-7  [001] ..s1. 10.000002: sys_sendto -> 0x30", "# tracer: nop"]))
+    [(10000002.0, 'sys_sendto', ' -> 0x30', 7, 1, True)]
     """
     for line in lines:
         m = LINE.match(line)
         if m is not None:
             ts = float(m["ts"]) * 1e6  # s -> us
-            yield ts, m["event"], m["rest"], int(m["pid"]), int(m["cpu"])
+            soft = m["flags"][2] in "sS"
+            yield ts, m["event"], m["rest"], int(m["pid"]), int(m["cpu"]), soft
 
 
 FIELDS = [

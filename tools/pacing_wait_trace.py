@@ -109,7 +109,7 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
     out: list[dict] = []
     open_call: dict[int, dict] = {}  # pid -> the call under way
     cpu_of: dict[int, int] = {}  # pid -> its CPU
-    for ts, event, rest, pid, cpu in events(lines):
+    for ts, event, rest, pid, cpu, _soft in events(lines):
         if event == "sys_sendto" and rest.startswith("(") and size in rest:
             open_call[pid] = {"t0": ts, "arm": None, "expiry": None, "fire": None}
             cpu_of[pid] = cpu

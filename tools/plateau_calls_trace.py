@@ -77,7 +77,7 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
     done: list[tuple] = []  # (pid, kind, us, armed) of each call, in order
     open_call: dict[int, dict] = {}  # pid -> the call under way
     cpu_of: dict[int, int] = {}  # pid -> its CPU
-    for ts, event, rest, pid, cpu in events(lines):
+    for ts, event, rest, pid, cpu, _soft in events(lines):
         if event == "sys_sendto" and rest.startswith("("):
             kind = next((k for size, k in kinds.items() if size in rest), None)
             if kind is not None:

@@ -49,6 +49,8 @@ __all__ = [
     "live_namespaces",
     "owner_alive",
     "PREFIX",
+    "veth_names",
+    "veth_side",
 ]
 
 #: Prefix of every namespace and interface name this module creates.
@@ -61,6 +63,31 @@ SERVER_ADDR = "10.213.0.1"
 CLIENT_ADDR = "10.213.0.2"
 _counter = itertools.count()
 _live: dict[str, Link] = {}
+#: A veth end's name as :func:`veth_names` makes it (the side's letter between the numbers).
+_VETH_NAME = re.compile(r"qd\d+(?P<side>[sc])\d+")
+
+
+def veth_names(number: int, pid: int | None = None) -> tuple[str, str]:
+    """The server's and the client's end of veth pair ``number`` made by process ``pid`` (this
+    one by default); at most 15 characters each, as interface names must be.
+
+    >>> veth_names(0, pid=4242)
+    ('qd4242s0', 'qd4242c0')
+    >>> veth_side("qd4242c0"), veth_side("eth0")
+    ('client', None)
+    """
+    pid = os.getpid() if pid is None else pid
+    stem = f"qd{pid % 10_000_000}"
+    return f"{stem}s{number}"[:15], f"{stem}c{number}"[:15]
+
+
+def veth_side(name: str) -> str | None:
+    """``"server"`` or ``"client"`` for an interface named by :func:`veth_names`, else ``None``
+    (a tracing tool's way to tell the ends of a harness run's pair apart)."""
+    m = _VETH_NAME.fullmatch(name)
+    if m is None:
+        return None
+    return "server" if m["side"] == "s" else "client"
 
 
 def is_root() -> bool:
@@ -229,11 +256,7 @@ class Link:
         self._make_ns(c_ns)
         self.server_ns, self.client_ns = s_ns, c_ns
         # interface names: at most 15 characters
-        n = self.number
-        s_if, c_if = (
-            f"qd{os.getpid() % 10_000_000}s{n}"[:15],
-            f"qd{os.getpid() % 10_000_000}c{n}"[:15],
-        )
+        s_if, c_if = veth_names(self.number)
         self.server_iface, self.client_iface = s_if, c_if
         self.server_addr, self.client_addr = SERVER_ADDR, CLIENT_ADDR
         _run(

@@ -20,14 +20,21 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ["DATASET", "QDS", "SIM_OPS", "kernel", "model", "table", "findings", "numbers"]
+__all__ = [
+    "DATASET",
+    "QDS",
+    "kernel",
+    "count_pure_acks",
+    "model",
+    "table",
+    "findings",
+    "numbers",
+]
 
 DATASET = "kernel6_machine8_ack_context"
 #: The queue depths traced: the probe's own, where the kernel's bbr falls, and the one where it
 #: stays in start-up.
 QDS = (8, 32)
-#: Operations the model runs from the connection's start (the probe's length).
-SIM_OPS = 40_000
 
 #: The model's rules that send a pure ACK, by where the kernel would queue it: in the arrival's
 #: soft interrupt (the receive path's check, or a delayed ACK sent early as its timer is almost
@@ -58,7 +65,7 @@ def kernel(runs: Any = None) -> Any:
     ).set_index(["qd", "repeat"])[["run_iops", "acks", "arrival_pct", "read_pct"]]
 
 
-def _counted(sim: Any) -> dict[str, int]:
+def count_pure_acks(sim: Any) -> dict[str, int]:
     """Count the pure ACKs of ``sim``'s client (not yet run) by the rule that sends each (see
     :data:`_WHERE`): the client's endpoint is given a subclass of its own class whose
     ``send_ack`` counts its caller's kind and does nothing else."""
@@ -83,22 +90,26 @@ def _counted(sim: Any) -> dict[str, int]:
     return got
 
 
-def model(qd: int, ops: int = SIM_OPS) -> dict[str, float]:
-    """The probe's shape at ``qd`` (:func:`models.validation.machine8.probe_simulation`, the
-    seventh's best rules with the wait, ``ops`` operations, the fast-forward off): the rate
-    (operations/s), pure ACKs per operation and the share of them sent on arrival or on the
-    delayed-ACK timer (%: what the kernel's trace counts in a soft interrupt) and at the read."""
-    from models.sim.engine import Simulation
+def model(qd: int) -> dict[str, float]:
+    """The probe's shape at ``qd`` as chapter 9e's other tables run it
+    (:func:`models.validation.machine8.probe_run` for
+    :data:`models.validation.regimes.MODEL_OPS` operations, cached): the rate (operations/s),
+    pure ACKs per operation and the share of them sent on arrival or on the delayed-ACK timer
+    (%: what the kernel's trace counts in a soft interrupt or the backlog), at the read and
+    otherwise."""
     from models.validation import machine8 as M8
+    from models.validation import regimes as RG
 
-    base, _row = M8.probe_simulation(ops, qd)
-    sim = Simulation(base.scenario.replace(run={"fast_forward": False}))
-    got = _counted(sim)
-    r = sim.run()
+    if qd not in RG.MODEL_OPS:
+        raise ValueError(f"qd must be one of {sorted(RG.MODEL_OPS)}, got {qd!r}")
+    ops = RG.MODEL_OPS[qd]
+    p = M8.probe_run(ops, qd)
+    got = p["client_acks"]
     acks = sum(got.values())
+    done = p["sim_iops"] * p["sim_s"]  # operations completed
     return {
-        "iops": r.iops,
-        "acks_per_op": acks / r.completed_total,
+        "iops": p["sim_iops"],
+        "acks_per_op": acks / done,
         "arrival_pct": 100 * (got["arrival"] + got["timer"]) / acks,
         "read_pct": 100 * got["read"] / acks,
         "other_pct": 100 * got["other"] / acks,

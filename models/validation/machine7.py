@@ -204,7 +204,13 @@ def sample_row(
     t = run.table("iscsi_loop")
     pick = (t["link"] == link) & (t["cc"] == "bbr") & (t["qd"] == qd)
     pick &= (t["sock_mode"] == mode) & (t["client_sock_mode"] == client)
-    return t[pick & (t["iosize_bytes"] == size)].iloc[0].to_dict(), run.hz
+    rows = t[pick & (t["iosize_bytes"] == size)]
+    if rows.empty:
+        raise ValueError(
+            f"{prefix} has no bbr run of {link}, server {mode}, client {client}, QD {qd}, "
+            f"{size} bytes"
+        )
+    return rows.iloc[0].to_dict(), run.hz
 
 
 def _simulated(name: str, row: dict, hz: int, ops: int) -> tuple[Any, Any]:

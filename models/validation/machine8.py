@@ -227,15 +227,19 @@ def probe_run(ops: int = 40_000, qd: int | None = None) -> dict[str, Any]:
     """:func:`probe_simulation` run (once per process for each length and depth): the kernel's
     rate at the probe's own depth and the simulated one (operations/s), the simulated span (s),
     the server's bbr mode at the end, its pacing timers per operation, its bandwidth estimate
-    (GB/s), its window and the most packets it had in flight (packets)."""
+    (GB/s), its window and the most packets it had in flight (packets); ``client_acks``, the
+    client's pure ACKs by the rule that sent each
+    (:func:`models.validation.ackcontext.count_pure_acks`)."""
     return _probe_run(ops, PROBE[3] if qd is None else qd)
 
 
 @functools.lru_cache(maxsize=4)
 def _probe_run(ops: int, qd: int) -> dict[str, Any]:
     from models.sim.rules.bbr_model import BW_SCALE
+    from models.validation import ackcontext as AC
 
     sim, row = probe_simulation(ops, qd)
+    acks = AC.count_pure_acks(sim)
     r = sim.run()
     cc = sim.server_ep.sender.cc
     # packets/us << BW_SCALE -> bytes/us -> GB/s
@@ -249,6 +253,7 @@ def _probe_run(ops: int, qd: int) -> dict[str, Any]:
         "gbs": gbs,
         "cwnd": cc.cwnd,
         "flight_max": cc.flight_max,
+        "client_acks": acks,
     }
 
 
