@@ -119,3 +119,69 @@ def test_the_fast_forward_stays_exact_with_the_flag(sock_mode, client):
     slow = simulate(sc.replace(run={"fast_forward": False}))
     assert fast.rtts_s == slow.rtts_s and fast.directions == slow.directions
     assert fast.iops == slow.iops
+
+
+def _once(waits: bool = True) -> Bbr:
+    cc = _bbr(waits)
+    cc.fire_once = True  # Host.pacing_interrupt_once
+    return cc
+
+
+def test_counted_once_the_interrupt_comes_after_the_arming():
+    cc, s = _once(), _Sender(True, 2)
+    assert cc.paced(s, s.loop.now + s.thread_cpu)
+    # the departure (13 us) is due before the call has reprogrammed the timer (its 2 us and the
+    # arming's 6, from 10 us): the interrupt comes after that, at 18 us, and takes 15
+    assert cc.timer.expires == (10 + 2 + 6 + 15) * FS_PER_US == s.loop.now + s.thread_cpu
+    assert s.soft_cpu == 0 and cc.held
+
+
+def test_counted_once_a_later_departure_is_waited_for():
+    cc, s = _once(), _Sender(True, 2)
+    cc.wstamp = 30 * FS_PER_US  # beyond the arming's end at 18 us
+    assert cc.paced(s, s.loop.now + s.thread_cpu)
+    assert cc.timer.expires == (30 + 15) * FS_PER_US == s.loop.now + s.thread_cpu
+
+
+def test_counted_once_a_call_past_the_departure_still_takes_the_interrupt():
+    cc, s = _once(), _Sender(True, 40)
+    assert cc.paced(s, s.loop.now)
+    assert s.thread_cpu == (40 + 6 + 15) * FS_PER_US
+
+
+def test_counted_once_needs_the_wait():
+    cc, s = _once(waits=False), _Sender(True, 2)
+    assert cc.paced(s, s.loop.now + s.thread_cpu)
+    assert not cc.held and s.thread_cpu == (2 + 6) * FS_PER_US
+
+
+class _Ep:
+    owned = True  # the held call still owns the socket: its release writes
+
+
+class _Owner(_Sender):
+    def __init__(self) -> None:
+        super().__init__(True, 2)
+        self.ep = _Ep()
+        self.charged: list[tuple[int, bool]] = []
+
+    def charge_soft(self, now: int, own: bool = False) -> None:
+        self.charged.append((self.soft_cpu, own))
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_the_firing_charges_the_interrupt_again_unless_counted_once(once):
+    cc, s = (_once() if once else _bbr(True)), _Owner()
+    cc.sender = s
+    assert cc.paced(s, s.loop.now + s.thread_cpu)
+    assert cc.held is once
+    cc._on_pace(cc.timer.expires, None)
+    assert s.charged == [(0 if once else 15 * FS_PER_US, True)]
+    assert not cc.held and s.ep.tsq_deferred
+
+
+def test_counted_once_the_fast_forward_stays_exact():
+    sc = _scenario("nagle", True).replace(server={"pacing_interrupt_once": True})
+    fast = simulate(sc)
+    slow = simulate(sc.replace(run={"fast_forward": False}))
+    assert fast.rtts_s == slow.rtts_s and fast.directions == slow.directions

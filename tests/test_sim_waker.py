@@ -101,3 +101,43 @@ def test_a_waker_cost_alone_makes_the_calls_wait_for_it_from_the_first_stall_on(
     gaps = request_gaps_after_stalls(simulate(sc))
     assert len(gaps) >= 2
     assert gaps == pytest.approx([ce + cd] * len(gaps), abs=0.01 * US)
+
+
+def _plateau(soft_waker: bool, **run):
+    """The eighth machine's plateau row (veth-1500, bbr, a Nagle server, a NODELAY client, QD 4,
+    16 KiB) under its best rules (the held pacing call), ``Host.soft_waker`` as given: the held
+    tail leaves when the pacing timer fires, outside the server's ``send()``, and its arrival
+    wakes the client asleep in ``recv()``."""
+    from models.sim.engine import Simulation
+    from models.validation import fidelity as FID
+    from models.validation import machine7 as M7
+    from models.validation import machine8 as M8
+
+    row, hz = M7.sample_row("veth-1500", "nagle", "nodelay", 4, 16384, prefix=M8.PREFIX)
+    profile, make = M8._models()[M8.HERE[1]]
+    sc = make("iscsi_loop", row, FID.ProfileHost(profile), hz)
+    flag = {"soft_waker": soft_waker}
+    return Simulation(sc.replace(server=flag, client=flag, run={"ops": 2000, **run}))
+
+
+def test_a_segment_released_outside_send_pays_for_the_wake_up_too():
+    runs = {}
+    for soft in (False, True):
+        sim = _plateau(soft, fast_forward=False)
+        r = sim.run()
+        runs[soft] = (r.iops, sim.server_ep.sender.soft_cpu_fs / r.completed_total)
+    (iops_off, soft_off), (iops_on, soft_on) = runs[False], runs[True]
+    # some released tails wake the client (in this run about one in four): the curve's cost each
+    from models.sim import hostprofile
+    from models.validation import machine8 as M8
+
+    curve = hostprofile.shipped(M8.PROFILE).host["waker_curve_s"]
+    least = min(w for _, w in curve) * 1e15  # s -> fs
+    assert soft_on - soft_off > 0.2 * least
+    # (a wake-up is paid once per sleep: what the release pays, the next send() does not)
+    assert iops_on != iops_off
+
+
+def test_the_fast_forward_stays_exact_with_the_released_segments_waking():
+    on, off = _plateau(True).run(), _plateau(True, fast_forward=False).run()
+    assert on.rtts_s == off.rtts_s

@@ -173,6 +173,7 @@ class Simulation:
             if host.waker_curve_s:  # this host's send() pays for waking the peer's thread
                 curve = tuple((fs(i), fs(w)) for i, w in host.waker_curve_s)
                 ep.sender.waker = WakerCost(curve, ep.app.peer)
+                ep.sender.soft_waker = host.soft_waker
                 ep.app.peer.woken_horizon = curve[-1][0]
         self.trace: list | None = None
         if sc.run.trace:

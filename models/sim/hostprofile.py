@@ -102,6 +102,14 @@ How ``python -m models.measure costs`` maps onto the fields (on the host loopbac
     the call, its CPU held, until the timer fires, as traced on the seventh machine, where
     reprogramming the CPU's timer for so near an expiry gave the CPU back only with the timer's
     interrupt (``tools/pacing_wait_trace.py``);
+``pacing_interrupt_once``
+    a flag, set by no shipped profile: on, with ``pacing_arm_waits``, the held call's interrupt
+    comes no earlier than the call has reprogrammed the timer, and its CPU is counted once, in
+    the wait (``tools/plateau_calls_trace.py``);
+``soft_waker``
+    a flag, set by no shipped profile: on, a segment a timer or an ACK releases outside the
+    thread's ``send()`` pays for waking the sleeping peer (``waker_curve_s``) as a ``send()``
+    does, on the CPU that sends it;
 ``own_socket``
     a flag, set only by the variant ``kernel6_machine4_sent_owned``: on, a segment that reaches
     a host while its thread is inside a ``send()`` that costs CPU waits in the socket's backlog
@@ -193,6 +201,8 @@ FLAGS = (
     "send_cpu_first",
     "xmit_clock_in_call",
     "pacing_arm_waits",
+    "pacing_interrupt_once",
+    "soft_waker",
     "own_socket",
     "softirq_first",
     "handshake_rtt",

@@ -64,7 +64,9 @@ class Host(Part):
     the wake-ups that stand in for it), ``rx_usecs`` (interrupt moderation with NAPI polling),
     ``send_cpu_first`` (a segment leaves after its ``send()``'s CPU so far),
     ``xmit_clock_in_call`` (its pacing clock there too), ``pacing_arm_waits`` (a ``send()``
-    that arms bbr's pacing timer waits in the call until it fires), ``own_socket``
+    that arms bbr's pacing timer waits in the call until it fires), ``pacing_interrupt_once``
+    (its interrupt after the arming, counted once), ``soft_waker`` (a segment
+    released outside a ``send()`` pays for waking the peer too), ``own_socket``
     (a segment arriving during a ``send()`` waits for the call's end), ``softirq_first``
     (a thread's next step waits for the soft-interrupt work queued on its CPU), ``handshake_rtt``
     (the handshake's round trip as the first RTT sample) and ``gro``;
@@ -322,8 +324,30 @@ class Host(Part):
         "traps to the hypervisor, and the CPU comes back with the timer's interrupt (traced on "
         "the seventh machine, tools/pacing_wait_trace.py); the interrupt's CPU is still "
         "charged after the wait (the wait covers it: a double count that stands in for the "
-        "kernel's work in the call after the interrupt, not modelled); off: the call returns "
-        "after its own CPU",
+        "kernel's work in the call after the interrupt) unless pacing_interrupt_once; off: "
+        "the call returns after its own CPU",
+        sample=OneOf(False, True),
+    )
+    pacing_interrupt_once: bool = param(
+        False,
+        "flag",
+        "",
+        "with pacing_arm_waits: the held call's interrupt comes no earlier than the call has "
+        "armed the timer (its CPU so far, the arming's included: on a virtual machine the "
+        "reprogramming traps to the hypervisor before the interrupt can come), and its CPU is "
+        "counted once, in the wait (the eighth machine's calls, tools/plateau_calls_trace.py); "
+        "off: the interrupt is due at the departure and charged again after the wait",
+        sample=OneOf(False, True),
+    )
+    soft_waker: bool = param(
+        False,
+        "flag",
+        "",
+        "with waker_curve_s: a segment sent outside the thread's send() (released by a timer "
+        "or an ACK) that wakes the sleeping peer pays the waker's cost too, on the CPU that "
+        "sends it: on loopback and veth the receiving stack, and the interrupt that wakes the "
+        "peer's CPU, run there (the eighth machine's calls, tools/plateau_calls_trace.py); "
+        "off: only a send() pays it",
         sample=OneOf(False, True),
     )
     own_socket: bool = param(

@@ -139,6 +139,7 @@ class Sender(SendCpu, SenderView):
         "soft_cpu",
         "soft_cpu_fs",
         "waker",
+        "soft_waker",
         "cpu_first",
         "clock_in_call",
     )
@@ -180,6 +181,8 @@ class Sender(SendCpu, SenderView):
         self.send_fs, self.gso_fs, self.seg_fs, self.byte_fs = costs
         self.paid = bool(costs.gso_fs or costs.seg_fs)  # per buffer or segment
         self.waker: WakerCost | None = None  # what waking the sleeping peer adds (engine)
+        # Host.soft_waker (engine): a segment sent outside a send() pays the waker's cost too
+        self.soft_waker = False
         # Host.send_cpu_first (engine): a segment our own send() sends leaves after the CPU
         # the call has spent up to it, not at the call's start
         self.cpu_first = False
@@ -439,8 +442,11 @@ class Sender(SendCpu, SenderView):
                 at = now + self.thread_cpu
             if self.waker is not None:  # the segment wakes the sleeping peer: our call pays
                 self.thread_cpu += self.waker.charge(at)
-        elif self.paid:
-            self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
+        else:
+            if self.paid:
+                self.soft_cpu += self.gso_fs + nsegs * self.seg_fs
+            if self.soft_waker and self.waker is not None:  # (a timer's or an ACK's release)
+                self.soft_cpu += self.waker.charge(at)
         if self.windowed:
             self.cc.sent(self, now if clock is None else clock, start, end, nsegs)
         if nsegs == 1:

@@ -63,6 +63,7 @@ def endpoint(
         cc.timer_fire_fs = fs(host.timer_fire_cpu_s)
     if host.pacing_arm_waits and hasattr(cc, "arm_waits"):
         cc.arm_waits = True
+        cc.fire_once = host.pacing_interrupt_once
     return ep
 
 

@@ -65,6 +65,8 @@ class Bbr(Reno):
         "timer_arm_fs",
         "timer_fire_fs",
         "arm_waits",
+        "fire_once",
+        "held",
         "timer_arms",
         "flight_max",
         "pinned_own",
@@ -100,8 +102,12 @@ class Bbr(Reno):
         # CPU of its interrupt when it fires (Host.timer_fire_cpu_s)
         self.timer_fire_fs = 0
         # Host.pacing_arm_waits: a send() that arms the timer stays in
-        # the call until it fires
+        # the call until it fires; with Host.pacing_interrupt_once
+        # (fire_once) the interrupt comes after the arming and is counted
+        # once, in the wait (held: the pending timer was so armed)
         self.arm_waits = False
+        self.fire_once = False
+        self.held = False
         self.model.init_rate(init_cwnd, mss, 0)
 
     def handshake(self, rtt_fs: int) -> None:
@@ -138,32 +144,43 @@ class Bbr(Reno):
             return False
         t = self.timer
         if t is not None and t.entry is None:
-            # hrtimer_start: the CPU's next event, reprogrammed; the
-            # release runs after the timer's interrupt (timer_fire_fs)
-            t.arm(self.wstamp + self.timer_fire_fs)
-            self.timer_arms += 1
             # HRTIMER_MODE_ABS_PINNED_SOFT: it fires on the arming CPU,
             # the thread's own when armed in its send(), in a timer pinned
             # there, or in a soft interrupt run there
             ep = getattr(sender, "ep", None)
             ctx = getattr(ep, "ctx_cpu", None)
+            in_send = getattr(sender, "in_send", False)
             self.pinned_own = (
-                getattr(sender, "in_send", False)
+                in_send
                 or self.firing_own
                 or (ctx is not None and ctx is getattr(ep, "own_cpu", None))
             )
             cost = self.timer_arm_fs
             if cost:  # the send() that arms it pays, or the soft interrupt
-                if sender.in_send:
+                if in_send:
                     sender.thread_cpu += cost
                 else:
                     sender.soft_cpu += cost
-            if self.arm_waits and sender.in_send:
-                # the CPU comes back to the call only with the timer's
-                # interrupt: the call's CPU runs on to the expiry, the
-                # interrupt's end (loop.now: when the call began, fs);
-                # _on_pace charges the interrupt again, a known double
-                # count standing in for the call's work after it
+            # hrtimer_start: the CPU's next event, reprogrammed; the
+            # release runs after the timer's interrupt (timer_fire_fs)
+            due = self.wstamp
+            waits = self.arm_waits and in_send
+            self.held = waits and self.fire_once
+            if self.held:
+                # Host.pacing_interrupt_once: the interrupt cannot come
+                # before the call has reprogrammed the timer (its CPU so
+                # far, the arming included; loop.now: when it began)
+                done = sender.loop.now + sender.thread_cpu
+                if done > due:
+                    due = done
+            t.arm(due + self.timer_fire_fs)
+            self.timer_arms += 1
+            if waits:
+                # Host.pacing_arm_waits: the CPU comes back to the call
+                # only with the timer's interrupt: the call's CPU runs on
+                # to the expiry, the interrupt's end; unless held, _on_pace
+                # charges the interrupt again, a known double count
+                # standing in for the call's work after it
                 wait = t.expires - sender.loop.now - sender.thread_cpu
                 if wait > 0:
                     sender.thread_cpu += wait
@@ -239,7 +256,10 @@ class Bbr(Reno):
             # on the CPU the timer is pinned to: the thread's own if armed
             # there (one machine, a CPU each), else the soft interrupt's
             own = self.firing_own = self.pinned_own
-            sender.soft_cpu += self.timer_fire_fs
+            if self.held:  # the held call has paid for the interrupt
+                self.held = False
+            else:
+                sender.soft_cpu += self.timer_fire_fs
             ep = getattr(sender, "ep", None)
             if getattr(
                 ep, "owned", False
@@ -286,6 +306,7 @@ class Bbr(Reno):
             self.wstamp - view.now,
             min(self.segs_out, 10),
             self.pinned_own,
+            self.held,
             (
                 m.mode,
                 m.pacing_gain,
