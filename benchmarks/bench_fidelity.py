@@ -43,6 +43,11 @@ Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance
     best rules with the pacing wait, unchanged (the transfer), and the same two with the eighth
     machine's own calibration, beside the seventh machine's kernel on those runs and the eighth
     machine's second draw as audits (:func:`models.validation.machine8.evaluate`);
+``heldcall``
+    the best rules with the pacing wait, and with its interrupt counted once and the released
+    segments paying for the peer's wake-up, on the seventh machine's sample (a test), the eighth's
+    (where the two rules were found from a trace: a fit) and the sixth machine's whole sweep (a
+    test) (:func:`models.validation.heldcall.goal_lists`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -61,8 +66,8 @@ as a model's pass.  For each goal a column reports its value and whether the goa
 sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
-        [--only field,apart,machine2,machine4,field5,field6,machine7,machine8,burst,
-        onecpu] [--json]
+        [--only field,apart,machine2,machine4,field5,field6,machine7,machine8,heldcall,
+        burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -84,6 +89,7 @@ SUITES = (
     "field6",
     "machine7",
     "machine8",
+    "heldcall",
     "burst",
     "onecpu",
 )
@@ -193,6 +199,17 @@ def _machine8() -> dict[str, Column]:
     return out
 
 
+def _heldcall() -> dict[str, Column]:
+    from models.validation import heldcall as HC
+    from models.validation import machines as MA
+
+    return {
+        f"{site}, {rule}": (goals, HC.role(site, rule), MA.GOALS
+                            if site != HC.SITES[2] else tuple(g.name for g in goals))
+        for (site, rule), goals in HC.goal_lists().items()
+    }  # fmt: skip
+
+
 def _burst() -> dict[str, Column]:
     from models.validation import burst as BU
 
@@ -270,6 +287,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "field6": _field6,
     "machine7": _machine7,
     "machine8": _machine8,
+    "heldcall": _heldcall,
     "burst": _burst,
     "onecpu": _onecpu,
 }

@@ -106,8 +106,8 @@ def test_a_bad_suite_is_refused_by_name(bad, capsys):
     with pytest.raises(SystemExit):
         _bench().main(["--only", bad])
     assert (
-        "subset of field,apart,machine2,machine4,field5,field6,machine7,machine8,burst,onecpu"
-        in capsys.readouterr().err
+        "subset of field,apart,machine2,machine4,field5,field6,machine7,machine8,heldcall,burst,"
+        "onecpu" in capsys.readouterr().err
     )
 
 
@@ -150,3 +150,25 @@ def test_the_one_cpu_suite_holds_both_machines_and_the_replay():
         assert col["goals"]["stall verdicts"]["value"].endswith("of 48")
     assert replay["goals"]["wake-up decisions"]["met"] is True
     assert list(replay["goals"]) == ["wake-up decisions"]
+
+
+def test_the_held_call_suite_labels_the_rules_found_here_a_fit(monkeypatch):
+    from models.validation import fidelity as FID
+    from models.validation import heldcall as HC
+
+    def goals(share: str, flory: bool) -> list:
+        out = [FID.Goal(f"IOPS within {FID.IOPS_TOL:.0%}", ">= 80%", share, False, 130)]
+        return out + (
+            [FID.Goal("Flory's thresholds", "4 of 4", "3 of 4", False, 4)] if flory else []
+        )
+
+    fake = {(s, r): goals("70%", s == HC.SITES[2]) for s in HC.SITES for r in HC.RULES}
+    monkeypatch.setattr(HC, "goal_lists", lambda processes=None: fake)
+    cols = _bench().main(["--only", "heldcall", "--json"])["heldcall"]["columns"]
+    roles = {name: c["role"] for name, c in cols.items()}
+    assert roles == {
+        f"{s}, {r}": ("fit" if (s, r) == (HC.SITES[1], HC.RULES[1]) else "test")
+        for s in HC.SITES for r in HC.RULES
+    }  # fmt: skip
+    # the sweep tells Flory's thresholds, the samples do not have them
+    assert cols[f"{HC.SITES[2]}, {HC.RULES[1]}"]["goals"]["Flory's thresholds"]["met"] is False

@@ -163,14 +163,17 @@ def run_command(sc: dict, mode: str, cc: str, duration_s: float) -> list[str]:
     ]  # fmt: skip
 
 
-def traced_mono(cmd: list[str], duration_s: float, window_s: float) -> tuple[list[str], str]:
+def traced_mono(
+    cmd: list[str], duration_s: float, window_s: float, events: tuple[str, ...] = EVENTS
+) -> tuple[list[str], str]:
     """:func:`~ownership_trace.traced` with the trace's timestamps on ``CLOCK_MONOTONIC``, the
-    clock of the timers' expiries (the trace's clock is put back afterwards)."""
+    clock of the timers' expiries (the trace's clock is put back afterwards); ``events``: this
+    tool's unless given."""
     clock = TRACEFS / "trace_clock"
     before = clock.read_text().split("[")[1].split("]")[0]  # the one in brackets is in use
     clock.write_text("mono")
     try:
-        return traced(cmd, EVENTS, duration_s, window_s)
+        return traced(cmd, events, duration_s, window_s)
     finally:
         clock.write_text(before)
 

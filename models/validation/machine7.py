@@ -71,6 +71,7 @@ __all__ = [
     "REPEAT",
     "WAIT",
     "waits",
+    "waits_once",
     "traced_row_arms",
     "loopback_row",
     "sixth_goals",
@@ -135,6 +136,14 @@ def waits(profile: Any) -> Any:
     """The best rules' profile with a ``send()`` that arms bbr's pacing timer held until it fires
     (``Host.pacing_arm_waits``): the profile of :data:`WAIT`, on any machine's calibration."""
     return _best(profile).with_host(pacing_arm_waits=True)
+
+
+def waits_once(profile: Any) -> Any:
+    """:func:`waits` with the held call's interrupt after its arming and counted once
+    (``Host.pacing_interrupt_once``), and a segment released outside a ``send()`` paying for the
+    peer's wake-up too (``Host.soft_waker``): the rules the eighth machine's traced calls gave
+    (:mod:`models.validation.heldcall`), on any machine's calibration."""
+    return waits(profile).with_host(pacing_interrupt_once=True, soft_waker=True)
 
 
 @dataclass(frozen=True)
@@ -236,12 +245,14 @@ def traced_row_arms(ops: int = 3000) -> dict[str, float]:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def sixth_goals(processes: int | None = None) -> tuple:
+@functools.lru_cache(maxsize=2)
+def sixth_goals(processes: int | None = None, once: bool = False) -> tuple:
     """The sixth machine's whole field sweep (:data:`models.validation.field6.DATASET`, its Flory
     steps too) held to that machine's best rules with ``Host.pacing_arm_waits`` on, everything
     else as :func:`models.validation.field6.evaluate` simulates them: the field evaluation's
-    goals, Flory's last (a test: nothing of the rule was found or fitted there)."""
+    goals, Flory's last (a test: nothing of the rule was found or fitted there); with ``once``,
+    the held call's interrupt counted once and the released segments paying for the wake-up
+    (:func:`waits_once`'s flags)."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import field6 as F6
@@ -249,7 +260,8 @@ def sixth_goals(processes: int | None = None) -> tuple:
 
     run = load_kernel_run(prefix=F6.PREFIX)
     n = FID.workers() if processes is None else processes
-    profile = hostprofile.shipped(F6.PROFILE_WAKER).with_host(pacing_arm_waits=True)
+    flags = {"pacing_interrupt_once": True, "soft_waker": True} if once else {}
+    profile = hostprofile.shipped(F6.PROFILE_WAKER).with_host(pacing_arm_waits=True, **flags)
     _, _, lists = FL.models_on_sweep(run, {WAIT: (profile, F6.softirq_scenario)}, n)
     return tuple(lists[WAIT])
 
