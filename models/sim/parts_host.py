@@ -345,8 +345,9 @@ class Host(Part):
         "",
         "with waker_curve_s: a segment sent outside the thread's send() (released by a timer "
         "or an ACK) that wakes the sleeping peer pays the waker's cost too, on the CPU that "
-        "sends it: on loopback and veth the receiving stack, and the interrupt that wakes the "
-        "peer's CPU, run there (the eighth machine's calls, tools/plateau_calls_trace.py); "
+        "sends it: on loopback and veth the receiving stack runs there, the interrupt to the "
+        "peer's idle CPU included (the eighth machine's held calls went on about that much "
+        "longer after the timer with the client's CPU idle: tools/plateau_calls_trace.py); "
         "off: only a send() pays it",
         sample=OneOf(False, True),
     )
