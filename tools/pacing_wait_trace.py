@@ -116,16 +116,30 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
         elif event == "sys_sendto" and rest.startswith(" ->") and pid in open_call:
             c = open_call.pop(pid)
             out.append(_row(len(out), c, ts))
-        elif event in ("hrtimer_start", "hrtimer_expire_entry") and "=tcp_pace_kick" in rest:
-            for p, c in open_call.items():
-                if cpu_of[p] != cpu:
-                    continue
-                if event == "hrtimer_start" and c["arm"] is None:
-                    c["arm"] = ts
-                    c["expiry"] = int(rest.split("expires=")[1].split()[0]) / 1e3  # ns -> us
-                elif event == "hrtimer_expire_entry" and c["arm"] is not None and not c["fire"]:
-                    c["fire"] = ts
+        else:
+            mark_pacing(open_call, cpu_of, ts, event, rest, cpu)
     return out
+
+
+def mark_pacing(
+    open_call: dict[int, dict], cpu_of: dict[int, int], ts: float, event: str, rest: str, cpu: int
+) -> dict | None:
+    """Mark bbr's pacing timer (``tcp_pace_kick``) on the calls under way (pid -> a dict with
+    ``arm``, ``expiry`` and ``fire``, each ``None`` until seen) whose CPU (``cpu_of``) the event
+    ran on: its first arming, with its expiry (us), and its first soft interrupt after that.
+    Returns the call whose fire this event was, if any."""
+    if event not in ("hrtimer_start", "hrtimer_expire_entry") or "=tcp_pace_kick" not in rest:
+        return None
+    for p, c in open_call.items():
+        if cpu_of[p] != cpu:
+            continue
+        if event == "hrtimer_start" and c["arm"] is None:
+            c["arm"] = ts
+            c["expiry"] = int(rest.split("expires=")[1].split()[0]) / 1e3  # ns -> us
+        elif event == "hrtimer_expire_entry" and c["arm"] is not None and not c["fire"]:
+            c["fire"] = ts
+            return c
+    return None
 
 
 def _row(index: int, c: dict, t1: float) -> dict:

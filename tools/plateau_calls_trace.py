@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import pacing_wait_trace as PW  # noqa: E402
 from ownership_trace import events, trace_args, write_dataset  # noqa: E402
-from pacing_wait_trace import run_command, traced_mono  # noqa: E402
+from pacing_wait_trace import mark_pacing, run_command, traced_mono  # noqa: E402
 
 from models.framing import ISCSI_HEADER_BYTES  # noqa: E402
 from models.validation import plateau as PL  # noqa: E402
@@ -112,7 +112,8 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
         elif event == "sys_sendto" and rest.startswith("("):
             kind = next((k for size, k in kinds.items() if size in rest), None)
             if kind is not None:
-                open_call[pid] = {"t0": ts, "kind": kind, "arm": None, "fire": None, "cpus": {}}
+                open_call[pid] = {"t0": ts, "kind": kind, "arm": None, "expiry": None,
+                                  "fire": None, "cpus": {}}  # fmt: skip
             cpu_of[pid] = cpu
         elif event == "sys_sendto" and rest.startswith(" ->") and pid in open_call:
             c = open_call.pop(pid)
@@ -122,14 +123,10 @@ def calls(lines: list[str], iosize: int) -> list[dict]:
                  round(c["fire"] - c["arm"], 3) if fired else None,
                  round(ts - c["fire"], 3) if fired else None, c["cpus"])
             )  # fmt: skip
-        elif event in ("hrtimer_start", "hrtimer_expire_entry") and "=tcp_pace_kick" in rest:
-            for p, c in open_call.items():
-                if cpu_of[p] != cpu:
-                    continue
-                if event == "hrtimer_start" and c["arm"] is None:
-                    c["arm"] = ts
-                elif event == "hrtimer_expire_entry" and c["arm"] is not None and not c["fire"]:
-                    c["fire"], c["cpus"] = ts, dict(running)
+        else:
+            fired = mark_pacing(open_call, cpu_of, ts, event, rest, cpu)
+            if fired is not None:
+                fired["cpus"] = dict(running)
     server = {c[0] for c in done if c[1] == "data"}
     peer_cpus = {cpu_of[p] for p in cpu_of if p not in server}
     rows = []

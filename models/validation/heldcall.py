@@ -42,6 +42,7 @@ __all__ = [
     "BY",
     "role",
     "FIRE_TOL",
+    "FIRED_PCT",
     "kernel",
     "host_us",
     "pooled",
@@ -107,15 +108,16 @@ def pooled(calls: Any = None) -> Any:
     )
 
 
-def host_us() -> dict[str, float]:
-    """The eighth machine's microbenchmarks (us): arming a timer that becomes the CPU's next
-    event, its interrupt, and their sum; the waker's cost, the median of its curve's points."""
+def host_us(profile: str | None = None) -> dict[str, float]:
+    """A machine's microbenchmarks (us; the eighth's unless ``profile`` names another shipped
+    profile): arming a timer that becomes the CPU's next event, its interrupt, and their sum;
+    the waker's cost, the median of its curve's points."""
     from statistics import median
 
     from models.sim import hostprofile
     from models.validation import machine8 as M8
 
-    h = hostprofile.shipped(M8.PROFILE).host
+    h = hostprofile.shipped(profile or M8.PROFILE).host
     arm, fire = h["timer_arm_cpu_s"] * 1e6, h["timer_fire_cpu_s"] * 1e6  # s -> us
     waker = median(w for _, w in h["waker_curve_s"]) * 1e6
     return {"arm_us": arm, "fire_us": fire, "arm_fire_us": arm + fire, "waker_us": waker}
@@ -148,14 +150,16 @@ def goal_lists(processes: int | None = None) -> dict[tuple[str, str], list]:
     waits, once = RULES
     seventh = hostprofile.shipped(M7.PROFILE)
     eighth = hostprofile.shipped(M8.PROFILE)
+    # (the machines' own evaluations are called as their chapters call them, ``processes`` as
+    # given, so that their caches answer and nothing is simulated twice)
     out = {
-        (SITES[0], waits): FID.goals(M7.evaluate(n).tables[M7.WAIT]),
+        (SITES[0], waits): FID.goals(M7.evaluate(processes).tables[M7.WAIT]),
         (SITES[0], once): FID.goals(_sample_table(M7.PREFIX, M7.waits_once(seventh), n)),
-        (SITES[1], waits): FID.goals(M8.evaluate(n).tables[M8.HERE[1]]),
+        (SITES[1], waits): FID.goals(M8.evaluate(processes).tables[M8.HERE[1]]),
         (SITES[1], once): FID.goals(_sample_table(M8.PREFIX, M7.waits_once(eighth), n)),
     }
-    for rule, flag in zip(RULES, (False, True)):
-        out[(SITES[2], rule)] = list(M7.sixth_goals(n, flag))
+    out[(SITES[2], waits)] = list(M7.sixth_goals(processes))
+    out[(SITES[2], once)] = list(M7.sixth_goals(processes, once=True))
     return out
 
 
@@ -168,8 +172,11 @@ def evaluate(processes: int | None = None) -> Any:
     return pd.DataFrame(cols)
 
 
-#: The fire counts as the timer's two costs if its median is within this share of their sum.
-FIRE_TOL = 0.15
+#: The fire counts as the timer's two costs if its median is within this share of their sum
+#: (set after the trace was seen, 4 % there: the microbenchmarks' own spread between tries is
+#: of that order), and the timer must fire inside the call in this share of armed calls (%;
+#: 98-100 % there).
+FIRE_TOL, FIRED_PCT = 0.15, 95.0
 
 
 def _within(goals: Any, site: str, rule: str) -> float:
@@ -187,12 +194,17 @@ def findings(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str,
       longer, by at least half the machine's waker cost, than with it busy;
     * ``better where tested``: on the seventh's sample the flags put more rows within the
       tolerance;
-    * ``worse on the sixth``: on the sixth's sweep they put fewer (the page says so).
+    * ``same verdicts, medians in range``: on both samples the flags give the stall verdicts the
+      rule with the call waiting gives, and both median ratios inside the goal's range;
+    * ``worse on the sixth``: on the sixth's sweep they put fewer, where the rule with the call
+      waiting already ran QD 8 and above too fast (median ratio above 1).
     """
     waits, once = RULES
+    lo, hi = FID.RATIO_RANGE
+    qds = ("median ratio, QD 1", "median ratio, QD >= 8")
     return {
         "the timer's costs": bool(
-            (k["fired_pct"] >= 95).all()
+            (k["fired_pct"] >= FIRED_PCT).all()
             and ((k["fire_after_arm_us"] / host["arm_fire_us"] - 1).abs() <= FIRE_TOL).all()
         ),
         "the work after it": bool(
@@ -200,12 +212,21 @@ def findings(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str,
             >= 0.5 * host["waker_us"]
         ),
         "better where tested": _within(goals, SITES[0], once) > _within(goals, SITES[0], waits),
-        "worse on the sixth": _within(goals, SITES[2], once) < _within(goals, SITES[2], waits),
+        "same verdicts, medians in range": all(
+            goals.at["stall verdicts", (site, waits)] == goals.at["stall verdicts", (site, once)]
+            and all(lo <= float(goals.at[q, (site, once)]) <= hi for q in qds)
+            for site in SITES[:2]
+        ),
+        "worse on the sixth": _within(goals, SITES[2], once) < _within(goals, SITES[2], waits)
+        and float(goals.at[qds[1], (SITES[2], waits)]) > 1,
     }
 
 
 def numbers(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str, float]:
-    """The numbers the chapter quotes, by name (us, %)."""
+    """The numbers the chapter quotes, by name (us, %; the sixth machine's timer from the profile
+    its sweep is held to)."""
+    from models.validation import field6 as F6
+
     waits, once = RULES
     out = {
         "hc_fired_lo": float(k["fired_pct"].min()),
@@ -223,4 +244,6 @@ def numbers(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str, 
     for i, site in enumerate(SITES):
         for rule, tag in ((waits, "w"), (once, "o")):
             out[f"hc_{i}{tag}_within"] = _within(goals, site, rule)
+    out["hc_six_qd8"] = float(goals.at["median ratio, QD >= 8", (SITES[2], waits)])
+    out["hc_six_timer"] = host_us(F6.PROFILE_WAKER)["arm_fire_us"]
     return out

@@ -72,6 +72,7 @@ __all__ = [
     "WAIT",
     "waits",
     "waits_once",
+    "ONCE_FLAGS",
     "traced_row_arms",
     "loopback_row",
     "sixth_goals",
@@ -138,12 +139,16 @@ def waits(profile: Any) -> Any:
     return _best(profile).with_host(pacing_arm_waits=True)
 
 
+#: The two flags the eighth machine's traced calls gave (:mod:`models.validation.heldcall`).
+ONCE_FLAGS = {"pacing_interrupt_once": True, "soft_waker": True}
+
+
 def waits_once(profile: Any) -> Any:
     """:func:`waits` with the held call's interrupt after its arming and counted once
     (``Host.pacing_interrupt_once``), and a segment released outside a ``send()`` paying for the
     peer's wake-up too (``Host.soft_waker``): the rules the eighth machine's traced calls gave
     (:mod:`models.validation.heldcall`), on any machine's calibration."""
-    return waits(profile).with_host(pacing_interrupt_once=True, soft_waker=True)
+    return waits(profile).with_host(**ONCE_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -245,24 +250,31 @@ def traced_row_arms(ops: int = 3000) -> dict[str, float]:
     return out
 
 
-@functools.lru_cache(maxsize=2)
 def sixth_goals(processes: int | None = None, once: bool = False) -> tuple:
     """The sixth machine's whole field sweep (:data:`models.validation.field6.DATASET`, its Flory
     steps too) held to that machine's best rules with ``Host.pacing_arm_waits`` on, everything
     else as :func:`models.validation.field6.evaluate` simulates them: the field evaluation's
     goals, Flory's last (a test: nothing of the rule was found or fitted there); with ``once``,
     the held call's interrupt counted once and the released segments paying for the wake-up
-    (:func:`waits_once`'s flags)."""
+    (:func:`waits_once`'s flags).
+
+    Cached once per process: ``processes`` says how many simulate it, not what, so every
+    caller shares one run."""
+    return _sixth_goals(FID.workers() if processes is None else processes, once)
+
+
+@functools.lru_cache(maxsize=2)
+def _sixth_goals(processes: int, once: bool) -> tuple:
+    """The cached run behind :func:`sixth_goals`."""
     from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.validation import field6 as F6
     from models.validation import flory as FL
 
     run = load_kernel_run(prefix=F6.PREFIX)
-    n = FID.workers() if processes is None else processes
-    flags = {"pacing_interrupt_once": True, "soft_waker": True} if once else {}
+    flags = ONCE_FLAGS if once else {}
     profile = hostprofile.shipped(F6.PROFILE_WAKER).with_host(pacing_arm_waits=True, **flags)
-    _, _, lists = FL.models_on_sweep(run, {WAIT: (profile, F6.softirq_scenario)}, n)
+    _, _, lists = FL.models_on_sweep(run, {WAIT: (profile, F6.softirq_scenario)}, processes)
     return tuple(lists[WAIT])
 
 
@@ -338,23 +350,30 @@ def _copies(profile: Any) -> dict[str, float]:
     }
 
 
-@functools.lru_cache(maxsize=1)
 def evaluate(processes: int | None = None) -> Machine7Evaluation:
     """Every model of :data:`MODELS` held to every run of :data:`DATASET` (simulated once per
-    process)."""
+    process).
+
+    Cached once per process: ``processes`` says how many simulate it, not what, so every
+    caller shares one run."""
+    return _evaluate(FID.workers() if processes is None else processes)
+
+
+@functools.lru_cache(maxsize=1)
+def _evaluate(processes: int) -> Machine7Evaluation:
+    """The cached run behind :func:`evaluate`."""
     import pandas as pd
 
     from models.kernel import load_kernel_run
 
     run = load_kernel_run(prefix=PREFIX)
     table = run.table("iscsi_loop")
-    n = FID.workers() if processes is None else processes
     tables, goals, copies = {}, {}, {}
     for name, (profile, make) in _models().items():
         summarise = functools.partial(
             FID.row_summary, make, "iscsi_loop", FID.ProfileHost(profile), run.hz
         )
-        tables[name] = FID.simulated(table, summarise, processes=n)
+        tables[name] = FID.simulated(table, summarise, processes=processes)
         goals[name] = {g.name: g.value for g in FID.goals(tables[name])}
         copies[name] = _copies(profile)
     again = repeat_table()

@@ -124,23 +124,30 @@ def kernel7_table(dataset: str | None = None) -> Any:
     return DR.repeat_table(here, data.load(dataset or M7.DATASET))
 
 
-@functools.lru_cache(maxsize=1)
 def evaluate(processes: int | None = None) -> Machine8Evaluation:
     """Every model of :data:`MODELS` held to every run of :data:`DATASET` (simulated once per
-    process), and the two kernel draws of :data:`AUDITS` beside them."""
+    process), and the two kernel draws of :data:`AUDITS` beside them.
+
+    Cached once per process: ``processes`` says how many simulate it, not what, so every
+    caller shares one run."""
+    return _evaluate(FID.workers() if processes is None else processes)
+
+
+@functools.lru_cache(maxsize=1)
+def _evaluate(processes: int) -> Machine8Evaluation:
+    """The cached run behind :func:`evaluate`."""
     import pandas as pd
 
     from models.kernel import load_kernel_run
 
     run = load_kernel_run(prefix=PREFIX)
     table = run.table("iscsi_loop")
-    n = FID.workers() if processes is None else processes
     tables = {}
     for name, (profile, make) in _models().items():
         summarise = functools.partial(
             FID.row_summary, make, "iscsi_loop", FID.ProfileHost(profile), run.hz
         )
-        tables[name] = FID.simulated(table, summarise, processes=n)
+        tables[name] = FID.simulated(table, summarise, processes=processes)
     tables[KERNEL7] = kernel7_table()
     tables[REPEAT] = kernel7_table(REPEAT_DATASET)
     goals = {k: {g.name: g.value for g in FID.goals(t)} for k, t in tables.items()}
