@@ -1,6 +1,6 @@
 """Issue 22's fidelity goals for every bundled kernel sweep and host model, side by side.
 
-Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
+Twelve suites, each the evaluation chapter 9 shows (the goals, roles and tolerance of
 :mod:`models.validation.fidelity`, stated there before any result):
 
 ``field``
@@ -48,6 +48,11 @@ Nine suites, each the evaluation chapter 9 shows (the goals, roles and tolerance
     segments paying for the peer's wake-up, on the seventh machine's sample (a test), the eighth's
     (where the two rules were found from a trace: a fit) and the sixth machine's whole sweep (a
     test) (:func:`models.validation.heldcall.goal_lists`);
+``peerwindow``
+    the best rules with the held call counted once, with the sender's fixed window and with the
+    window its peer advertises (``Kernel.peer_window``), on the seventh machine's sample (a test),
+    the eighth's (where the held call's flags were found and the rule's row was looked at) and the
+    sixth machine's whole sweep (a test) (:func:`models.validation.peerwindow.goal_lists`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -67,7 +72,7 @@ sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
         [--only field,apart,machine2,machine4,field5,field6,machine7,machine8,heldcall,
-        burst,onecpu] [--json]
+        peerwindow,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -90,6 +95,7 @@ SUITES = (
     "machine7",
     "machine8",
     "heldcall",
+    "peerwindow",
     "burst",
     "onecpu",
 )
@@ -199,15 +205,28 @@ def _machine8() -> dict[str, Column]:
     return out
 
 
-def _heldcall() -> dict[str, Column]:
-    from models.validation import heldcall as HC
+def _three_sites(module: Any) -> dict[str, Column]:
+    """A comparison of two rules on three sites (``module.SITES``, the last a whole sweep, the
+    others samples): one column per site and rule, its role as ``module.role`` says."""
     from models.validation import machines as MA
 
     return {
-        f"{site}, {rule}": (goals, HC.role(site, rule), MA.GOALS
-                            if site != HC.SITES[2] else tuple(g.name for g in goals))
-        for (site, rule), goals in HC.goal_lists().items()
+        f"{site}, {rule}": (goals, module.role(site, rule), MA.GOALS
+                            if site != module.SITES[2] else tuple(g.name for g in goals))
+        for (site, rule), goals in module.goal_lists().items()
     }  # fmt: skip
+
+
+def _heldcall() -> dict[str, Column]:
+    from models.validation import heldcall as HC
+
+    return _three_sites(HC)
+
+
+def _peerwindow() -> dict[str, Column]:
+    from models.validation import peerwindow as PW
+
+    return _three_sites(PW)
 
 
 def _burst() -> dict[str, Column]:
@@ -288,6 +307,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "machine7": _machine7,
     "machine8": _machine8,
     "heldcall": _heldcall,
+    "peerwindow": _peerwindow,
     "burst": _burst,
     "onecpu": _onecpu,
 }

@@ -96,6 +96,7 @@ class Endpoint:
         "tsq_writes",
         "owned_since",
         "owned_fs",
+        "peer_window",
     )
 
     def __init__(
@@ -140,12 +141,25 @@ class Endpoint:
         self.owned_fs = 0  # fs its thread's calls owned it, in all
         self.receiver = Receiver(self, mss, profile.ack, profile)
         self.ack = self.receiver.ack  # the ACK rule (looked up once)
+        # KernelProfile.peer_window: every segment it sends carries the window its receive
+        # buffer advertises (Segment.wnd), and its sender keeps to the peer's
+        self.peer_window = bool(getattr(profile, "peer_window", False))
+        if self.peer_window and getattr(self.ack, "space", None) is None:
+            raise ValueError(
+                f"kernel profile {profile.name!r}: peer_window needs a receive buffer "
+                "(rcv_buf_bytes, as linux-6-rwnd has), got none"
+            )
         # its ack_sent, data_sent and check run inline for these exact classes
         # (not with an autotuned buffer: its measurements run in the rule's own methods)
         space = getattr(self.ack, "space", None)
-        self.stock_ack = type(self.ack) in (LinuxAck, AdaptiveAck) and (
-            space is None or space.cap is None
+        # (nor with the peer's window: a read may send the window's update, in the rule's own)
+        self.stock_ack = (
+            type(self.ack) in (LinuxAck, AdaptiveAck)
+            and (space is None or space.cap is None)
+            and not self.peer_window
         )
+        if self.peer_window:
+            self.ack.window_updates = True
         self.adaptive = type(self.ack) is AdaptiveAck  # (its _send_delayed_ack may cut ato)
         self.sender = Sender(
             self,
@@ -158,6 +172,11 @@ class Endpoint:
             size_goal,
             TxCosts() if costs is None else costs,
         )
+        if self.peer_window and not self.sender.windowed:
+            raise ValueError(
+                f"kernel profile {profile.name!r}: peer_window needs a congestion control "
+                "(tcp_snd_wnd_test runs with the window's), got none"
+            )
 
     def receive(self, now: int, seg: Segment) -> None:
         if self.trace is not None and not self.replaying:  # (a backlogged one: on arrival)
@@ -169,6 +188,9 @@ class Endpoint:
         # (an ACK that does not advance snd_una changes nothing)
         advanced = False
         una = seg.ack
+        wnd = seg.wnd
+        if wnd >= 0:  # (the right edge of the window the peer offered so far)
+            edge = sender.snd_una + sender.snd_wnd
         if una > sender.snd_una:
             if not (sender.windowed or sender.samples):  # Sender.on_ack, inline
                 if una > sender.snd_nxt:
@@ -179,6 +201,10 @@ class Endpoint:
                 advanced = True
             else:
                 advanced = sender.on_ack(now, una)
+        if wnd >= 0:  # tcp_ack_update_window: the window from the ACK on, in order
+            opened = una + wnd > edge  # (a receiver never moves the right edge back)
+            sender.snd_wnd = una + wnd - sender.snd_una
+            advanced = advanced or opened  # (a window that opens lets held data go too)
         rcv = self.receiver
         ack = self.ack
         seq, end = seg.seq, seg.end
@@ -257,6 +283,8 @@ class Endpoint:
         if self.stock_ack:  # LinuxAck.ack_sent and .data_sent, inline
             if ack.space is not None:
                 ack.space.advertise(ack.rcv_wup, ack.rcv_mss)
+                if self.peer_window:
+                    seg.wnd = ack.space.wnd
             ack.rcv_wup = rcv_nxt
             if ack.owed:
                 if ack.quick:
@@ -275,6 +303,8 @@ class Endpoint:
         else:
             ack.ack_sent(now)
             ack.data_sent(now)
+            if self.peer_window:
+                seg.wnd = ack.space.wnd
         self.channel.send(now, seg)
         if self.trace is not None:
             self.trace.append(seg.seen(now))
@@ -287,6 +317,8 @@ class Endpoint:
         ack.ack_sent(now)
         ack.data_sent(now)
         seg = Segment(self.side, seq, end, rcv.rcv_nxt, psh)
+        if self.peer_window:
+            seg.wnd = ack.space.wnd
         if self.ctx_cpu is not None:
             self._from_soft_irq(seg)
         self.channel.send_gso(now, seg, mss, self.trace)
@@ -302,6 +334,8 @@ class Endpoint:
         if self.stock_ack:  # LinuxAck.ack_sent, inline
             if ack.space is not None:
                 ack.space.advertise(ack.rcv_wup, ack.rcv_mss)
+                if self.peer_window:
+                    seg.wnd = ack.space.wnd
             ack.rcv_wup = rcv_nxt
             if ack.owed:
                 if ack.quick:
@@ -312,6 +346,8 @@ class Endpoint:
                 ack.timer.cancel()
         else:
             ack.ack_sent(now)
+            if self.peer_window:
+                seg.wnd = ack.space.wnd
         self.pure_acks += 1
         self.channel.send(now, seg)
         if self.trace is not None:

@@ -23,7 +23,7 @@ from models.sim.fastforward import Bases, FastForward
 from models.sim.result import DIRECTIONS, DirectionStats, HostStats, Result, TraceRecord
 from models.sim.scenario import Scenario
 from models.sim.wakeups import WakerCost, timer_late
-from models.sim.wiring import channel, endpoint, tx_cost
+from models.sim.wiring import channel, endpoint, handshake_windows, tx_cost
 
 __all__ = ["Simulation", "simulate", "run"]
 
@@ -61,6 +61,7 @@ class Simulation:
         apart = not link.shared_cpus and link.softirq_on_sender
         self.client_ep = endpoint(0, loop, self.clock, profile, mss, c, self.c2s, apart)
         self.server_ep = endpoint(1, loop, self.clock, profile, mss, s, self.s2c, apart)
+        handshake_windows(self.client_ep, self.server_ep)
         self.c2s.out = self.server_ep.receive
         self.s2c.out = self.client_ep.receive
         self.client_ep.inbound = self.s2c  # its soft interrupt

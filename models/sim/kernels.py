@@ -152,6 +152,16 @@ class KernelProfile:
         autotunes up to it (``tcp_moderate_rcvbuf``,
         :class:`~models.sim.rules.rwnd.ReceiveSpace`); ``None``: the
         buffer keeps ``rcv_buf_bytes``.  At least ``rcv_buf_bytes``.
+    peer_window : bool
+        Whether a sender keeps to the window its peer advertises: every
+        segment carries its sender's window (``tcp_select_window``, the
+        :class:`~models.sim.rules.rwnd.ReceiveSpace`; so it needs
+        ``rcv_buf_bytes``), each one that arrives sets the window from its
+        ACK on (``tcp_ack_update_window``) and a window that opens lets held
+        data go (``tcp_data_snd_check``); before any, the window of the
+        handshake, unscaled and so at most 65535 bytes.  ``False``: the
+        sender's window is ``rcv_wnd_max_bytes`` throughout.  Only a
+        congestion control tests the window (``tcp_snd_wnd_test``).
     """
 
     name: str
@@ -179,6 +189,7 @@ class KernelProfile:
     rcv_window_clamp_bytes: int | None = None
     rcv_wscale: int = 7
     rcv_buf_max_bytes: int | None = None
+    peer_window: bool = False
 
     def __post_init__(self) -> None:
         for family, base in FAMILIES.items():
@@ -286,7 +297,8 @@ class KernelProfile:
         (:class:`~models.sim.rules.clock.TickClock`, :class:`~models.sim.rules.probe.RtoMinProbe`).
         ``settings`` replace constants (``size_goal_bytes``,
         ``congestion_control``, ``rcv_wnd_max_bytes``,
-        ``slow_start_after_idle``); ``None`` keeps the profile's.
+        ``slow_start_after_idle``, ``peer_window``); ``None`` keeps the
+        profile's.
         """
         p = self
         given = {k: v for k, v in settings.items() if v is not None}

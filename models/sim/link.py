@@ -403,7 +403,7 @@ class Channel(SuperPackets, ChannelView):
         segment if the same poll takes both (``seen`` before that batch's
         delivery), the aggregate is still open (no PSH yet, every segment
         so far as long as the first), ``seg`` continues it with the same
-        ACK and no longer than the first, and it stays within 64 KiB."""
+        ACK and window and no longer than the first, and it stays within 64 KiB."""
         last = batch[-1]
         n = seg.end - seg.seq
         if (
@@ -412,6 +412,7 @@ class Channel(SuperPackets, ChannelView):
             or seen > self.batch_time
             or seg.seq != last.end
             or seg.ack != last.ack
+            or seg.wnd != last.wnd
             or n > self.gro_size
             or last.end - last.seq + n > GRO_MAX_BYTES
         ):

@@ -52,7 +52,7 @@ class SuperPackets:
             self._send_gso_qdisc(now, seg, mss)
             return
         seq, end = seg.seq, seg.end
-        src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
+        src, ack, psh, seg_cpu, wnd = seg.src, seg.ack, seg.psh, seg.cpu, seg.wnd
         cost = self.softirq
         prop = self.prop
         rx = self.rx
@@ -101,6 +101,7 @@ class SuperPackets:
                     and seen <= self.batch_time
                     and seq == tail.end
                     and ack == tail.ack
+                    and wnd == tail.wnd
                     and n <= self.gro_size
                     and tail.end - tail.seq + n <= GRO_MAX_BYTES
                 ):
@@ -114,7 +115,7 @@ class SuperPackets:
                         self.batch_event = self.loop.schedule(ready, self._deliver, batch)
                     seq = nxt
                     continue
-            part = Segment(src, seq, nxt, ack, part_psh)
+            part = Segment(src, seq, nxt, ack, part_psh, wnd)
             part.cpu = seg_cpu
             part.t_tx = now
             part.t_rx = seen
@@ -142,12 +143,12 @@ class SuperPackets:
         ``now``, so it changes nothing (``Tbf.dequeue``)."""
         qd = self.qdisc
         seq, end = seg.seq, seg.end
-        src, ack, psh, seg_cpu = seg.src, seg.ack, seg.psh, seg.cpu
+        src, ack, psh, seg_cpu, wnd = seg.src, seg.ack, seg.psh, seg.cpu, seg.wnd
         start = now + self.tx_latency  # (when a held segment may leave)
         blocked = False
         while seq < end:
             nxt = seq + mss if end - seq > mss else end
-            part = Segment(src, seq, nxt, ack, psh and nxt == end)
+            part = Segment(src, seq, nxt, ack, psh and nxt == end, wnd)
             part.cpu = seg_cpu
             if blocked:  # (send's path for a qdisc that holds frames, less the futile run)
                 self._hold(now, start, part, nxt - seq)
@@ -161,7 +162,7 @@ class SuperPackets:
         seq, end = seg.seq, seg.end
         while seq < end:
             nxt = seq + mss if end - seq > mss else end
-            part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end)
+            part = Segment(seg.src, seq, nxt, seg.ack, seg.psh and nxt == end, seg.wnd)
             part.cpu = seg.cpu
             if trace is not None:
                 trace.append(part.seen(now))

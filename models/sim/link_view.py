@@ -19,7 +19,7 @@ __all__ = ["ChannelView", "segment_state", "shift_segment"]
 
 def segment_state(g: Any, view: View) -> tuple:
     """A segment as the fast-forward compares it: sequence numbers in its sender's stream, the ACK
-    in the other, PSH, and whether it is received on the other CPU."""
+    in the other, PSH, the window it advertises, and whether it is received on the other CPU."""
     seq = view.seq
     return (
         g.src,
@@ -27,6 +27,7 @@ def segment_state(g: Any, view: View) -> tuple:
         seq(g.end, g.src),
         seq(g.ack, 1 - g.src),
         g.psh,
+        g.wnd,  # (the window it advertises: bytes, not a place in the stream)
         g.cpu is not None,  # (received on the other CPU: the only other one)
     )
 

@@ -105,6 +105,16 @@ class Kernel(Part):
         "net.ipv4.tcp_slow_start_after_idle: restart cwnd after an idle RTO",
         sample=OneOf(True, False),
     )
+    peer_window: bool | None = param(
+        None,
+        "flag",
+        "",
+        "the sender keeps to the window its peer advertises on each segment (needs a "
+        "profile with a receive buffer, such as linux-6-rwnd, and a congestion control; "
+        "default: the profile's)",
+        optional=True,
+        sample=OneOf(None, False),
+    )
 
     def _check_together(self, where: str) -> None:
         tick = 1.0 / self.hz_value
@@ -112,6 +122,17 @@ class Kernel(Part):
             raise ValueError(
                 f"{where}.tick_phase_s must be in [0, {tick:g}) seconds, got {self.tick_phase_s!r}"
             )
+        if self.peer_window:
+            if get_profile(self.profile).rcv_buf_bytes is None:
+                raise ValueError(
+                    f"{where}.peer_window needs a profile with a receive buffer "
+                    f"(rcv_buf_bytes, e.g. linux-6-rwnd); {self.profile!r} has none"
+                )
+            if self.congestion_control == "none":
+                raise ValueError(
+                    f"{where}.peer_window needs a congestion control (profile, reno, cubic or "
+                    "bbr): with 'none' no window is tested"
+                )
 
     @property
     def hz_value(self) -> int:
@@ -131,4 +152,5 @@ class Kernel(Part):
             ),
             rcv_wnd_max_bytes=self.rcv_wnd,
             slow_start_after_idle=self.slow_start_after_idle,
+            peer_window=self.peer_window,
         )

@@ -13,7 +13,7 @@ from models.sim.rules.qdisc import WatchdogWake
 from models.sim.rules.rx import InterruptModeration
 from models.sim.sender import TxCosts
 
-__all__ = ["tx_cost", "endpoint", "channel"]
+__all__ = ["tx_cost", "endpoint", "channel", "handshake_windows"]
 
 
 def tx_cost(host) -> int:
@@ -103,3 +103,18 @@ def channel(loop, rate: int, sender, receiver, link) -> Channel:
     )
     ch.freed_on_handover = link.freed_on_handover
     return ch
+
+
+#: The largest window a SYN or SYN-ACK can carry, bytes: the handshake's window field is not
+#: scaled (``tcp_select_initial_window``; ``tcp_transmit_skb`` sends ``min(rcv_wnd, 65535)``).
+SYN_WINDOW_MAX_BYTES = 65535
+
+
+def handshake_windows(a: Endpoint, b: Endpoint) -> None:
+    """With ``KernelProfile.peer_window``: each sender's first window, what its peer's receive
+    buffer offered in the handshake (at most :data:`SYN_WINDOW_MAX_BYTES`); each segment after it
+    brings the peer's window anew (:meth:`Endpoint.receive <models.sim.endpoint.Endpoint.receive>`)."""
+    if not a.peer_window:
+        return
+    for ep, peer in ((a, b), (b, a)):
+        ep.sender.snd_wnd = min(SYN_WINDOW_MAX_BYTES, peer.ack.space.wnd)

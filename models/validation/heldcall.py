@@ -46,6 +46,7 @@ __all__ = [
     "kernel",
     "host_us",
     "pooled",
+    "sample_table",
     "goal_lists",
     "evaluate",
     "findings",
@@ -123,14 +124,18 @@ def host_us(profile: str | None = None) -> dict[str, float]:
     return {"arm_us": arm, "fire_us": fire, "arm_fire_us": arm + fire, "waker_us": waker}
 
 
-def _sample_table(prefix: str, profile: Any, processes: int) -> Any:
+def sample_table(prefix: str, profile: Any, processes: int, make: Any = None) -> Any:
+    """A machine's sample of the field runs (``prefix``) simulated under ``profile``'s host,
+    each row's scenario from ``make`` (a module-level function; default
+    :func:`models.validation.field6.softirq_scenario`)."""
     from models.kernel import load_kernel_run
     from models.validation import field6 as F6
 
     run = load_kernel_run(prefix=prefix)
     table = run.table("iscsi_loop")
+    make = F6.softirq_scenario if make is None else make
     summarise = functools.partial(
-        FID.row_summary, F6.softirq_scenario, "iscsi_loop", FID.ProfileHost(profile), run.hz
+        FID.row_summary, make, "iscsi_loop", FID.ProfileHost(profile), run.hz
     )
     return FID.simulated(table, summarise, processes=processes)
 
@@ -141,22 +146,31 @@ def goal_lists(processes: int | None = None) -> dict[tuple[str, str], list]:
     site and pair of rules ``(site, rule)``: the seventh's and the eighth's samples each on its
     own machine's calibration, the sixth's sweep as
     :func:`models.validation.machine7.sixth_goals` (Flory's too); the rule with the call waiting
-    is read from those machines' evaluations (the same models)."""
+    is read from those machines' evaluations (the same models).
+
+    Cached once per process (a copy each call): ``processes`` says how many simulate it, not
+    what, so chapter 9e's two comparisons share one run."""
+    return dict(_goal_lists(FID.workers() if processes is None else processes))
+
+
+@functools.lru_cache(maxsize=1)
+def _goal_lists(processes: int) -> dict[tuple[str, str], list]:
+    """The cached run behind :func:`goal_lists`."""
     from models.sim import hostprofile
     from models.validation import machine7 as M7
     from models.validation import machine8 as M8
 
-    n = FID.workers() if processes is None else processes
+    n = processes
     waits, once = RULES
     seventh = hostprofile.shipped(M7.PROFILE)
     eighth = hostprofile.shipped(M8.PROFILE)
-    # (the machines' own evaluations are called as their chapters call them, ``processes`` as
-    # given, so that their caches answer and nothing is simulated twice)
+    # (the machines' own evaluations are cached once per process whatever ``processes`` is, so
+    # that their chapters' runs answer and nothing is simulated twice)
     out = {
         (SITES[0], waits): FID.goals(M7.evaluate(processes).tables[M7.WAIT]),
-        (SITES[0], once): FID.goals(_sample_table(M7.PREFIX, M7.waits_once(seventh), n)),
+        (SITES[0], once): FID.goals(sample_table(M7.PREFIX, M7.waits_once(seventh), n)),
         (SITES[1], waits): FID.goals(M8.evaluate(processes).tables[M8.HERE[1]]),
-        (SITES[1], once): FID.goals(_sample_table(M8.PREFIX, M7.waits_once(eighth), n)),
+        (SITES[1], once): FID.goals(sample_table(M8.PREFIX, M7.waits_once(eighth), n)),
     }
     out[(SITES[2], waits)] = list(M7.sixth_goals(processes))
     out[(SITES[2], once)] = list(M7.sixth_goals(processes, once=True))

@@ -179,6 +179,7 @@ class LinuxAck(AckPolicy):
         "pingpong_thresh",
         "hz",
         "space",
+        "window_updates",
     )
 
     def __init__(self, receiver, profile) -> None:
@@ -200,6 +201,10 @@ class LinuxAck(AckPolicy):
         self.last_seg_size = 0
         self.timer = Timer(receiver.loop, self._on_timer)
         self.space = ReceiveSpace.of(receiver, profile)  # or None
+        # a read that doubles the window it can offer sends it at
+        # once (tcp_cleanup_rbuf): on with KernelProfile.peer_window,
+        # where the peer's sender waits for it
+        self.window_updates = False
 
     def in_pingpong(self) -> bool:
         return self.pingpong >= self.pingpong_thresh
@@ -267,6 +272,17 @@ class LinuxAck(AckPolicy):
             or (self.pushed & 1 and not self.in_pingpong())
         ):
             self.rcv.send_ack(now)
+        elif self.window_updates and self.space is not None:
+            # the read freed lots of buffer: a window at least twice what
+            # is left of the one advertised goes out now (only while that
+            # is at most half the clamp)
+            space = self.space
+            # tcp_receive_window: what is left of the last one advertised
+            left = self.rcv_wup + space.wnd - self.rcv.rcv_nxt
+            if 2 * left <= space.clamp:
+                new = space.window(self.rcv_mss)  # __tcp_select_window
+                if new and new >= 2 * left:
+                    self.rcv.send_ack(now)
 
     def quickack(self, now: int) -> None:
         self.pingpong = 0  # inet_csk_exit_pingpong_mode

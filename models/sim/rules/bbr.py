@@ -71,6 +71,7 @@ class Bbr(Reno):
         "flight_max",
         "pinned_own",
         "firing_own",
+        "writes",
     )
 
     def __init__(
@@ -109,6 +110,10 @@ class Bbr(Reno):
         self.fire_once = False
         self.held = False
         self.model.init_rate(init_cwnd, mss, 0)
+        # a list to record (fs, bytes written but not sent, write_seq)
+        # at the start of each send() the run simulates, or None (as the
+        # model's trace: nothing in a fast-forward)
+        self.writes: list | None = None
 
     def handshake(self, rtt_fs: int) -> None:
         """The handshake's round trip (``rtt_fs`` fs) before any data: srtt
@@ -188,6 +193,9 @@ class Bbr(Reno):
 
     def writing(self, sender, now: int) -> None:
         """``tcp_rate_check_app_limited`` at the start of a ``send()``."""
+        if self.writes is not None:
+            seq = sender.write_seq
+            self.writes.append((now, seq - sender.snd_nxt, seq))
         ch = getattr(sender, "channel", None)
         queued = ch is not None and ch.tx_backlog(now)[0] > 0
         self.rs.check_app_limited(
