@@ -69,9 +69,6 @@ WITHIN = f"IOPS within {FID.IOPS_TOL:.0%}"
 HELD_RESPONSES, EARLY_RESPONSES = 4, 32
 #: Operations the model's start runs (its readings are kept up to response EARLY_RESPONSES + 8).
 START_OPS = 400
-#: bbr's pacing gain in its start-up (x256, ``bbr_high_gain``): a reading with another gain (and
-#: a mode set: not 0) has left it.
-_HIGH_GAIN = 739
 
 
 def role(site: str, rule: str) -> str:
@@ -109,6 +106,7 @@ def kernel(readings: Any = None) -> Any:
     import pandas as pd
 
     from models import data
+    from models.sim.rules.bbr_model import HIGH_GAIN
 
     d = data.load(DATASET) if readings is None else readings
     size = _response_bytes()
@@ -116,7 +114,10 @@ def kernel(readings: Any = None) -> Any:
     for draw, g in d.groupby("draw"):
         early = g[g["op"] <= EARLY_RESPONSES]
         below = early[early["unacked"] < early["cwnd"]]
-        left = g[(g["pacing_gain_x256"] != _HIGH_GAIN) & (g["pacing_gain_x256"] > 0)]
+        # bbr's gain in its start-up (x256, bbr_high_gain): a reading with another (and a mode
+        # set: not 0) has left it
+        gain = g["pacing_gain_x256"]
+        left = g[(gain != HIGH_GAIN) & (gain > 0)]
         rows[draw] = {
             "held_responses": float(early["notsent_bytes"].max()) / size,
             "held_below_cwnd": float(below["notsent_bytes"].max()) / size if len(below) else 0.0,
@@ -132,17 +133,15 @@ def model(peer_window: bool) -> dict[str, float]:
     operations, event by event): the most bytes written and not sent at a ``send()`` within the
     first :data:`EARLY_RESPONSES` responses, in responses; the first response written after bbr
     left its start-up (NaN if it never did); the run's rate (operations/s)."""
-    from models.kernel import load_kernel_run
     from models.sim import hostprofile
     from models.sim.engine import Simulation
     from models.validation import field6 as F6
     from models.validation import machine7 as M7
     from models.validation import machine8 as M8
 
-    run = load_kernel_run(prefix=M8.PREFIX)
     row, hz = M7.sample_row(*ROW, prefix=M8.PREFIX)
     host = FID.ProfileHost(M7.waits_once(hostprofile.shipped(M8.PROFILE)))
-    sc = F6.softirq_scenario("iscsi_loop", row, host, run.hz or hz)
+    sc = F6.softirq_scenario("iscsi_loop", row, host, hz)
     sc = sc.replace(
         kernel={"peer_window": peer_window},
         run={"ops": START_OPS, "warmup_ops": 0, "fast_forward": False},
@@ -156,7 +155,9 @@ def model(peer_window: bool) -> dict[str, float]:
     writes = [(t, unsent, (seq - 1) // size) for t, unsent, seq in cc.writes]
     held = max(u for _, u, n in writes if n <= EARLY_RESPONSES) / size
     left = next((e[4] for e in cc.model.trace if e[2] != "startup"), None)
-    at = float("nan") if left is None else float(next(n for t, _, n in writes if t >= left))
+    # (NaN too if it left after the last write)
+    after = [n for t, _, n in writes if left is not None and t >= left]
+    at = float(after[0]) if after else float("nan")
     return {"held_responses": held, "left_startup_at": at, "iops": result.iops}
 
 
