@@ -53,6 +53,12 @@ Twelve suites, each the evaluation chapter 9 shows (the goals, roles and toleran
     window its peer advertises (``Kernel.peer_window``), on the seventh machine's sample (a test),
     the eighth's (where the held call's flags were found and the rule's row was looked at) and the
     sixth machine's whole sweep (a test) (:func:`models.validation.peerwindow.goal_lists`);
+``wakespread``
+    the best rules with the held call counted once, with one wake-up latency per idle gap and
+    with each wake-up drawn from the benchmark's measured spread (``Host.wake_spread_s``, seed
+    0), on the seventh machine's sample (a test), the eighth's (where hand-picked spreads were
+    tried first: a fit) and the sixth machine's whole sweep (a test)
+    (:func:`models.validation.wakespread.goal_lists`);
 ``burst``
     the second machine's runs over the rate limit's bucket depth, against the ``tbf`` watchdog
     late by its measured lateness, late by the host's wake-up (the proxy), and on time, beside
@@ -72,7 +78,7 @@ sample cannot tell the largest stalling QD of a group (``-``).
 
     .venv/bin/python benchmarks/bench_fidelity.py
         [--only field,apart,machine2,machine4,field5,field6,machine7,machine8,heldcall,
-        peerwindow,burst,onecpu] [--json]
+        peerwindow,wakespread,burst,onecpu] [--json]
 
 Not a timed test: it prints the goals (and exits 0) whatever they are.
 """
@@ -96,6 +102,7 @@ SUITES = (
     "machine8",
     "heldcall",
     "peerwindow",
+    "wakespread",
     "burst",
     "onecpu",
 )
@@ -229,6 +236,12 @@ def _peerwindow() -> dict[str, Column]:
     return _three_sites(PW)
 
 
+def _wakespread() -> dict[str, Column]:
+    from models.validation import wakespread as WS
+
+    return _three_sites(WS)
+
+
 def _burst() -> dict[str, Column]:
     from models.validation import burst as BU
 
@@ -308,6 +321,7 @@ RUNNERS: dict[str, Callable[[], dict[str, Column]]] = {
     "machine8": _machine8,
     "heldcall": _heldcall,
     "peerwindow": _peerwindow,
+    "wakespread": _wakespread,
     "burst": _burst,
     "onecpu": _onecpu,
 }

@@ -107,7 +107,7 @@ def test_a_bad_suite_is_refused_by_name(bad, capsys):
         _bench().main(["--only", bad])
     assert (
         "subset of field,apart,machine2,machine4,field5,field6,machine7,machine8,heldcall,"
-        "peerwindow,burst,onecpu" in capsys.readouterr().err
+        "peerwindow,wakespread,burst,onecpu" in capsys.readouterr().err
     )
 
 

@@ -21,6 +21,8 @@ __all__ = [
     "late_wake_fields",
     "one_way_path_s",
     "timer_spread",
+    "SPREAD_QUANTILE",
+    "wake_spread",
     "waker_curve",
     "socket_waker_curve",
     "tcp_waker_curve",
@@ -115,6 +117,36 @@ def timer_spread(wake: Mapping[str, Any]) -> float:
     if not gaps or gaps[-1].get("p90_us") is None:
         return 0.0
     return max(gaps[-1]["p90_us"] - gaps[-1]["median_us"], 0.0) * 1e-6  # us -> s
+
+
+#: The upper quantile the benchmark keeps at each idle gap (its ``p90_us``).
+SPREAD_QUANTILE = 0.9
+
+
+def wake_spread(wake: Mapping[str, Any]) -> float:
+    """``wake_spread_s`` (seconds) from the socket wake-up benchmark (``tcp_by_gap``, the list the
+    profiles' curves come from): at each idle gap, the width of the uniform draw whose median and
+    90th percentile are the gap's (they lie half and nine tenths of the width above its start,
+    so the width is their difference over 0.4); the median of those widths over the gaps, so that
+    the few gaps where the wake-ups split into a fast and a slow group do not set it; 0 without
+    the list or its percentiles.
+
+    >>> w = {"tcp_by_gap": [{"gap_us": g, "median_us": m, "p90_us": p} for g, m, p in
+    ...      ((10, 34.9, 64.2), (20, 19.9, 23.8), (40, 20.6, 28.2), (80, 26.9, 30.4))]}
+    >>> round(wake_spread(w) * 1e6, 1)  # us: widths 73.25, 9.75, 19.0, 8.75
+    14.4
+    >>> wake_spread({})
+    0.0
+    """
+    gaps = [g for g in wake.get("tcp_by_gap") or [] if g.get("p90_us") is not None]
+    if not gaps:
+        return 0.0
+    # p50 = start + width / 2 and p90 = start + 0.9 width: width = (p90 - p50) / 0.4
+    share = SPREAD_QUANTILE - 0.5
+    widths = sorted(max(g["p90_us"] - g["median_us"], 0.0) / share for g in gaps)
+    mid = len(widths) // 2
+    median = widths[mid] if len(widths) % 2 else (widths[mid - 1] + widths[mid]) / 2
+    return median * 1e-6  # us -> s
 
 
 def waker_curve(wake: Mapping[str, Any]) -> tuple:

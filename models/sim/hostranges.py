@@ -86,6 +86,14 @@ COST_RANGES: dict[str, Range] = {
         "hundreds of microseconds on average, single ones a few milliseconds; measured as "
         "the mean of the late ones (models.measure.wakeups.late_mean_s)",
     ),
+    "wake_spread_s": Range(
+        0.0,
+        100e-6,
+        "wake-ups scatter about their median: this machine's socket wake-ups at one idle gap "
+        "have a 90th percentile a few microseconds above the median, tens where they split into "
+        "a polling and a halted group; the width of the uniform draw with each gap's median and "
+        "90th percentile, the median over the gaps (models.measure.wakeups.wake_spread)",
+    ),
     "wake_cpu_s": Range(0.0, 50e-6, "a context switch's CPU (Li, Ding and Shen 2007)"),
     "timer_spread_s": Range(
         0.0, 1e-3, "none on a CPU still polling, tens of us on a descheduled virtual CPU"

@@ -49,6 +49,9 @@ __all__ = [
     "sample_table",
     "goal_lists",
     "evaluate",
+    "goal_table",
+    "site_role",
+    "within_share",
     "findings",
     "numbers",
 ]
@@ -74,6 +77,18 @@ def role(site: str, rule: str) -> str:
     ('test', 'fit')
     """
     return "test" if rule == RULES[0] else ROLES[site]
+
+
+def site_role(roles: dict[str, str], rules: tuple, site: str, rule: str) -> str:
+    """The role ``roles`` gives ``site``, for either of ``rules`` alike (a comparison whose two
+    rules share each site's role); another rule is refused by name.
+
+    >>> site_role({"here": "fit"}, ("a", "b"), "here", "b")
+    'fit'
+    """
+    if rule not in rules:
+        raise ValueError(f"rule must be one of {rules}, got {rule!r}")
+    return roles[site]
 
 
 def _armed(calls: Any = None) -> Any:
@@ -180,10 +195,15 @@ def _goal_lists(processes: int) -> dict[tuple[str, str], list]:
 def evaluate(processes: int | None = None) -> Any:
     """:func:`goal_lists` as a table: one row per goal, one column per ``(site, rule)``, the
     goals' values as the field evaluation writes them."""
+    return goal_table(goal_lists(processes))
+
+
+def goal_table(lists: dict[tuple[str, str], list]) -> Any:
+    """Goal lists by ``(site, rule)`` as a table: one row per goal, one column per
+    ``(site, rule)``, the goals' values as the field evaluation writes them."""
     import pandas as pd
 
-    cols = {col: {g.name: g.value for g in gs} for col, gs in goal_lists(processes).items()}
-    return pd.DataFrame(cols)
+    return pd.DataFrame({col: {g.name: g.value for g in gs} for col, gs in lists.items()})
 
 
 #: The fire counts as the timer's two costs if its median is within this share of their sum
@@ -193,8 +213,9 @@ def evaluate(processes: int | None = None) -> Any:
 FIRE_TOL, FIRED_PCT = 0.15, 95.0
 
 
-def _within(goals: Any, site: str, rule: str) -> float:
-    """The share within the tolerance (%) of ``site`` under ``rule``, from the goals' text."""
+def within_share(goals: Any, site: str, rule: str) -> float:
+    """The share within the tolerance (%) of ``site`` under ``rule``, from the goals' text of a
+    :func:`goal_table`."""
     return float(str(goals.loc[WITHIN, (site, rule)]).rstrip("%"))
 
 
@@ -225,13 +246,15 @@ def findings(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str,
             pool.loc[True, "returned_after_fire_us"] - pool.loc[False, "returned_after_fire_us"]
             >= 0.5 * host["waker_us"]
         ),
-        "better where tested": _within(goals, SITES[0], once) > _within(goals, SITES[0], waits),
+        "better where tested": within_share(goals, SITES[0], once)
+        > within_share(goals, SITES[0], waits),
         "same verdicts, medians in range": all(
             goals.at["stall verdicts", (site, waits)] == goals.at["stall verdicts", (site, once)]
             and all(lo <= float(goals.at[q, (site, once)]) <= hi for q in qds)
             for site in SITES[:2]
         ),
-        "worse on the sixth": _within(goals, SITES[2], once) < _within(goals, SITES[2], waits)
+        "worse on the sixth": within_share(goals, SITES[2], once)
+        < within_share(goals, SITES[2], waits)
         and float(goals.at[qds[1], (SITES[2], waits)]) > 1,
     }
 
@@ -257,7 +280,7 @@ def numbers(k: Any, pool: Any, host: dict[str, float], goals: Any) -> dict[str, 
     }
     for i, site in enumerate(SITES):
         for rule, tag in ((waits, "w"), (once, "o")):
-            out[f"hc_{i}{tag}_within"] = _within(goals, site, rule)
+            out[f"hc_{i}{tag}_within"] = within_share(goals, site, rule)
     out["hc_six_qd8"] = float(goals.at["median ratio, QD >= 8", (SITES[2], waits)])
     out["hc_six_timer"] = host_us(F6.PROFILE_WAKER)["arm_fire_us"]
     return out

@@ -27,6 +27,7 @@ import functools
 from typing import Any
 
 from models.validation import fidelity as FID
+from models.validation import heldcall as HC
 
 __all__ = [
     "DATASET",
@@ -77,9 +78,7 @@ def role(site: str, rule: str) -> str:
     >>> role(SITES[0], RULES[1]), role(SITES[1], RULES[1])
     ('test', 'fit')
     """
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    return ROLES[site]
+    return HC.site_role(ROLES, RULES, site, rule)
 
 
 def _response_bytes() -> int:
@@ -199,7 +198,6 @@ def goal_lists(processes: int | None = None) -> dict[tuple[str, str], list]:
     """The field evaluation's goals for each site and rule ``(site, rule)``; the fixed window's
     columns are :mod:`models.validation.heldcall`'s (the same models, from its cached runs)."""
     from models.sim import hostprofile
-    from models.validation import heldcall as HC
     from models.validation import machine7 as M7
     from models.validation import machine8 as M8
 
@@ -216,14 +214,7 @@ def goal_lists(processes: int | None = None) -> dict[tuple[str, str], list]:
 
 def evaluate(processes: int | None = None) -> Any:
     """:func:`goal_lists` as a table: one row per goal, one column per ``(site, rule)``."""
-    import pandas as pd
-
-    cols = {col: {g.name: g.value for g in gs} for col, gs in goal_lists(processes).items()}
-    return pd.DataFrame(cols)
-
-
-def _within(goals: Any, site: str, rule: str) -> float:
-    return float(str(goals.loc[WITHIN, (site, rule)]).rstrip("%"))
+    return HC.goal_table(goal_lists(processes))
 
 
 def findings(k: Any, st: Any, goals: Any) -> dict[str, bool]:
@@ -256,7 +247,7 @@ def findings(k: Any, st: Any, goals: Any) -> dict[str, bool]:
             and not without["left_startup_at"] <= last
         ),
         "no site worse, the same verdicts": all(
-            _within(goals, s, peer) >= _within(goals, s, fixed)
+            HC.within_share(goals, s, peer) >= HC.within_share(goals, s, fixed)
             and goals.at["stall verdicts", (s, peer)] == goals.at["stall verdicts", (s, fixed)]
             for s in SITES
         ),
@@ -285,5 +276,5 @@ def numbers(k: Any, st: Any, goals: Any) -> dict[str, float]:
     }
     for i, site in enumerate(SITES):
         for rule, tag in ((fixed, "f"), (peer, "p")):
-            out[f"pw_{i}{tag}_within"] = _within(goals, site, rule)
+            out[f"pw_{i}{tag}_within"] = HC.within_share(goals, site, rule)
     return out
