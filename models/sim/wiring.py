@@ -112,8 +112,8 @@ SYN_WINDOW_MAX_BYTES = 65535
 
 def handshake_windows(a: Endpoint, b: Endpoint) -> None:
     """With ``KernelProfile.peer_window``: each sender's first window, what its peer's receive
-    buffer offered in the handshake (at most ``SYN_WINDOW_MAX_BYTES``, 65535 bytes); each segment
-    after it brings the peer's window anew (``Endpoint.receive``)."""
+    buffer offered in the handshake (at most ``SYN_WINDOW_MAX_BYTES``, the largest unscaled
+    window); each segment after it brings the peer's window anew (``Endpoint.receive``)."""
     if not a.peer_window:
         return
     for ep, peer in ((a, b), (b, a)):

@@ -57,11 +57,10 @@ ROW = ("loopback", "nodelay", "nodelay", 32, 65536)
 #: The runs each pair of rules is held to, and what each column is there: both carry the held
 #: call's flags, found on the eighth machine's trace (:mod:`models.validation.heldcall`), and the
 #: row that led to the peer's window is the eighth's too, so its columns are not a test.
-SITES = ("the seventh's sample", "the eighth's sample", "the sixth's sweep")
-ROLES = {SITES[0]: "test", SITES[1]: "fit", SITES[2]: "test"}
+SITES, ROLES = HC.SITES, HC.ROLES  # the sites heldcall's columns come from, alike
 #: The best rules with the held call counted once (the fixed window), and with the peer's window.
 RULES = ("fixed window", "peer's window")
-WITHIN = f"IOPS within {FID.IOPS_TOL:.0%}"
+WITHIN = HC.WITHIN
 #: The start's thresholds, set after the kernel's readings were seen (within its first 32
 #: responses every draw held 4.5 responses or more unsent with the flight below the congestion
 #: window, and 4 of 5 left the start-up by response 34): at least this many responses written and
